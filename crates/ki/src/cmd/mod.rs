@@ -1,0 +1,2 @@
+pub mod catalog;
+pub mod manifest;
