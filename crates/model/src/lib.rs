@@ -1,1 +1,14 @@
-//! placeholder: filled in by its issue
+//! The kernelindex.dev/v1alpha1 record model: parsing, validation, normalization,
+//! canonical JSON (RFC 8785) and the content digests and keys that identify records.
+//! Pure logic: no I/O except reading the files a caller names.
+
+// Canonical identity (JCS, digests, keys) and catalog-export reading/verification.
+pub mod export;
+pub mod identity;
+pub mod jcs;
+pub mod verify;
+
+// Typed manifests: parse (YAML 1.2 / JSON), normalize, validate.
+pub mod normalize;
+pub mod parse;
+pub mod records;
