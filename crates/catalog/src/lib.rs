@@ -1,1 +1,312 @@
-//! placeholder: filled in by its issue
+//! The KernelIndex catalog: one storage layer, one schema, two backends — SQLite (the
+//! embedded default: one file, WAL) and PostgreSQL (a shared deployment).
+//!
+//! Every table of a catalog export has a table here; rows go in through
+//! [`Catalog::import_lines`] (verified, then written in one transaction, or not at all)
+//! and come out as export-format rows (`serde_json::Map`, camelCase columns) through the
+//! read API, or as an export file through [`Catalog::export_to`].
+//!
+//! The API is async (sqlx on tokio). A caller without a runtime can build one:
+//! `tokio::runtime::Runtime::new()?.block_on(Catalog::open(url))`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+mod error;
+mod export;
+mod import;
+pub mod json_text;
+mod migrate;
+mod rows;
+pub mod schema;
+mod store;
+
+pub use error::{CatalogError, Conflict, Result, RowProblem};
+pub use export::ExportSummary;
+pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
+pub use ki_model::export::ExportLine;
+pub use store::Backend;
+
+use error::DbContext;
+use rows::SqlValue;
+use schema::{Kind, Table};
+use store::{Pool, Session};
+
+/// The catalog used when neither `--database` nor `KI_DATABASE_URL` names one.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://kernelindex.db";
+
+/// The environment variable that names the catalog database.
+pub const DATABASE_URL_ENV: &str = "KI_DATABASE_URL";
+
+/// The snapshot shipped in `data/`, imported into an empty catalog on first start.
+pub const BUNDLED_SNAPSHOT_NAME: &str = "catalog-2026-08-16-0022af0b.jsonl.zst";
+static BUNDLED_SNAPSHOT: &[u8] = include_bytes!("../../../data/catalog-2026-08-16-0022af0b.jsonl.zst");
+
+/// `KI_DATABASE_URL` if set, else [`DEFAULT_DATABASE_URL`].
+pub fn default_database_url() -> String {
+    std::env::var(DATABASE_URL_ENV).ok().filter(|url| !url.is_empty()).unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string())
+}
+
+/// A new row id: UUID v7 (time-ordered), as the catalog uses for rows it creates.
+pub fn new_row_id() -> uuid::Uuid {
+    uuid::Uuid::now_v7()
+}
+
+/// An open catalog. Cheap to clone (clones share one connection pool); usable from many
+/// tasks at once: readers never wait for a running import.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pool: Pool,
+    url: String,
+}
+
+impl Catalog {
+    /// Opens (creating if needed) the catalog at `url` — `sqlite://PATH` or
+    /// `postgres://…` — and applies any pending migrations.
+    ///
+    /// For PostgreSQL, a schema other than `public` can be chosen in the URL with
+    /// `?options=-c%20search_path%3DNAME`.
+    pub async fn open(url: &str) -> Result<Catalog> {
+        let pool = store::connect(url).await?;
+        migrate::migrate(&pool).await?;
+        Ok(Catalog { pool, url: store::redact(url) })
+    }
+
+    /// `url` with any password hidden, for messages.
+    pub fn redacted_url(url: &str) -> String {
+        store::redact(url)
+    }
+
+    /// The database URL (password hidden).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Closes the pool, waiting for its connections to finish.
+    pub async fn close(&self) {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+
+    /// Imports export-format rows: the one way rows enter the catalog.
+    ///
+    /// 1. Every row is checked against its table (columns, types, formats, closed sets);
+    ///    the first problem is returned as [`CatalogError::InvalidRow`] naming the line and
+    ///    JSON pointer.
+    /// 2. Every digest and key is recomputed ([`ki_model::verify`]); parents the rows refer
+    ///    to but do not carry are read from the catalog for this. Any mismatch refuses the
+    ///    whole import ([`CatalogError::Verification`], naming the first row).
+    /// 3. In one transaction, each row is classified against the catalog: unchanged (same
+    ///    key, identical content), new, or conflicting (same key or same unique digest/slug,
+    ///    different content). Any conflict refuses the import
+    ///    ([`CatalogError::Conflicts`]); otherwise the new rows are written and committed.
+    ///
+    /// On any error nothing is written. Re-importing the same rows inserts nothing. With
+    /// `options.dry_run` nothing is written and conflicts are reported in the
+    /// [`ImportReport`] instead of raised.
+    pub async fn import_lines(&self, lines: &[ExportLine], options: &ImportOptions) -> Result<ImportReport> {
+        import::import_lines(&self.pool, lines, options).await
+    }
+
+    /// Reads an export file (`.jsonl` or `.jsonl.zst`) and imports it with
+    /// [`Catalog::import_lines`]. A line that cannot be read refuses the whole file.
+    pub async fn import_file(&self, path: &Path, options: &ImportOptions) -> Result<ImportReport> {
+        let owned_path = path.to_path_buf();
+        let lines = tokio::task::spawn_blocking(move || ki_model::export::read_export(&owned_path))
+            .await
+            .map_err(|error| CatalogError::Export(format!("reading {} failed: {error}", path.display())))?
+            .map_err(|error| CatalogError::Snapshot(error.to_string()))?;
+        let mut options = options.clone();
+        options.origin.get_or_insert_with(|| path.display().to_string());
+        self.import_lines(&lines, &options).await
+    }
+
+    /// Imports the bundled snapshot when the catalog holds no rows at all; returns its
+    /// report, or `None` when the catalog already had rows. What a server calls on start.
+    pub async fn ensure_bundled_snapshot(&self) -> Result<Option<ImportReport>> {
+        if !self.is_empty().await? {
+            return Ok(None);
+        }
+        let lines = tokio::task::spawn_blocking(read_bundled_snapshot)
+            .await
+            .map_err(|error| CatalogError::Export(format!("reading the bundled snapshot failed: {error}")))??;
+        let options = ImportOptions { origin: Some(format!("bundled {BUNDLED_SNAPSHOT_NAME}")), ..ImportOptions::default() };
+        self.import_lines(&lines, &options).await.map(Some)
+    }
+
+    /// Writes a zstd JSONL export of the published catalog to `path` (atomically).
+    pub async fn export_to(&self, path: &Path) -> Result<ExportSummary> {
+        export::write_file(&self.pool, path).await
+    }
+
+    /// Writes the export lines, uncompressed, to `out`.
+    pub async fn export_lines_to(&self, out: &mut dyn std::io::Write) -> Result<ExportSummary> {
+        export::write_lines(&self.pool, out).await
+    }
+
+    /// True when no table holds a row.
+    pub async fn is_empty(&self) -> Result<bool> {
+        Ok(self.row_counts().await?.iter().all(|(_, count)| *count == 0))
+    }
+
+    /// Rows per table (all rows, published or not), in export order.
+    pub async fn row_counts(&self) -> Result<Vec<(&'static str, u64)>> {
+        let mut session = Session::begin(&self.pool, false).await?;
+        let mut counts = Vec::with_capacity(schema::TABLES.len());
+        for table in schema::TABLES {
+            let sql = format!("SELECT COUNT(*) FROM {}", table.name);
+            let rows = session
+                .fetch_all(&sql, &[], &[rows::Storage::Int])
+                .await
+                .context(|| format!("cannot count {}", table.name))?;
+            let count = match rows.first().and_then(|row| row.first()) {
+                Some(SqlValue::Int(Some(count))) => *count as u64,
+                _ => 0,
+            };
+            counts.push((table.name, count));
+        }
+        session.rollback().await.context(|| "cannot end a read transaction".into())?;
+        Ok(counts)
+    }
+
+    /// Every row of `table` (unpublished runs included), in arrival order, as
+    /// export-format rows.
+    pub async fn rows(&self, table: &str) -> Result<Vec<Map<String, Value>>> {
+        let mut rows = Vec::new();
+        self.for_each_row(table, |row| {
+            rows.push(row);
+            Ok(())
+        })
+        .await?;
+        Ok(rows)
+    }
+
+    /// Streams every row of `table` (unpublished runs included), in arrival order, to
+    /// `visit`, without holding the table in memory.
+    pub async fn for_each_row(
+        &self,
+        table: &str,
+        mut visit: impl FnMut(Map<String, Value>) -> Result<()>,
+    ) -> Result<()> {
+        let spec = known_table(table)?;
+        let mut session = Session::begin(&self.pool, false).await?;
+        let backend = session.backend();
+        let sql = format!("SELECT {} FROM {} ORDER BY seq", store::select_list(backend, spec), spec.name);
+        let storages = store::storages(spec.columns.iter().map(|column| column.kind));
+        session
+            .for_each(&sql, &[], &storages, |values| visit(rows::to_json_row(spec, &values).map_err(CatalogError::Corrupt)?))
+            .await?;
+        session.rollback().await.context(|| "cannot end a read transaction".into())?;
+        Ok(())
+    }
+
+    /// The rows of `table` whose indexed column `column` (camelCase, e.g. `runId`,
+    /// `comparisonKey`, `runDigest`) equals `value`, in arrival order.
+    pub async fn rows_where(&self, table: &str, column: &str, value: &str) -> Result<Vec<Map<String, Value>>> {
+        let spec = known_table(table)?;
+        let column = spec
+            .column(column)
+            .ok_or_else(|| CatalogError::Export(format!("{table} has no column {column:?}")))?;
+        let mut session = Session::begin(&self.pool, false).await?;
+        let found = fetch_by(&mut session, spec, column.json, value).await?;
+        session.rollback().await.context(|| "cannot end a read transaction".into())?;
+        found.iter().map(|values| rows::to_json_row(spec, values).map_err(CatalogError::Corrupt)).collect()
+    }
+
+    async fn one_where(&self, table: &str, column: &str, value: &str) -> Result<Option<Map<String, Value>>> {
+        Ok(self.rows_where(table, column, value).await?.into_iter().next())
+    }
+
+    /// A benchmark run (published or not) by its `id`.
+    pub async fn run_by_id(&self, id: &str) -> Result<Option<Map<String, Value>>> {
+        self.one_where("benchmark_runs", "id", id).await
+    }
+
+    /// A benchmark run (published or not) by its `runDigest`.
+    pub async fn run_by_digest(&self, digest: &str) -> Result<Option<Map<String, Value>>> {
+        self.one_where("benchmark_runs", "runDigest", digest).await
+    }
+
+    /// The measurements of a benchmark run, in arrival order.
+    pub async fn measurements_of_run(&self, run_id: &str) -> Result<Vec<Map<String, Value>>> {
+        self.rows_where("measurements", "runId", run_id).await
+    }
+
+    /// All benchmark runs sharing a comparison key.
+    pub async fn runs_by_comparison_key(&self, comparison_key: &str) -> Result<Vec<Map<String, Value>>> {
+        self.rows_where("benchmark_runs", "comparisonKey", comparison_key).await
+    }
+
+    /// A serving run (published or not) by its `id`.
+    pub async fn serving_run_by_id(&self, id: &str) -> Result<Option<Map<String, Value>>> {
+        self.one_where("serving_runs", "id", id).await
+    }
+
+    /// A serving run (published or not) by its `runDigest`.
+    pub async fn serving_run_by_digest(&self, digest: &str) -> Result<Option<Map<String, Value>>> {
+        self.one_where("serving_runs", "runDigest", digest).await
+    }
+}
+
+fn known_table(name: &str) -> Result<&'static Table> {
+    schema::table(name).ok_or_else(|| {
+        let known: Vec<&str> = schema::table_names().collect();
+        CatalogError::Export(format!("unknown table {name:?} (known: {})", known.join(", ")))
+    })
+}
+
+/// Rows of `table` whose column `column_json` equals `value`.
+pub(crate) async fn fetch_by(
+    session: &mut Session,
+    table: &'static Table,
+    column_json: &str,
+    value: &str,
+) -> Result<Vec<Vec<SqlValue>>> {
+    let Some(column) = table.column(column_json) else { return Ok(Vec::new()) };
+    // A malformed id cannot match, and PostgreSQL would reject it as a uuid.
+    if column.kind == Kind::Uuid && uuid::Uuid::try_parse(value).is_err() {
+        return Ok(Vec::new());
+    }
+    let backend = session.backend();
+    let param = match rows::storage(column.kind) {
+        rows::Storage::Text => SqlValue::Text(Some(value.to_string())),
+        rows::Storage::Int => match value.parse() {
+            Ok(number) => SqlValue::Int(Some(number)),
+            Err(_) => return Ok(Vec::new()),
+        },
+        rows::Storage::Real => match value.parse() {
+            Ok(number) => SqlValue::Real(Some(number)),
+            Err(_) => return Ok(Vec::new()),
+        },
+        rows::Storage::Bool => match value.parse() {
+            Ok(flag) => SqlValue::Bool(Some(flag)),
+            Err(_) => return Ok(Vec::new()),
+        },
+    };
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {} = {} ORDER BY seq",
+        store::select_list(backend, table),
+        table.name,
+        column.sql,
+        store::placeholder(backend, 1, column.kind)
+    );
+    let storages = store::storages(table.columns.iter().map(|column| column.kind));
+    session.fetch_all(&sql, &[param], &storages).await.context(|| format!("cannot read {}", table.name))
+}
+
+fn read_bundled_snapshot() -> Result<Vec<ExportLine>> {
+    let io_error = |source| CatalogError::Io { path: BUNDLED_SNAPSHOT_NAME.to_string(), source };
+    let mut file = tempfile::NamedTempFile::new().map_err(io_error)?;
+    std::io::Write::write_all(&mut file, BUNDLED_SNAPSHOT).map_err(io_error)?;
+    ki_model::export::read_export(file.path()).map_err(|error| CatalogError::Snapshot(error.to_string()))
+}

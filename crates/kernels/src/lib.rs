@@ -1,1 +1,10 @@
-//! placeholder: filled in by its issue
+//! `ki-kernels`: KernelIndex's own GPU kernels, written in CUDA C (`cuda/*.cu`) and compiled
+//! by NVRTC at run time through cudarc, so that building and testing need no CUDA toolkit.
+//!
+//! * [`gqa_paged_decode`]: batched GQA decode attention over a paged KV cache (issue 8),
+//!   covering every `gqa_paged_decode_*` definition of FlashInfer-Bench.
+pub mod gqa_paged_decode;
+
+pub use gqa_paged_decode::{
+    GqaConfig, GqaPagedDecode, GqaPointers, KernelError, LaunchPlan, ProblemSize, Tuning, Workspace, compile, plan_launch,
+};

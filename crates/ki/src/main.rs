@@ -21,6 +21,27 @@ enum Command {
     /// Verify, import and export catalog snapshots.
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
+    /// Serve the index on the web (pages and the /api/v1 JSON API).
+    Serve(cmd::serve::ServeArgs),
+    /// API keys and publication of submissions.
+    #[command(subcommand)]
+    Admin(cmd::admin::AdminCommand),
+    /// Run an operation's CPU reference on safetensors inputs.
+    Reference(cmd::run::ReferenceArgs),
+    /// Verify and time an implementation on a GPU (the verification runner).
+    Run(cmd::run::RunArgs),
+    /// Import external benchmark data sets (FlashInfer-Bench) into the catalog.
+    #[command(subcommand)]
+    Source(cmd::source::SourceCommand),
+    /// The fastest compatible kernels for an exact workload (ranking-v1).
+    Resolve(cmd::ranking::ResolveArgs),
+    /// Show one record in full.
+    #[command(subcommand)]
+    Show(cmd::ranking::ShowCommand),
+    /// Record events: who took the record of a comparison group, and when.
+    Records(cmd::ranking::RecordsArgs),
+    /// Compare 2 to 8 runs side by side.
+    Compare(cmd::ranking::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +49,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Manifest(c) => cmd::manifest::run(c),
         Command::Catalog(c) => cmd::catalog::run(c),
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Admin(c) => cmd::admin::run(c),
+        Command::Reference(args) => cmd::run::reference(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Source(c) => cmd::source::run(c),
+        Command::Resolve(args) => cmd::ranking::resolve(args),
+        Command::Show(c) => cmd::ranking::show(c),
+        Command::Records(args) => cmd::ranking::records(args),
+        Command::Compare(args) => cmd::ranking::compare(args),
     };
     match result {
         Ok(code) => code,

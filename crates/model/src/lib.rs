@@ -10,5 +10,8 @@ pub mod verify;
 
 // Typed manifests: parse (YAML 1.2 / JSON), normalize, validate.
 pub mod normalize;
+pub mod manifest;
 pub mod parse;
+pub mod problem;
 pub mod records;
+pub mod schema;

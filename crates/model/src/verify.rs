@@ -1,1 +1,457 @@
-//! (being written)
+//! Verifying a catalog export: recompute every digest and key of every row from the
+//! manifests it carries and compare with the stored columns, including the
+//! cross-references between rows (a run's manifest names the digests of the
+//! implementation and workload rows it points at).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::export::ExportLine;
+use crate::identity::{self, ComparisonParts, IdentityError};
+
+/// One checked column (or cross-reference) of one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Field {
+    pub table: &'static str,
+    /// The stored column compared, or for a cross-reference `manifest → table`.
+    pub name: &'static str,
+}
+
+const fn field(table: &'static str, name: &'static str) -> Field {
+    Field { table, name }
+}
+
+/// Every field the verifier checks, in report order.
+pub const FIELDS: &[Field] = &[
+    OPERATION_DIGEST,
+    WORKLOAD_DIGEST,
+    WORKLOAD_OPERATION,
+    IMPLEMENTATION_DIGEST,
+    IMPLEMENTATION_OPERATION,
+    RUN_DIGEST,
+    RUN_PROTOCOL_KEY,
+    RUN_PROTOCOL_DIGEST,
+    RUN_ENVIRONMENT_KEY,
+    RUN_ENVIRONMENT_DIGEST,
+    RUN_IMPLEMENTATION,
+    RUN_WORKLOAD,
+    RUN_CORRECTNESS_KEY,
+    RUN_METRIC_KEY,
+    RUN_PRIMARY_VALUE,
+    RUN_COMPARISON_KEY,
+    EVENT_COMPARISON_KEY,
+    MODEL_DIGEST,
+    STACK_DIGEST,
+    CONFIGURATION_DIGEST,
+    CONFIGURATION_STACK,
+    SERVING_WORKLOAD_DIGEST,
+    SERVING_RUN_DIGEST,
+    SERVING_RUN_MODEL,
+    SERVING_RUN_CONFIGURATION,
+    SERVING_RUN_WORKLOAD,
+    SERVING_RUN_PROTOCOL_KEY,
+    SERVING_RUN_METRIC_SET_KEY,
+    SERVING_RUN_COHORT_KEY,
+];
+
+const OPERATION_DIGEST: Field = field("operations", "semanticDigest");
+const WORKLOAD_DIGEST: Field = field("workloads", "workloadDigest");
+const WORKLOAD_OPERATION: Field = field("workloads", "manifest → operations");
+const IMPLEMENTATION_DIGEST: Field = field("implementations", "implementationDigest");
+const IMPLEMENTATION_OPERATION: Field = field("implementations", "manifest → operations");
+const RUN_DIGEST: Field = field("benchmark_runs", "runDigest");
+const RUN_PROTOCOL_KEY: Field = field("benchmark_runs", "protocolKey");
+const RUN_PROTOCOL_DIGEST: Field = field("benchmark_runs", "run.spec.protocolDigest");
+const RUN_ENVIRONMENT_KEY: Field = field("benchmark_runs", "environmentKey");
+const RUN_ENVIRONMENT_DIGEST: Field = field("benchmark_runs", "run.spec.environmentDigest");
+const RUN_IMPLEMENTATION: Field = field("benchmark_runs", "manifest → implementations");
+const RUN_WORKLOAD: Field = field("benchmark_runs", "manifest → workloads");
+const RUN_CORRECTNESS_KEY: Field = field("benchmark_runs", "correctnessKey");
+const RUN_METRIC_KEY: Field = field("benchmark_runs", "metric key (primaryMetric:Statistic:Unit)");
+const RUN_PRIMARY_VALUE: Field = field("benchmark_runs", "primaryValue + sampleCount");
+const RUN_COMPARISON_KEY: Field = field("benchmark_runs", "comparisonKey");
+const EVENT_COMPARISON_KEY: Field = field("record_events", "comparisonKey → benchmark_runs");
+const MODEL_DIGEST: Field = field("model_revisions", "modelDigest");
+const STACK_DIGEST: Field = field("serving_stack_revisions", "stackDigest");
+const CONFIGURATION_DIGEST: Field = field("serving_configurations", "configurationDigest");
+const CONFIGURATION_STACK: Field = field("serving_configurations", "manifest → serving_stack_revisions");
+const SERVING_WORKLOAD_DIGEST: Field = field("serving_workloads", "workloadDigest");
+const SERVING_RUN_DIGEST: Field = field("serving_runs", "runDigest");
+const SERVING_RUN_MODEL: Field = field("serving_runs", "manifest → model_revisions");
+const SERVING_RUN_CONFIGURATION: Field = field("serving_runs", "manifest → serving_configurations");
+const SERVING_RUN_WORKLOAD: Field = field("serving_runs", "manifest → serving_workloads");
+const SERVING_RUN_PROTOCOL_KEY: Field = field("serving_runs", "protocolKey");
+const SERVING_RUN_METRIC_SET_KEY: Field = field("serving_runs", "metricSetKey");
+const SERVING_RUN_COHORT_KEY: Field = field("serving_runs", "cohortKey");
+
+/// The first row where a field did not reproduce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub line: usize,
+    /// The row's `id`.
+    pub id: String,
+    /// What the row says.
+    pub stored: String,
+    /// What recomputing from the manifests gives (or why it could not be computed).
+    pub recomputed: String,
+}
+
+/// Counts for one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldTally {
+    pub field: Field,
+    pub ok: u64,
+    pub mismatched: u64,
+    /// The mismatching row with the lowest line number.
+    pub first_mismatch: Option<Mismatch>,
+}
+
+impl FieldTally {
+    fn new(field: Field) -> Self {
+        FieldTally { field, ok: 0, mismatched: 0, first_mismatch: None }
+    }
+
+    fn record(&mut self, outcome: Result<(), Mismatch>) {
+        match outcome {
+            Ok(()) => self.ok += 1,
+            Err(mismatch) => {
+                self.mismatched += 1;
+                if self.first_mismatch.as_ref().is_none_or(|first| mismatch.line < first.line) {
+                    self.first_mismatch = Some(mismatch);
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: FieldTally) {
+        self.ok += other.ok;
+        self.mismatched += other.mismatched;
+        if let Some(mismatch) = other.first_mismatch {
+            self.mismatched -= 1;
+            self.record(Err(mismatch));
+        }
+    }
+}
+
+/// The outcome of verifying an export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Rows read per table, in the order tables first appeared.
+    pub table_rows: Vec<(String, u64)>,
+    /// One tally per entry of [`FIELDS`], in that order.
+    pub fields: Vec<FieldTally>,
+}
+
+impl VerifyReport {
+    pub fn rows(&self) -> u64 {
+        self.table_rows.iter().map(|(_, count)| count).sum()
+    }
+
+    pub fn mismatches(&self) -> u64 {
+        self.fields.iter().map(|tally| tally.mismatched).sum()
+    }
+
+    /// True when every checked field of every row reproduced.
+    pub fn is_clean(&self) -> bool {
+        self.mismatches() == 0
+    }
+
+    /// The mismatch at the lowest line over all fields: what an importer names when it
+    /// refuses a snapshot.
+    pub fn first_mismatch(&self) -> Option<(Field, &Mismatch)> {
+        self.fields
+            .iter()
+            .filter_map(|tally| tally.first_mismatch.as_ref().map(|mismatch| (tally.field, mismatch)))
+            .min_by_key(|(_, mismatch)| mismatch.line)
+    }
+
+    pub fn tally(&self, field: Field) -> Option<&FieldTally> {
+        self.fields.iter().find(|tally| tally.field == field)
+    }
+}
+
+/// Rows of the tables that others refer to, by id.
+struct Index<'a> {
+    operations: HashMap<&'a str, &'a ExportLine>,
+    workloads: HashMap<&'a str, &'a ExportLine>,
+    implementations: HashMap<&'a str, &'a ExportLine>,
+    runs: HashMap<&'a str, &'a ExportLine>,
+    models: HashMap<&'a str, &'a ExportLine>,
+    stacks: HashMap<&'a str, &'a ExportLine>,
+    configurations: HashMap<&'a str, &'a ExportLine>,
+    serving_workloads: HashMap<&'a str, &'a ExportLine>,
+}
+
+impl<'a> Index<'a> {
+    fn build(lines: &'a [ExportLine]) -> Self {
+        let mut index = Index {
+            operations: HashMap::new(),
+            workloads: HashMap::new(),
+            implementations: HashMap::new(),
+            runs: HashMap::new(),
+            models: HashMap::new(),
+            stacks: HashMap::new(),
+            configurations: HashMap::new(),
+            serving_workloads: HashMap::new(),
+        };
+        for line in lines {
+            let map = match line.table.as_str() {
+                "operations" => &mut index.operations,
+                "workloads" => &mut index.workloads,
+                "implementations" => &mut index.implementations,
+                "benchmark_runs" => &mut index.runs,
+                "model_revisions" => &mut index.models,
+                "serving_stack_revisions" => &mut index.stacks,
+                "serving_configurations" => &mut index.configurations,
+                "serving_workloads" => &mut index.serving_workloads,
+                _ => continue,
+            };
+            map.insert(line.id(), line);
+        }
+        index
+    }
+}
+
+/// Recomputes every digest and key of every row. Rows are checked in parallel; the
+/// report does not depend on the order or the thread count.
+pub fn verify_export(lines: &[ExportLine]) -> VerifyReport {
+    verify_export_with_progress(lines, |_| {})
+}
+
+/// As [`verify_export`], calling `progress(rows_done)` now and then (from any thread).
+pub fn verify_export_with_progress(lines: &[ExportLine], progress: impl Fn(u64) + Sync) -> VerifyReport {
+    let index = Index::build(lines);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let empty = || FIELDS.iter().map(|field| FieldTally::new(*field)).collect::<Vec<_>>();
+    let fields = lines
+        .par_chunks(256)
+        .fold(empty, |mut tallies, chunk| {
+            for line in chunk {
+                check_line(line, &index, &mut |field, outcome| {
+                    let slot = FIELDS.iter().position(|known| *known == field).expect("every checked field is listed");
+                    tallies[slot].record(outcome);
+                });
+            }
+            let total = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
+            progress(total);
+            tallies
+        })
+        .reduce(empty, |mut left, right| {
+            for (mine, theirs) in left.iter_mut().zip(right) {
+                mine.merge(theirs);
+            }
+            left
+        });
+    let mut table_rows: Vec<(String, u64)> = Vec::new();
+    let mut positions: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in lines {
+        match positions.get(line.table.as_str()) {
+            Some(&position) => table_rows[position].1 += 1,
+            None => {
+                positions.insert(&line.table, table_rows.len());
+                table_rows.push((line.table.clone(), 1));
+            }
+        }
+    }
+    VerifyReport { table_rows, fields }
+}
+
+/// A stored column as text for comparison and display (`null` when absent).
+fn stored(row: &Map<String, Value>, column: &str) -> String {
+    match row.get(column) {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => "null".to_string(),
+    }
+}
+
+fn compare(line: &ExportLine, stored: String, recomputed: Result<String, String>) -> Result<(), Mismatch> {
+    match recomputed {
+        Ok(value) if value == stored => Ok(()),
+        Ok(value) => Err(Mismatch { line: line.line, id: line.id().to_string(), stored, recomputed: value }),
+        Err(reason) => Err(Mismatch { line: line.line, id: line.id().to_string(), stored, recomputed: format!("error: {reason}") }),
+    }
+}
+
+fn manifest_digest(manifest: Option<&Value>, at: &str) -> Result<String, String> {
+    let manifest = manifest.ok_or_else(|| format!("{at}: no manifest"))?;
+    identity::object_digest(manifest).map_err(|error| at_pointer(at, error))
+}
+
+fn at_pointer(at: &str, error: IdentityError) -> String {
+    format!("{at}{error}")
+}
+
+/// The row of `table` that `row[column]` points at.
+fn referenced<'a>(
+    row: &Map<String, Value>,
+    column: &str,
+    table: &str,
+    rows: &HashMap<&str, &'a ExportLine>,
+) -> Result<&'a ExportLine, String> {
+    let id = row.get(column).and_then(Value::as_str).ok_or_else(|| format!("{column} is not an id"))?;
+    rows.get(id).copied().ok_or_else(|| format!("no {table} row with id {id}"))
+}
+
+/// A string inside a manifest, for cross-reference checks.
+fn manifest_str(manifest: Option<&Value>, pointer: &str) -> Result<String, String> {
+    manifest
+        .and_then(|manifest| manifest.pointer(pointer))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("manifest{pointer}: required string"))
+}
+
+fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+    let row = &line.row;
+    let manifest = row.get("manifest");
+    match line.table.as_str() {
+        "operations" => record(OPERATION_DIGEST, compare(line, stored(row, "semanticDigest"), manifest_digest(manifest, "manifest"))),
+        "workloads" => {
+            record(WORKLOAD_DIGEST, compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")));
+            let operation = referenced(row, "operationId", "operations", &index.operations).map(|op| stored(&op.row, "semanticDigest"));
+            check_reference(line, WORKLOAD_OPERATION, manifest_str(manifest, "/spec/operationSpecDigest"), operation, record);
+        }
+        "implementations" => {
+            record(IMPLEMENTATION_DIGEST, compare(line, stored(row, "implementationDigest"), manifest_digest(manifest, "manifest")));
+            let operation = referenced(row, "operationId", "operations", &index.operations).map(|op| stored(&op.row, "semanticDigest"));
+            check_reference(line, IMPLEMENTATION_OPERATION, manifest_str(manifest, "/spec/operation/specDigest"), operation, record);
+        }
+        "benchmark_runs" => check_benchmark_run(line, index, record),
+        "record_events" => {
+            let run = referenced(row, "runId", "benchmark_runs", &index.runs).map(|run| stored(&run.row, "comparisonKey"));
+            record(EVENT_COMPARISON_KEY, compare(line, stored(row, "comparisonKey"), run));
+        }
+        "model_revisions" => record(MODEL_DIGEST, compare(line, stored(row, "modelDigest"), manifest_digest(manifest, "manifest"))),
+        "serving_stack_revisions" => record(STACK_DIGEST, compare(line, stored(row, "stackDigest"), manifest_digest(manifest, "manifest"))),
+        "serving_configurations" => {
+            record(CONFIGURATION_DIGEST, compare(line, stored(row, "configurationDigest"), manifest_digest(manifest, "manifest")));
+            let stack = referenced(row, "stackRevisionId", "serving_stack_revisions", &index.stacks).map(|s| stored(&s.row, "stackDigest"));
+            check_reference(line, CONFIGURATION_STACK, manifest_str(manifest, "/spec/stackDigest"), stack, record);
+        }
+        "serving_workloads" => {
+            record(SERVING_WORKLOAD_DIGEST, compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")))
+        }
+        "serving_runs" => check_serving_run(line, index, record),
+        _ => {}
+    }
+}
+
+/// A manifest names a digest; the row it points at by id must carry that digest.
+fn check_reference(
+    line: &ExportLine,
+    field: Field,
+    named: Result<String, String>,
+    target: Result<String, String>,
+    record: &mut dyn FnMut(Field, Result<(), Mismatch>),
+) {
+    let outcome = match named {
+        // `stored` is the manifest's claim, `recomputed` what the referenced row holds.
+        Ok(named) => compare(line, named, target),
+        Err(reason) => compare(line, "null".to_string(), Err(reason)),
+    };
+    record(field, outcome);
+}
+
+fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+    let row = &line.row;
+    let manifest = row.get("manifest");
+    let run = manifest.and_then(|m| m.get("run"));
+    let protocol = manifest.and_then(|m| m.get("protocol"));
+    let environment = manifest.and_then(|m| m.get("environment"));
+
+    record(RUN_DIGEST, compare(line, stored(row, "runDigest"), manifest_digest(run, "manifest/run")));
+    let protocol_key = manifest_digest(protocol, "manifest/protocol");
+    let environment_key = manifest_digest(environment, "manifest/environment");
+    record(RUN_PROTOCOL_KEY, compare(line, stored(row, "protocolKey"), protocol_key.clone()));
+    record(RUN_ENVIRONMENT_KEY, compare(line, stored(row, "environmentKey"), environment_key.clone()));
+    check_reference(line, RUN_PROTOCOL_DIGEST, manifest_str(run, "/spec/protocolDigest"), protocol_key.clone(), record);
+    check_reference(line, RUN_ENVIRONMENT_DIGEST, manifest_str(run, "/spec/environmentDigest"), environment_key.clone(), record);
+
+    let implementation = referenced(row, "implementationId", "implementations", &index.implementations);
+    let implementation_digest = implementation.map(|i| stored(&i.row, "implementationDigest"));
+    check_reference(line, RUN_IMPLEMENTATION, manifest_str(run, "/spec/implementationDigest"), implementation_digest, record);
+    let workload = referenced(row, "workloadId", "workloads", &index.workloads);
+    let workload_digest = workload.clone().map(|w| stored(&w.row, "workloadDigest"));
+    check_reference(line, RUN_WORKLOAD, manifest_str(run, "/spec/workloadDigest"), workload_digest, record);
+
+    // The workload's own manifest, not its stored digest column, feeds the keys.
+    let workload_manifest = workload.and_then(|w| w.row.get("manifest").ok_or_else(|| "the workload row has no manifest".to_string()));
+    let correctness_key = workload_manifest.clone().and_then(|w| {
+        identity::correctness_key(w.pointer("/spec/correctness")).map_err(|e| at_pointer("workload manifest/spec", e))
+    });
+    record(RUN_CORRECTNESS_KEY, compare(line, stored(row, "correctnessKey"), correctness_key.clone()));
+
+    let primary = run
+        .ok_or_else(|| "manifest/run: missing".to_string())
+        .and_then(|run| identity::primary_measurement(&run["spec"]).map_err(|e| at_pointer("manifest/run/spec", e)));
+    let stored_metric_key = match row.get("primaryMetric").and_then(Value::as_str) {
+        Some(identity::NO_METRIC) => identity::NO_METRIC.to_string(),
+        _ => format!("{}:{}:{}", stored(row, "primaryMetric"), stored(row, "primaryStatistic"), stored(row, "primaryUnit")),
+    };
+    let metric_key = primary.clone().map(|p| identity::metric_key(p.as_ref()));
+    record(RUN_METRIC_KEY, compare(line, stored_metric_key, metric_key.clone()));
+    let show_value = |value: Option<f64>, samples: Option<u64>| {
+        format!("{} ({} samples)", value.map_or("null".to_string(), |v| v.to_string()), samples.map_or("null".to_string(), |s| s.to_string()))
+    };
+    let stored_value = show_value(row.get("primaryValue").and_then(Value::as_f64), row.get("sampleCount").and_then(Value::as_u64));
+    let value = primary.map(|p| match p {
+        Some(p) => show_value(p.value.as_f64(), p.sample_count),
+        None => show_value(None, None),
+    });
+    record(RUN_PRIMARY_VALUE, compare(line, stored_value, value));
+
+    let comparison_key = (|| -> Result<String, String> {
+        let workload_manifest = workload_manifest?;
+        let operation = manifest_str(Some(workload_manifest), "/spec/operationSpecDigest")
+            .map_err(|reason| format!("workload {reason}"))?;
+        let workload_digest = manifest_digest(Some(workload_manifest), "workload manifest")?;
+        Ok(identity::comparison_key(&ComparisonParts {
+            operation: &operation,
+            workload: &workload_digest,
+            protocol: &protocol_key?,
+            environment: &environment_key?,
+            correctness: &correctness_key?,
+            metric: &metric_key?,
+        }))
+    })();
+    record(RUN_COMPARISON_KEY, compare(line, stored(row, "comparisonKey"), comparison_key));
+}
+
+fn check_serving_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+    let row = &line.row;
+    let manifest = row.get("manifest");
+    record(SERVING_RUN_DIGEST, compare(line, stored(row, "runDigest"), manifest_digest(manifest, "manifest")));
+
+    let model = referenced(row, "modelRevisionId", "model_revisions", &index.models);
+    let configuration = referenced(row, "configurationId", "serving_configurations", &index.configurations);
+    let workload = referenced(row, "workloadId", "serving_workloads", &index.serving_workloads);
+    check_reference(line, SERVING_RUN_MODEL, manifest_str(manifest, "/spec/modelDigest"), model.clone().map(|m| stored(&m.row, "modelDigest")), record);
+    check_reference(
+        line,
+        SERVING_RUN_CONFIGURATION,
+        manifest_str(manifest, "/spec/configurationDigest"),
+        configuration.map(|c| stored(&c.row, "configurationDigest")),
+        record,
+    );
+    check_reference(
+        line,
+        SERVING_RUN_WORKLOAD,
+        manifest_str(manifest, "/spec/workloadDigest"),
+        workload.clone().map(|w| stored(&w.row, "workloadDigest")),
+        record,
+    );
+
+    let keys = (|| -> Result<identity::ServingRunKeys, String> {
+        let run = manifest.ok_or("no manifest")?;
+        let model = model?.row.get("manifest").ok_or("the model_revisions row has no manifest")?;
+        let workload = workload?.row.get("manifest").ok_or("the serving_workloads row has no manifest")?;
+        identity::serving_run_keys(run, model, workload).map_err(|error| error.to_string())
+    })();
+    let part = |pick: fn(&identity::ServingRunKeys) -> &String| keys.as_ref().map(|k| pick(k).clone()).map_err(Clone::clone);
+    record(SERVING_RUN_PROTOCOL_KEY, compare(line, stored(row, "protocolKey"), part(|k| &k.protocol_key)));
+    record(SERVING_RUN_METRIC_SET_KEY, compare(line, stored(row, "metricSetKey"), part(|k| &k.metric_set_key)));
+    record(SERVING_RUN_COHORT_KEY, compare(line, stored(row, "cohortKey"), part(|k| &k.cohort_key)));
+}

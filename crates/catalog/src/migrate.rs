@@ -1,0 +1,135 @@
+//! Versioned migrations, applied when a catalog is opened. Each version is a pair of SQL
+//! files (SQLite, PostgreSQL) compiled into the binary; the catalog records the version
+//! and a checksum of what it applied, and refuses a database whose recorded migrations
+//! differ from these files or come from a newer `ki`.
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{CatalogError, DbContext, Result};
+use crate::rows::{SqlValue, Storage};
+use crate::store::{Backend, Pool, Session};
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+pub static MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "catalog",
+    sqlite: include_str!("../migrations/sqlite/0001_catalog.sql"),
+    postgres: include_str!("../migrations/postgres/0001_catalog.sql"),
+}];
+
+impl Migration {
+    fn sql(&self, backend: Backend) -> &'static str {
+        match backend {
+            Backend::Sqlite => self.sqlite,
+            Backend::Postgres => self.postgres,
+        }
+    }
+
+    fn checksum(&self, backend: Backend) -> String {
+        hex::encode(Sha256::digest(self.sql(backend).as_bytes()))
+    }
+}
+
+const LEDGER: &str = "CREATE TABLE IF NOT EXISTS ki_schema_migrations (
+    version BIGINT PRIMARY KEY,
+    name TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)";
+
+/// Brings the schema up to date inside one write transaction (so two processes opening
+/// a fresh catalog at once apply each migration exactly once).
+pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
+    let mut session = Session::begin(pool, true).await?;
+    let backend = session.backend();
+    session.execute(LEDGER, &[]).await.context(|| "cannot create the migration ledger".into())?;
+    let applied = session
+        .fetch_all(
+            "SELECT version, checksum FROM ki_schema_migrations ORDER BY version",
+            &[],
+            &[Storage::Int, Storage::Text],
+        )
+        .await
+        .context(|| "cannot read the migration ledger".into())?;
+    let newest_known = MIGRATIONS.last().map_or(0, |migration| migration.version);
+    for row in &applied {
+        let (SqlValue::Int(Some(version)), SqlValue::Text(Some(checksum))) = (&row[0], &row[1]) else {
+            return Err(CatalogError::Migration("the migration ledger holds a malformed row".into()));
+        };
+        match MIGRATIONS.iter().find(|migration| migration.version == *version) {
+            None if *version > newest_known => {
+                return Err(CatalogError::Migration(format!(
+                    "the catalog's schema is at version {version}, newer than this ki knows (up to {newest_known}); use a newer ki"
+                )));
+            }
+            None => return Err(CatalogError::Migration(format!("the catalog records an unknown migration {version}"))),
+            Some(migration) if migration.checksum(backend) != *checksum => {
+                return Err(CatalogError::Migration(format!(
+                    "migration {version} ({}) was applied from different SQL than this ki carries",
+                    migration.name
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut newly_applied = Vec::new();
+    for migration in MIGRATIONS {
+        let done = applied.iter().any(|row| row[0] == SqlValue::Int(Some(migration.version)));
+        if done {
+            continue;
+        }
+        session
+            .run_script(migration.sql(backend))
+            .await
+            .context(|| format!("migration {} ({}) failed", migration.version, migration.name))?;
+        let record = match backend {
+            Backend::Sqlite => "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
+            Backend::Postgres => "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
+        };
+        session
+            .execute(
+                record,
+                &[
+                    SqlValue::Int(Some(migration.version)),
+                    SqlValue::Text(Some(migration.name.to_string())),
+                    SqlValue::Text(Some(migration.checksum(backend))),
+                    SqlValue::Text(Some(now_utc())),
+                ],
+            )
+            .await
+            .context(|| "cannot record a migration".into())?;
+        newly_applied.push(migration.version);
+    }
+    session.commit().await.context(|| "cannot commit migrations".into())?;
+    Ok(newly_applied)
+}
+
+/// The current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub(crate) fn now_utc() -> String {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let millis = since_epoch.as_millis() as i64;
+    let (days, day_millis) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        day_millis / 3_600_000,
+        day_millis / 60_000 % 60,
+        day_millis / 1000 % 60,
+        day_millis % 1000
+    )
+}

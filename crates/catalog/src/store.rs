@@ -1,0 +1,314 @@
+//! The two backends behind one set of operations. SQL text is generated per backend from
+//! the table specs; the row I/O is written once and stamped out for each sqlx driver.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error::{CatalogError, DbContext, Result};
+use crate::rows::{SqlValue, Storage, storage};
+use crate::schema::{Kind, Table};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// How long a writer waits for another writer's SQLite lock before giving up.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub(crate) async fn connect(url: &str) -> Result<Pool> {
+    if url.starts_with("sqlite:") {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|_| CatalogError::Url(url.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL + NORMAL: a crash never corrupts the file; commits are atomic.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(SQLITE_BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .context(|| format!("cannot open {url}"))?;
+        Ok(Pool::Sqlite(pool))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let options = PgConnectOptions::from_str(url).map_err(|_| CatalogError::Url(redact(url)))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .context(|| format!("cannot connect to {}", redact(url)))?;
+        Ok(Pool::Postgres(pool))
+    } else {
+        Err(CatalogError::Url(redact(url)))
+    }
+}
+
+/// The URL without a password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The SELECT list for a table's columns (PostgreSQL returns uuid and json as text).
+pub(crate) fn select_list(backend: Backend, table: &Table) -> String {
+    table
+        .columns
+        .iter()
+        .map(|column| match (backend, column.kind) {
+            (Backend::Postgres, Kind::Uuid | Kind::Json | Kind::JsonArray) => format!("{}::text", column.sql),
+            _ => column.sql.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A placeholder for parameter `number` (1-based) of a column of `kind`.
+pub(crate) fn placeholder(backend: Backend, number: usize, kind: Kind) -> String {
+    match backend {
+        Backend::Sqlite => format!("?{number}"),
+        Backend::Postgres => match kind {
+            Kind::Uuid => format!("${number}::uuid"),
+            Kind::Json | Kind::JsonArray => format!("${number}::json"),
+            _ => format!("${number}"),
+        },
+    }
+}
+
+/// `INSERT INTO table (...) VALUES (...), (...)` for `rows` rows.
+pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String {
+    let columns: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
+    let mut sql = format!("INSERT INTO {} ({}) VALUES ", table.name, columns.join(", "));
+    let mut number = 1;
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for (index, column) in table.columns.iter().enumerate() {
+            if index > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&placeholder(backend, number, column.kind));
+            number += 1;
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Rows per INSERT statement: big enough to keep round trips few, within both
+/// backends' parameter limits (SQLite 32766, PostgreSQL 65535).
+pub(crate) fn batch_rows(table: &Table) -> usize {
+    (16_000 / table.columns.len()).clamp(1, 500)
+}
+
+pub(crate) fn storages(kinds: impl Iterator<Item = Kind>) -> Vec<Storage> {
+    kinds.map(storage).collect()
+}
+
+/// Row I/O written once for both drivers.
+macro_rules! backend_io {
+    ($module:ident, $db:ty, $connection:ty, $row:ty) => {
+        pub(crate) mod $module {
+            use futures_util::TryStreamExt;
+            use sqlx::{AssertSqlSafe, Row};
+
+            use crate::rows::{SqlValue, Storage};
+
+            pub(crate) type Connection = $connection;
+
+            fn bind<'q>(
+                query: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments>,
+                value: &SqlValue,
+            ) -> sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments> {
+                match value {
+                    SqlValue::Text(text) => query.bind(text.clone()),
+                    SqlValue::Int(number) => query.bind(*number),
+                    SqlValue::Real(number) => query.bind(*number),
+                    SqlValue::Bool(flag) => query.bind(*flag),
+                }
+            }
+
+            fn decode(row: &$row, storages: &[Storage]) -> Result<Vec<SqlValue>, sqlx::Error> {
+                storages
+                    .iter()
+                    .enumerate()
+                    .map(|(index, storage)| {
+                        Ok(match storage {
+                            Storage::Text => SqlValue::Text(row.try_get(index)?),
+                            Storage::Int => SqlValue::Int(row.try_get(index)?),
+                            Storage::Real => SqlValue::Real(row.try_get(index)?),
+                            Storage::Bool => SqlValue::Bool(row.try_get(index)?),
+                        })
+                    })
+                    .collect()
+            }
+
+            pub(crate) async fn execute(
+                connection: &mut Connection,
+                sql: &str,
+                params: &[SqlValue],
+            ) -> Result<u64, sqlx::Error> {
+                let mut query = sqlx::query::<$db>(AssertSqlSafe(sql.to_string()));
+                for value in params {
+                    query = bind(query, value);
+                }
+                Ok(query.execute(&mut *connection).await?.rows_affected())
+            }
+
+            pub(crate) async fn fetch_all(
+                connection: &mut Connection,
+                sql: &str,
+                params: &[SqlValue],
+                storages: &[Storage],
+            ) -> Result<Vec<Vec<SqlValue>>, sqlx::Error> {
+                let mut query = sqlx::query::<$db>(AssertSqlSafe(sql.to_string()));
+                for value in params {
+                    query = bind(query, value);
+                }
+                let rows = query.fetch_all(&mut *connection).await?;
+                rows.iter().map(|row| decode(row, storages)).collect()
+            }
+
+            /// Streams rows to `visit` without holding them all in memory.
+            pub(crate) async fn for_each<E: From<sqlx::Error>>(
+                connection: &mut Connection,
+                sql: &str,
+                params: &[SqlValue],
+                storages: &[Storage],
+                mut visit: impl FnMut(Vec<SqlValue>) -> Result<(), E>,
+            ) -> Result<(), E> {
+                let mut query = sqlx::query::<$db>(AssertSqlSafe(sql.to_string()));
+                for value in params {
+                    query = bind(query, value);
+                }
+                let mut stream = query.fetch(&mut *connection);
+                while let Some(row) = stream.try_next().await? {
+                    visit(decode(&row, storages)?)?;
+                }
+                Ok(())
+            }
+
+            pub(crate) async fn run_script(connection: &mut Connection, sql: &'static str) -> Result<(), sqlx::Error> {
+                sqlx::raw_sql(sql).execute(&mut *connection).await.map(|_| ())
+            }
+        }
+    };
+}
+
+backend_io!(sqlite_io, sqlx::Sqlite, sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
+backend_io!(pg_io, sqlx::Postgres, sqlx::PgConnection, sqlx::postgres::PgRow);
+
+/// A transaction or plain connection on either backend, with the operations the
+/// catalog needs.
+pub(crate) enum Session {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// The advisory lock that serializes catalog writers on PostgreSQL.
+const PG_WRITER_LOCK: i64 = 0x6b69_6361_7461_6c67; // "kicatalg"
+
+impl Session {
+    /// Begins a transaction. A writer takes the write lock at once (SQLite
+    /// `BEGIN IMMEDIATE`, a PostgreSQL advisory lock), so two importers queue rather
+    /// than race; readers are never blocked by it.
+    pub(crate) async fn begin(pool: &Pool, write: bool) -> Result<Session> {
+        match pool {
+            Pool::Sqlite(pool) => {
+                let statement = if write { "BEGIN IMMEDIATE" } else { "BEGIN" };
+                let tx = pool.begin_with(statement).await.context(|| "cannot begin a transaction".into())?;
+                Ok(Session::Sqlite(tx))
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await.context(|| "cannot begin a transaction".into())?;
+                if write {
+                    pg_io::execute(&mut tx, "SELECT pg_advisory_xact_lock($1)", &[SqlValue::Int(Some(PG_WRITER_LOCK))])
+                        .await
+                        .context(|| "cannot take the catalog writer lock".into())?;
+                }
+                Ok(Session::Postgres(tx))
+            }
+        }
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Session::Sqlite(_) => Backend::Sqlite,
+            Session::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub(crate) async fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64, sqlx::Error> {
+        match self {
+            Session::Sqlite(tx) => sqlite_io::execute(tx, sql, params).await,
+            Session::Postgres(tx) => pg_io::execute(tx, sql, params).await,
+        }
+    }
+
+    pub(crate) async fn fetch_all(
+        &mut self,
+        sql: &str,
+        params: &[SqlValue],
+        storages: &[Storage],
+    ) -> Result<Vec<Vec<SqlValue>>, sqlx::Error> {
+        match self {
+            Session::Sqlite(tx) => sqlite_io::fetch_all(tx, sql, params, storages).await,
+            Session::Postgres(tx) => pg_io::fetch_all(tx, sql, params, storages).await,
+        }
+    }
+
+    pub(crate) async fn for_each<E: From<sqlx::Error>>(
+        &mut self,
+        sql: &str,
+        params: &[SqlValue],
+        storages: &[Storage],
+        visit: impl FnMut(Vec<SqlValue>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            Session::Sqlite(tx) => sqlite_io::for_each(tx, sql, params, storages, visit).await,
+            Session::Postgres(tx) => pg_io::for_each(tx, sql, params, storages, visit).await,
+        }
+    }
+
+    pub(crate) async fn run_script(&mut self, sql: &'static str) -> Result<(), sqlx::Error> {
+        match self {
+            Session::Sqlite(tx) => sqlite_io::run_script(tx, sql).await,
+            Session::Postgres(tx) => pg_io::run_script(tx, sql).await,
+        }
+    }
+
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Session::Sqlite(tx) => tx.commit().await,
+            Session::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    pub(crate) async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            Session::Sqlite(tx) => tx.rollback().await,
+            Session::Postgres(tx) => tx.rollback().await,
+        }
+    }
+}

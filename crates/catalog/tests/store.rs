@@ -1,0 +1,293 @@
+//! The catalog store on both backends: import, re-import, overlap, round trip, refusals,
+//! concurrent readers, migrations. Every test body runs on SQLite (a temporary file) and on
+//! PostgreSQL (a fresh schema in the `test` database).
+
+mod support;
+
+use std::collections::HashMap;
+
+use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions};
+use serde_json::Value;
+use support::{TestDb, counts_of, export_text, lines_of, shared_export_text, shared_lines};
+
+/// Full life of a snapshot: a partial import, the overlapping full snapshot adds only the
+/// rest, a re-import adds nothing, the export reproduces the shared file byte for byte, and
+/// importing that export elsewhere exports identically again.
+async fn import_overlap_reimport_and_round_trip(db: TestDb) {
+    let catalog = db.open().await;
+    let all = shared_lines();
+    let expected = counts_of(all);
+
+    let partial = lines_of(&["sources", "projects", "operations", "operation_aliases", "workloads"]);
+    let first = catalog.import_lines(&partial, &ImportOptions::default()).await.expect("partial import");
+    assert_eq!(first.inserted(), partial.len() as u64);
+
+    let overlap = catalog.import_lines(all, &ImportOptions::default()).await.expect("full import");
+    let partial_counts: HashMap<_, _> = counts_of(&partial).into_iter().collect();
+    for (table, count) in &expected {
+        let counts = overlap.table(table).unwrap();
+        assert_eq!(counts.unchanged, partial_counts[table], "{}: {table} already present", db.name);
+        assert_eq!(counts.inserted, count - partial_counts[table], "{}: {table} inserted", db.name);
+    }
+    assert_eq!(catalog.row_counts().await.unwrap(), expected);
+
+    let again = catalog.import_lines(all, &ImportOptions::default()).await.expect("re-import");
+    assert_eq!(again.inserted(), 0, "{}: a re-import inserts nothing", db.name);
+    assert_eq!(again.unchanged(), all.len() as u64);
+
+    let exported = export_text(&catalog).await;
+    assert!(exported == shared_export_text(), "{}: the export differs from the shared snapshot", db.name);
+
+    // Through a file: export → import into an empty catalog → export: identical bytes.
+    let directory = tempfile::tempdir().unwrap();
+    let first_file = directory.path().join("first.jsonl.zst");
+    let summary = catalog.export_to(&first_file).await.unwrap();
+    assert_eq!(summary.rows(), all.len() as u64);
+    let other_db = if db.name == "sqlite" { TestDb::sqlite() } else { TestDb::postgres().await };
+    let other = other_db.open().await;
+    let report = other.import_file(&first_file, &ImportOptions::default()).await.unwrap();
+    assert_eq!(report.inserted(), all.len() as u64);
+    let second_file = directory.path().join("second.jsonl.zst");
+    other.export_to(&second_file).await.unwrap();
+    assert_eq!(std::fs::read(&first_file).unwrap(), std::fs::read(&second_file).unwrap());
+
+    // The read API gives back the very rows that went in.
+    let runs: Vec<&ExportLine> = all.iter().filter(|line| line.table == "benchmark_runs").collect();
+    let stored_runs = catalog.rows("benchmark_runs").await.unwrap();
+    assert_eq!(stored_runs.len(), runs.len());
+    assert!(stored_runs.iter().zip(&runs).all(|(stored, line)| *stored == line.row));
+    let run = runs.iter().find(|line| line.row["primaryValue"].is_f64()).expect("a run with a fractional value");
+    let id = run.row["id"].as_str().unwrap();
+    let digest = run.row["runDigest"].as_str().unwrap();
+    assert_eq!(catalog.run_by_id(id).await.unwrap().as_ref(), Some(&run.row));
+    assert_eq!(catalog.run_by_digest(digest).await.unwrap().as_ref(), Some(&run.row));
+    assert_eq!(catalog.run_by_id("not-a-uuid").await.unwrap(), None);
+    let measurements: Vec<_> =
+        all.iter().filter(|line| line.table == "measurements" && line.row["runId"] == run.row["id"]).map(|line| &line.row).collect();
+    let stored_measurements = catalog.measurements_of_run(id).await.unwrap();
+    assert_eq!(stored_measurements.iter().collect::<Vec<_>>(), measurements);
+    let key = run.row["comparisonKey"].as_str().unwrap();
+    let peers = runs.iter().filter(|line| line.row["comparisonKey"] == Value::from(key)).count();
+    assert_eq!(catalog.runs_by_comparison_key(key).await.unwrap().len(), peers);
+    let serving = all.iter().find(|line| line.table == "serving_runs").unwrap();
+    let serving_digest = serving.row["runDigest"].as_str().unwrap();
+    assert_eq!(catalog.serving_run_by_digest(serving_digest).await.unwrap().as_ref(), Some(&serving.row));
+
+    other.close().await;
+    catalog.close().await;
+}
+on_both_backends!(import_overlap_reimport_and_round_trip);
+
+/// The export state of a catalog, to show that a refused import changed nothing.
+async fn state(catalog: &Catalog) -> (Vec<(&'static str, u64)>, Vec<u8>) {
+    (catalog.row_counts().await.unwrap(), export_text(catalog).await)
+}
+
+/// The parents of a few runs, plus those runs: a small, self-contained snapshot.
+fn small_snapshot() -> Vec<ExportLine> {
+    let all = shared_lines();
+    let runs: Vec<&ExportLine> = all.iter().filter(|line| line.table == "benchmark_runs").take(5).collect();
+    let referenced = |column: &str| -> Vec<Value> { runs.iter().map(|run| run.row[column].clone()).collect() };
+    let implementations = referenced("implementationId");
+    let workloads = referenced("workloadId");
+    let mut lines: Vec<ExportLine> = all
+        .iter()
+        .filter(|line| match line.table.as_str() {
+            "sources" | "projects" | "operations" | "operation_aliases" => true,
+            "implementations" => implementations.contains(&line.row["id"]),
+            "workloads" => workloads.contains(&line.row["id"]),
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    lines.extend(runs.into_iter().cloned());
+    lines
+}
+
+/// An altered digest, a malformed value, a dangling reference and a conflicting row are
+/// each refused whole, naming the row, with nothing written.
+async fn refused_snapshots_write_nothing(db: TestDb) {
+    let catalog = db.open().await;
+    let base = lines_of(&["sources", "projects", "operations", "operation_aliases"]);
+    catalog.import_lines(&base, &ImportOptions::default()).await.unwrap();
+    let before = state(&catalog).await;
+    let snapshot = small_snapshot();
+
+    // One altered run digest.
+    let mut altered = snapshot.clone();
+    let run = altered.iter_mut().rev().find(|line| line.table == "benchmark_runs").unwrap();
+    let line_number = run.line;
+    let digest = run.row["runDigest"].as_str().unwrap().to_string();
+    let flipped = format!("{}{}", &digest[..70], if digest.ends_with('0') { '1' } else { '0' });
+    run.row.insert("runDigest".into(), Value::from(flipped));
+    match catalog.import_lines(&altered, &ImportOptions::default()).await {
+        Err(CatalogError::Verification { first, .. }) => {
+            assert!(first.contains(&format!("line {line_number}")), "{}: {first}", db.name);
+            assert!(first.contains("runDigest"), "{first}");
+        }
+        other => panic!("{}: an altered digest must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, before, "{}: nothing written", db.name);
+
+    // A negative measurement value, named by line and pointer.
+    let mut negative = snapshot.clone();
+    let run = negative.iter_mut().find(|line| line.table == "benchmark_runs").unwrap();
+    let line_number = run.line;
+    run.row.insert("independentReplicationCount".into(), Value::from(-1));
+    match catalog.import_lines(&negative, &ImportOptions::default()).await {
+        Err(CatalogError::InvalidRow { problem, .. }) => {
+            assert_eq!((problem.line, problem.pointer.as_str()), (line_number, "/row/independentReplicationCount"));
+        }
+        other => panic!("{}: a negative count must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, before);
+
+    // A run whose implementation is neither in the snapshot nor in the catalog.
+    let dangling: Vec<ExportLine> = snapshot.iter().filter(|line| line.table != "implementations").cloned().collect();
+    assert!(catalog.import_lines(&dangling, &ImportOptions::default()).await.is_err(), "{}: dangling reference", db.name);
+    assert_eq!(state(&catalog).await, before);
+
+    // Same id, different content: a dry run reports it, an import refuses it.
+    let mut conflicting = snapshot.clone();
+    let source = conflicting.iter_mut().find(|line| line.table == "sources").unwrap();
+    let line_number = source.line;
+    source.row.insert("name".into(), Value::from("Renamed source"));
+    let dry = ImportOptions { dry_run: true, ..ImportOptions::default() };
+    let report = catalog.import_lines(&conflicting, &dry).await.expect("a dry run reports conflicts");
+    assert_eq!(report.table("sources").unwrap().conflicting, 1);
+    assert_eq!(report.conflicts[0].line, line_number);
+    assert!(report.conflicts[0].reason.contains("name"), "{}", report.conflicts[0].reason);
+    assert_eq!(report.table("benchmark_runs").unwrap().inserted, 5);
+    match catalog.import_lines(&conflicting, &ImportOptions::default()).await {
+        Err(CatalogError::Conflicts { count, first, .. }) => assert_eq!((count, first.line), (1, line_number)),
+        other => panic!("{}: a conflicting row must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, before);
+
+    // A new row that takes a digest another row already holds.
+    let mut stolen = snapshot.clone();
+    let operation = stolen.iter_mut().find(|line| line.table == "operations").unwrap();
+    operation.row.insert("id".into(), Value::from(ki_catalog::new_row_id().to_string()));
+    let report = catalog.import_lines(&stolen, &dry).await;
+    assert!(report.is_err() || report.as_ref().unwrap().conflicting() > 0, "{}: a taken digest", db.name);
+    assert_eq!(state(&catalog).await, before);
+
+    // The clean snapshot then imports, and only adds what is new.
+    let report = catalog.import_lines(&snapshot, &ImportOptions::default()).await.unwrap();
+    assert_eq!(report.unchanged(), base.len() as u64);
+    assert_eq!(report.inserted(), (snapshot.len() - base.len()) as u64);
+    catalog.close().await;
+}
+on_both_backends!(refused_snapshots_write_nothing);
+
+/// A snapshot file with one truncated line is refused whole.
+async fn truncated_line_refused(db: TestDb) {
+    let catalog = db.open().await;
+    let before = state(&catalog).await;
+    let text = std::str::from_utf8(shared_export_text()).unwrap();
+    let mut lines: Vec<&str> = text.lines().take(3000).collect();
+    let cut = lines[2000];
+    lines[2000] = &cut[..cut.len() / 2];
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("truncated.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    match catalog.import_file(&path, &ImportOptions::default()).await {
+        Err(CatalogError::Snapshot(message)) => assert!(message.contains(":2001:"), "{}: {message}", db.name),
+        other => panic!("{}: a truncated line must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, before);
+    catalog.close().await;
+}
+on_both_backends!(truncated_line_refused);
+
+/// While an import runs, readers keep getting answers, and each answer shows the catalog
+/// either before or after the import, never half of it.
+async fn readers_keep_reading_during_import(db: TestDb) {
+    let catalog = db.open().await;
+    let all = shared_lines();
+    let total_runs = all.iter().filter(|line| line.table == "benchmark_runs").count() as u64;
+    let importing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let importer = {
+        let catalog = catalog.clone();
+        let importing = importing.clone();
+        tokio::spawn(async move {
+            let report = catalog.import_lines(shared_lines(), &ImportOptions::default()).await;
+            importing.store(false, std::sync::atomic::Ordering::SeqCst);
+            report
+        })
+    };
+    let reader = Catalog::open(&db.url).await.unwrap();
+    let mut reads_during_import = 0;
+    let mut observed = std::collections::BTreeSet::new();
+    while importing.load(std::sync::atomic::Ordering::SeqCst) {
+        let counts = reader.row_counts().await.expect("a read during the import");
+        let runs = counts.iter().find(|(table, _)| *table == "benchmark_runs").unwrap().1;
+        assert!(runs == 0 || runs == total_runs, "{}: a reader saw {runs} runs mid-import", db.name);
+        observed.insert(runs);
+        if importing.load(std::sync::atomic::Ordering::SeqCst) {
+            reads_during_import += 1;
+        }
+    }
+    let report = importer.await.unwrap().expect("the import");
+    assert_eq!(report.inserted(), all.len() as u64);
+    assert!(reads_during_import >= 3, "{}: only {reads_during_import} reads completed during the import", db.name);
+    assert_eq!(reader.row_counts().await.unwrap(), counts_of(all));
+    // The bundled snapshot is the shared one; the catalog is not empty, so nothing happens.
+    assert_eq!(catalog.ensure_bundled_snapshot().await.unwrap(), None);
+    reader.close().await;
+    catalog.close().await;
+}
+on_both_backends!(readers_keep_reading_during_import);
+
+/// The migration's tables have exactly the spec's columns, in order; the spec's columns are
+/// exactly the shared export's; reopening applies nothing again.
+async fn schema_matches_spec_and_export(db: TestDb) {
+    let catalog = db.open().await;
+    let reopened = db.open().await;
+    for table in ki_catalog::schema::TABLES {
+        let expected: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
+        let found = column_names(&db, table.name).await;
+        assert_eq!(found.iter().map(String::as_str).filter(|name| *name != "seq").collect::<Vec<_>>(), expected, "{}", table.name);
+        let first = shared_lines().iter().find(|line| line.table == table.name).unwrap();
+        let json: Vec<&str> = table.columns.iter().map(|column| column.json).collect();
+        assert_eq!(first.row.keys().map(String::as_str).collect::<Vec<_>>(), json, "{}", table.name);
+    }
+    assert!(catalog.is_empty().await.unwrap());
+    reopened.close().await;
+    catalog.close().await;
+}
+on_both_backends!(schema_matches_spec_and_export);
+
+async fn column_names(db: &TestDb, table: &str) -> Vec<String> {
+    use sqlx::Row;
+    if db.name == "sqlite" {
+        let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({table})"))).fetch_all(&pool).await.unwrap();
+        pool.close().await;
+        rows.iter().map(|row| row.get::<String, _>("name")).collect()
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        let rows = sqlx::query(
+            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+        )
+        .bind(table)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        rows.iter().map(|row| row.get::<String, _>(0)).collect()
+    }
+}
+
+/// The snapshot shipped in data/ is the shared export, byte for byte.
+#[test]
+fn bundled_snapshot_is_the_shared_export() {
+    let bundled = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(ki_catalog::BUNDLED_SNAPSHOT_NAME)).unwrap();
+    assert_eq!(bundled, std::fs::read(support::shared_export_path()).unwrap());
+}
+
+#[tokio::test]
+async fn unsupported_urls_are_refused() {
+    let error = Catalog::open("mysql://localhost/x").await.unwrap_err();
+    assert!(error.to_string().contains("sqlite://PATH"), "{error}");
+}

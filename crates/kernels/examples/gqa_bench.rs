@@ -1,0 +1,518 @@
+//! Checks and times the native GQA paged-decode kernel on a GPU.
+//!
+//! `gqa_bench ptx DIR`   compile every definition's kernel with NVRTC and write the PTX (no GPU).
+//! `gqa_bench check`     every definition of ../shared on edge cases, and the 48 h32/kv4 workloads:
+//!                       fresh random inputs, poisoned outputs, every element against ki-runner's
+//!                       CPU reference (flashinfer_bench_eval atol=rtol=1e-2, relative L2 <= 1e-2).
+//! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096): graph replay after an L2
+//!                       flush and eager, median of many CUDA-event samples, per tuning variant.
+//! Options: --out DIR (logs), --samples N, --variants "w4s3,w4s4", --tpw "0,16,64" (0 = auto),
+//!          --only-seed (time only the seed and the two big cases).
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUstreamCaptureMode, CUgraphInstantiate_flags};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+use half::bf16;
+use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Tuning};
+use ki_runner::compare::{Tolerance, compare_values};
+use ki_runner::materialize::{standard_normal_bf16, synthesize_page_table};
+use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
+
+/// `$KI_SHARED` (a copy of ../shared carried to the device machine) or ../shared.
+fn shared_dir() -> PathBuf {
+    let root = std::env::var_os("KI_SHARED").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    root.join("flashinfer-trace-samples/flashinfer_trace")
+}
+
+fn definition_names() -> Result<Vec<String>> {
+    let dir = shared_dir().join("definitions/gqa_paged");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .with_context(|| dir.display().to_string())?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.path().file_stem().and_then(|s| s.to_str()).map(String::from))
+        .filter(|n| n.starts_with("gqa_paged_decode"))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// One problem on the host: page table and sizes (tensors are drawn fresh per run).
+#[derive(Clone, Debug)]
+struct Case {
+    label: String,
+    kv_indptr: Vec<i32>,
+    kv_indices: Vec<i32>,
+    kv_last_page_len: Vec<i32>,
+    num_pages: usize,
+}
+
+impl Case {
+    fn batch(&self) -> usize {
+        self.kv_indptr.len() - 1
+    }
+    fn tokens(&self, page_size: usize) -> usize {
+        (0..self.batch())
+            .map(|b| {
+                let n = (self.kv_indptr[b + 1] - self.kv_indptr[b]) as usize;
+                if n == 0 { 0 } else { (n - 1) * page_size + self.kv_last_page_len[b] as usize }
+            })
+            .sum()
+    }
+}
+
+/// A page table with the given token counts per sequence, distinct random pages out of
+/// `spread` times as many as needed (pages far apart), last pages partly filled.
+fn case_from_lengths(label: &str, lengths: &[usize], page_size: usize, spread: usize, seed: u64) -> Case {
+    let mut rng = ki_runner::materialize::SplitMix64::new(seed);
+    let pages_per: Vec<usize> = lengths.iter().map(|&l| l.div_ceil(page_size)).collect();
+    let used: usize = pages_per.iter().sum();
+    let num_pages = (used * spread).max(1);
+    let mut pool: Vec<i32> = (0..num_pages as i32).collect();
+    for i in 0..used {
+        let j = i + rng.below((num_pages - i) as u64) as usize;
+        pool.swap(i, j);
+    }
+    pool.truncate(used);
+    let mut indptr = vec![0i32];
+    let mut last = Vec::new();
+    for (&l, &p) in lengths.iter().zip(&pages_per) {
+        indptr.push(indptr.last().unwrap() + p as i32);
+        last.push(if p == 0 { 0 } else { (l - (p - 1) * page_size) as i32 });
+    }
+    Case { label: label.into(), kv_indptr: indptr, kv_indices: pool, kv_last_page_len: last, num_pages }
+}
+
+fn case_from_axes(label: &str, batch: usize, num_pages: usize, num_kv_indices: usize, page_size: usize, seed: u64) -> Result<Case> {
+    let t = synthesize_page_table(batch, num_pages, num_kv_indices, page_size, seed).map_err(|e| anyhow!("{e}"))?;
+    Ok(Case { label: label.into(), kv_indptr: t.kv_indptr, kv_indices: t.kv_indices, kv_last_page_len: t.kv_last_page_len, num_pages })
+}
+
+/// The 48 workloads' axes from the shared JSONL.
+fn workload_axes(file: &str) -> Result<Vec<(String, BTreeMap<String, usize>)>> {
+    let path = shared_dir().join("workloads/gqa_paged").join(file);
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+        let w = &v["workload"];
+        let uuid = w["uuid"].as_str().ok_or_else(|| anyhow!("{}:{}: /workload/uuid missing", path.display(), i + 1))?;
+        let axes = w["axes"]
+            .as_object()
+            .ok_or_else(|| anyhow!("{}:{}: /workload/axes missing", path.display(), i + 1))?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0) as usize))
+            .collect();
+        out.push((uuid.to_string(), axes));
+    }
+    Ok(out)
+}
+
+struct DeviceCase {
+    size: ProblemSize,
+    q: CudaSlice<u16>,
+    k: CudaSlice<u16>,
+    v: CudaSlice<u16>,
+    indptr: CudaSlice<i32>,
+    indices: CudaSlice<i32>,
+    last: CudaSlice<i32>,
+    out: CudaSlice<u16>,
+    lse: CudaSlice<f32>,
+    host_q: Vec<bf16>,
+    host_k: Vec<bf16>,
+    host_v: Vec<bf16>,
+    sm_scale: f32,
+}
+
+fn bits(v: &[bf16]) -> Vec<u16> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn upload(stream: &Arc<CudaStream>, config: &GqaConfig, case: &Case, seed: u64, keep_host: bool) -> Result<DeviceCase> {
+    let (hq, hkv, d, ps) = (config.num_qo_heads as usize, config.num_kv_heads as usize, config.head_dim as usize, config.page_size as usize);
+    let batch = case.batch();
+    let q = standard_normal_bf16(seed ^ 0x51, batch * hq * d);
+    let k = standard_normal_bf16(seed ^ 0x4b, case.num_pages * ps * hkv * d);
+    let v = standard_normal_bf16(seed ^ 0x56, case.num_pages * ps * hkv * d);
+    let dq = stream.clone_htod(&bits(&q))?;
+    let dk = stream.clone_htod(&bits(&k))?;
+    let dv = stream.clone_htod(&bits(&v))?;
+    let indptr = stream.clone_htod(&case.kv_indptr)?;
+    let indices = stream.clone_htod(&if case.kv_indices.is_empty() { vec![0] } else { case.kv_indices.clone() })?;
+    let last = stream.clone_htod(&if case.kv_last_page_len.is_empty() { vec![0] } else { case.kv_last_page_len.clone() })?;
+    let out = stream.alloc_zeros::<u16>((batch * hq * d).max(1))?;
+    let lse = stream.alloc_zeros::<f32>((batch * hq).max(1))?;
+    let size = ProblemSize { batch_size: batch as u32, num_pages: case.num_pages as u32, num_kv_indices: case.kv_indices.len() as u32 };
+    let (host_q, host_k, host_v) = if keep_host { (q, k, v) } else { (vec![], vec![], vec![]) };
+    Ok(DeviceCase { size, q: dq, k: dk, v: dv, indptr, indices, last, out, lse, host_q, host_k, host_v, sm_scale: 1.0 / (d as f32).sqrt() })
+}
+
+fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> CUdeviceptr {
+    s.device_ptr(stream).0
+}
+
+fn pointers(dc: &DeviceCase, stream: &CudaStream) -> GqaPointers {
+    GqaPointers {
+        q: ptr(&dc.q, stream),
+        k_cache: ptr(&dc.k, stream),
+        v_cache: ptr(&dc.v, stream),
+        kv_indptr: ptr(&dc.indptr, stream),
+        kv_indices: ptr(&dc.indices, stream),
+        kv_last_page_len: ptr(&dc.last, stream),
+        output: ptr(&dc.out, stream),
+        lse: ptr(&dc.lse, stream),
+    }
+}
+
+/// Fills the outputs with NaN so that an element the kernel never writes cannot pass.
+fn poison(stream: &Arc<CudaStream>, dc: &mut DeviceCase) -> Result<()> {
+    let n = dc.out.len();
+    stream.memcpy_htod(&vec![0x7fc1u16; n], &mut dc.out)?;
+    let m = dc.lse.len();
+    stream.memcpy_htod(&vec![f32::NAN; m], &mut dc.lse)?;
+    Ok(())
+}
+
+struct CheckResult {
+    pass: bool,
+    out_l2: f64,
+    out_max_abs: f64,
+    lse_l2: f64,
+    lse_max_abs: f64,
+    mismatches: usize,
+}
+
+fn check_against_reference(
+    stream: &Arc<CudaStream>,
+    config: &GqaConfig,
+    case: &Case,
+    dc: &DeviceCase,
+    reference: &ki_runner::reference::GqaPagedDecodeOutputs,
+) -> Result<CheckResult> {
+    stream.synchronize()?;
+    let out: Vec<u16> = stream.clone_dtoh(&dc.out)?;
+    let lse: Vec<f32> = stream.clone_dtoh(&dc.lse)?;
+    let batch = case.batch();
+    let n_out = batch * config.num_qo_heads as usize * config.head_dim as usize;
+    let out_f: Vec<f32> = out[..n_out].iter().map(|&b| bf16::from_bits(b).to_f32()).collect();
+    let ref_f: Vec<f32> = reference.output.iter().map(|b| b.to_f32()).collect();
+    let tol = Tolerance::FLASHINFER_BENCH_DEFAULT;
+    let co = compare_values("output", &out_f, &ref_f, tol).map_err(|e| anyhow!("{}: {}", e.name, e.message))?;
+    let n_lse = batch * config.num_qo_heads as usize;
+    let cl = compare_values("lse", &lse[..n_lse], &reference.lse, tol).map_err(|e| anyhow!("{}: {}", e.name, e.message))?;
+    let mismatches = ((1.0 - co.matched_ratio) * co.elements as f64).round() as usize + ((1.0 - cl.matched_ratio) * cl.elements as f64).round() as usize;
+    let pass = co.flashinfer_bench_pass && cl.flashinfer_bench_pass && co.relative_l2_error <= 1e-2 && cl.relative_l2_error <= 1e-2;
+    Ok(CheckResult { pass, out_l2: co.relative_l2_error, out_max_abs: co.max_abs_error, lse_l2: cl.relative_l2_error, lse_max_abs: cl.max_abs_error, mismatches })
+}
+
+fn reference_for(config: &GqaConfig, case: &Case, dc: &DeviceCase) -> Result<ki_runner::reference::GqaPagedDecodeOutputs> {
+    let shape = GqaPagedDecodeShape {
+        num_qo_heads: config.num_qo_heads as usize,
+        num_kv_heads: config.num_kv_heads as usize,
+        head_dim: config.head_dim as usize,
+        page_size: config.page_size as usize,
+    };
+    let inputs = GqaPagedDecodeInputs {
+        q: &dc.host_q,
+        k_cache: &dc.host_k,
+        v_cache: &dc.host_v,
+        kv_indptr: &case.kv_indptr,
+        kv_indices: &case.kv_indices,
+        kv_last_page_len: if config.page_size > 1 { Some(&case.kv_last_page_len) } else { None },
+        sm_scale: dc.sm_scale,
+    };
+    gqa_paged_decode_reference(&shape, &inputs).map_err(|e| anyhow!("reference: {e}"))
+}
+
+fn parse_variants(spec: &str) -> Result<Vec<Tuning>> {
+    spec.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let s = s.trim();
+            let (w, st) = s.strip_prefix('w').and_then(|r| r.split_once('s')).ok_or_else(|| anyhow!("variant `{s}`: expected w<warps>s<stages>"))?;
+            Ok(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, tokens_per_warp: None })
+        })
+        .collect()
+}
+
+struct Opts {
+    out: PathBuf,
+    samples: usize,
+    variants: Vec<Tuning>,
+    tpw: Vec<u32>,
+    only_seed: bool,
+}
+
+fn log(out: &mut impl Write, line: &str) {
+    println!("{line}");
+    let _ = writeln!(out, "{line}");
+}
+
+/// Edge and coverage cases for one definition (lengths in tokens).
+fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
+    let ps = config.page_size as usize;
+    let mut rng = ki_runner::materialize::SplitMix64::new(seed);
+    let mut mixed: Vec<usize> = (0..24).map(|_| rng.below(700) as usize).collect();
+    mixed[3] = 0;
+    mixed[10] = 0;
+    mixed[11] = 1;
+    mixed[23] = 0;
+    let mut cases = vec![
+        case_from_lengths("mixed24_with_empties", &mixed, ps, 3, seed ^ 1),
+        case_from_lengths("all_empty3", &[0, 0, 0], ps, 1, seed ^ 2),
+        case_from_lengths("single_token", &[1], ps, 50, seed ^ 3),
+        case_from_lengths("skew_1x5000_15x20", &[[5000].as_slice(), &[20; 15]].concat(), ps, 2, seed ^ 4),
+    ];
+    if config.num_qo_heads == 32 && config.num_kv_heads == 4 {
+        cases.push(case_from_lengths("batch1_131072", &[131072], ps, 2, seed ^ 5));
+        cases.push(case_from_lengths("batch300_short", &(0..300).map(|i| (i * 7) % 40).collect::<Vec<_>>(), ps, 4, seed ^ 6));
+    }
+    cases
+}
+
+fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<bool> {
+    let mut all_ok = true;
+    let mut kernels: std::collections::HashMap<(GqaConfig, Tuning), GqaPagedDecode> = Default::default();
+    let mut get = |config: GqaConfig, tuning: Tuning| -> Result<GqaPagedDecode> {
+        let key = (config, Tuning { tokens_per_warp: None, ..tuning });
+        if !kernels.contains_key(&key) {
+            kernels.insert(key, GqaPagedDecode::new(ctx, config, key.1)?);
+        }
+        Ok(kernels[&key].retuned(tuning.tokens_per_warp))
+    };
+    log(logf, "check | definition | case | variant | tpw | pass | out_relL2 | out_maxabs | lse_relL2 | lse_maxabs | mismatches");
+    let mut seed = 1000u64;
+    let names = definition_names()?;
+    // Also a head_dim 64 configuration: the family's shapes allow it though ../shared has none.
+    let mut configs: Vec<(String, GqaConfig)> = names.iter().map(|n| Ok((n.clone(), GqaConfig::from_definition_name(n)?))).collect::<Result<_>>()?;
+    configs.push(("synthetic_h8_kv1_d64_ps1".into(), GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 }));
+    configs.push(("synthetic_h40_kv2_d64_ps16".into(), GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }));
+    for (name, config) in &configs {
+        for case in coverage_cases(config, seed) {
+            seed += 17;
+            let mut dc = upload(stream, config, &case, seed, true)?;
+            let reference = reference_for(config, &case, &dc)?;
+            for tuning in &opts.variants {
+                for &tpw in &[0u32, 16, 48] {
+                    let tuning = Tuning { tokens_per_warp: if tpw == 0 { None } else { Some(tpw) }, ..*tuning };
+                    let kernel = get(*config, tuning)?;
+                    let ws = kernel.workspace(stream, &dc.size)?;
+                    // Twice on the same workspace: the counters must come back to zero.
+                    for rep in 0..2 {
+                        poison(stream, &mut dc)?;
+                        let p = pointers(&dc, stream);
+                        unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+                        let r = check_against_reference(stream, config, &case, &dc, &reference)?;
+                        all_ok &= r.pass;
+                        log(
+                            logf,
+                            &format!(
+                                "check | {name} | {} rep{rep} | w{}s{} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
+                                case.label, tuning.warps_per_cta, tuning.stages, tpw, r.pass, r.out_l2, r.out_max_abs, r.lse_l2, r.lse_max_abs, r.mismatches
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The 48 h32/kv4 workloads, index arrays synthesized to their axes, default tuning.
+    let config = GqaConfig::from_definition_name("gqa_paged_decode_h32_kv4_d128_ps1")?;
+    for (uuid, axes) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")? {
+        seed += 17;
+        let case = case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, seed)?;
+        let mut dc = upload(stream, &config, &case, seed, true)?;
+        let reference = reference_for(&config, &case, &dc)?;
+        let kernel = get(config, opts.variants[0])?;
+        let ws = kernel.workspace(stream, &dc.size)?;
+        poison(stream, &mut dc)?;
+        let p = pointers(&dc, stream);
+        // Through a captured graph, as the timing runs it.
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+        let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
+        graph.launch()?;
+        let r = check_against_reference(stream, &config, &case, &dc, &reference)?;
+        all_ok &= r.pass;
+        log(
+            logf,
+            &format!(
+                "check | h32kv4ps1 workload | {uuid} b{} t{} | graph | auto | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
+                case.batch(),
+                case.kv_indices.len(),
+                r.pass,
+                r.out_l2,
+                r.out_max_abs,
+                r.lse_l2,
+                r.lse_max_abs,
+                r.mismatches
+            ),
+        );
+    }
+    Ok(all_ok)
+}
+
+struct Timer {
+    flush: CudaSlice<u8>,
+    starts: Vec<cudarc::driver::CudaEvent>,
+    ends: Vec<cudarc::driver::CudaEvent>,
+}
+
+impl Timer {
+    fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, samples: usize) -> Result<Timer> {
+        // Writing 256 MiB (> 2 × the 60 MB L2) before each sample evicts the inputs and keeps
+        // the GPU busy up to the start event, so host launch latency is not timed.
+        let flush = stream.alloc_zeros::<u8>(256 << 20)?;
+        let mk = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        Ok(Timer { flush, starts: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?, ends: (0..samples).map(|_| mk()).collect::<Result<_, _>>()? })
+    }
+
+    /// Median microseconds of `run` over the samples, flushing L2 before each.
+    fn median_us(&mut self, stream: &Arc<CudaStream>, mut run: impl FnMut() -> Result<()>) -> Result<(f64, f64, f64)> {
+        for _ in 0..5 {
+            run()?;
+        }
+        let (fp, _g) = self.flush.device_ptr(stream);
+        let n = self.flush.len();
+        for i in 0..self.starts.len() {
+            unsafe { cudarc::driver::result::memset_d8_async(fp, (i & 0xff) as u8, n, stream.cu_stream())? };
+            self.starts[i].record(stream)?;
+            run()?;
+            self.ends[i].record(stream)?;
+        }
+        stream.synchronize()?;
+        let mut v: Vec<f64> = self.starts.iter().zip(&self.ends).map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0)).collect::<Result<_, _>>()?;
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        Ok((v[v.len() / 2], v[v.len() / 10], v[v.len() * 9 / 10]))
+    }
+}
+
+fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<()> {
+    let config = GqaConfig::from_definition_name("gqa_paged_decode_h32_kv4_d128_ps1")?;
+    let mut timer = Timer::new(ctx, stream, opts.samples)?;
+    // Empty-kernel floor: the smallest launch of this kernel (batch 1, one token) by graph.
+    let mut work: Vec<(String, Case)> = Vec::new();
+    for (i, (uuid, axes)) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")?.into_iter().enumerate() {
+        let case = case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, 7 + i as u64)?;
+        let is_seed = case.batch() == 16 && case.kv_indices.len() == 1020;
+        if !opts.only_seed || is_seed {
+            work.push((format!("wl{i:02}"), case));
+        }
+    }
+    work.push(("b16x8192".into(), case_from_axes("b16x8192", 16, 16 * 8192, 16 * 8192, 1, 99)?));
+    work.push(("b128x4096".into(), case_from_axes("b128x4096", 128, 128 * 4096, 128 * 4096, 1, 98)?));
+    log(logf, "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph");
+    let mut kernels = Vec::new();
+    for t in &opts.variants {
+        kernels.push(GqaPagedDecode::new(ctx, config, *t)?);
+    }
+    for (id, case) in &work {
+        let dc = upload(stream, &config, case, 5, false)?;
+        let tokens = case.tokens(1);
+        let kv_bytes = tokens as f64 * 4.0 * 128.0 * 2.0 * 2.0;
+        let min_bytes = kv_bytes + case.batch() as f64 * 32.0 * 128.0 * 2.0 * 2.0 + case.kv_indices.len() as f64 * 4.0;
+        // Floor: launch floor 3.2 µs (issue 8) or the bytes at the 4.41 TB/s gather rate.
+        let floor = (min_bytes / 4.41e12 * 1e6).max(3.2);
+        for base in &kernels {
+            for &tpw in &opts.tpw {
+                let tuning = Tuning { tokens_per_warp: if tpw == 0 { None } else { Some(tpw) }, ..*base.tuning() };
+                let kernel = base.retuned(tuning.tokens_per_warp);
+                let ws = kernel.workspace(stream, &dc.size)?;
+                let p = pointers(&dc, stream);
+                stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+                unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+                let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
+                graph.upload()?;
+                let (g, g10, g90) = timer.median_us(stream, || Ok(graph.launch()?))?;
+                let (e, _, _) = timer.median_us(stream, || Ok(unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? }))?;
+                log(
+                    logf,
+                    &format!(
+                        "time | {id} | {} | {} | {:.1} | {:.2} | w{}s{} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
+                        case.batch(),
+                        tokens,
+                        kv_bytes / 1e6,
+                        floor,
+                        tuning.warps_per_cta,
+                        tuning.stages,
+                        tpw,
+                        g,
+                        g10,
+                        g90,
+                        e,
+                        kv_bytes / (g * 1e-6) / 1e12
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).cloned().unwrap_or_default();
+    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec![0], only_seed: false };
+    let mut i = 2;
+    let mut ptx_dir = None;
+    while i < args.len() {
+        let value = || args.get(i + 1).cloned().ok_or_else(|| anyhow!("{} needs a value", args[i]));
+        match args[i].as_str() {
+            "--out" => opts.out = PathBuf::from(value()?),
+            "--samples" => opts.samples = value()?.parse()?,
+            "--variants" => opts.variants = parse_variants(&value()?)?,
+            "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
+            "--only-seed" => {
+                opts.only_seed = true;
+                i += 1;
+                continue;
+            }
+            other if mode == "ptx" && ptx_dir.is_none() => {
+                ptx_dir = Some(PathBuf::from(other));
+                i += 1;
+                continue;
+            }
+            other => bail!("unknown argument `{other}`"),
+        }
+        i += 2;
+    }
+    if mode == "ptx" {
+        let dir = ptx_dir.ok_or_else(|| anyhow!("ptx needs a directory"))?;
+        std::fs::create_dir_all(&dir)?;
+        for name in definition_names()? {
+            let config = GqaConfig::from_definition_name(&name)?;
+            for t in &opts.variants {
+                let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90")?;
+                std::fs::write(dir.join(format!("{name}_w{}s{}.ptx", t.warps_per_cta, t.stages)), ptx.to_src())?;
+            }
+        }
+        let d64 = GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 };
+        std::fs::write(dir.join("synthetic_h40_kv2_d64_ps16.ptx"), ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90")?.to_src())?;
+        println!("wrote PTX to {}", dir.display());
+        return Ok(());
+    }
+    std::fs::create_dir_all(&opts.out)?;
+    let ctx = CudaContext::new(0)?;
+    // Raw pointers are used throughout; cudarc's per-buffer events would only add work.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream()?;
+    println!("device: {} sm_count={}", ctx.name()?, ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?);
+    let mut logf = std::fs::File::create(opts.out.join(format!("gqa_bench_{mode}.log")))?;
+    match mode.as_str() {
+        "check" => {
+            let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
+            log(&mut logf, &format!("check summary: all_correct={ok}"));
+        }
+        "time" => run_time(&ctx, &stream, &opts, &mut logf)?,
+        "all" => {
+            let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
+            log(&mut logf, &format!("check summary: all_correct={ok}"));
+            run_time(&ctx, &stream, &opts, &mut logf)?;
+        }
+        _ => bail!("usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only-seed]"),
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! `ki catalog import` and `ki catalog export`: moving snapshots in and out of a catalog
+//! database (SQLite by default, or PostgreSQL).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ki_catalog::{Catalog, ImportOptions, ImportProgress, ImportReport, ImportStage};
+use ki_model::export::{ExportLine, open_export};
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The export to import (`.jsonl` or `.jsonl.zst`).
+    pub file: PathBuf,
+    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
+    #[arg(long, env = ki_catalog::DATABASE_URL_ENV, default_value = ki_catalog::DEFAULT_DATABASE_URL)]
+    pub database: String,
+    /// Report per table what is new, unchanged and conflicting; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Say on stderr which stage the import is in (when no progress bar is drawn).
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
+    #[arg(long, env = ki_catalog::DATABASE_URL_ENV, default_value = ki_catalog::DEFAULT_DATABASE_URL)]
+    pub database: String,
+    /// Where to write the zstd-compressed JSONL export.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
+}
+
+fn bar(length: u64, template: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(length);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let reader = open_export(&args.file)?;
+    let reading = bar(reader.file_len(), "reading   {wide_bar} {bytes}/{total_bytes}");
+    let consumed = reader.progress_counter();
+    let mut lines: Vec<ExportLine> = Vec::new();
+    for line in reader {
+        // One unreadable line refuses the whole file, before the database is touched.
+        lines.push(line.map_err(|error| anyhow::anyhow!("snapshot refused, nothing written: {error}"))?);
+        if lines.len() % 1024 == 0 {
+            reading.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
+        }
+    }
+    reading.finish_and_clear();
+
+    let progress = bar(lines.len() as u64, "{msg:9} {wide_bar} {pos}/{len}");
+    let verbose = args.verbose;
+    let last_stage: Arc<Mutex<Option<(ImportStage, Option<&'static str>)>>> = Arc::default();
+    let on_progress = {
+        let progress = progress.clone();
+        move |update: ImportProgress| {
+            let label = match update.stage {
+                ImportStage::Verifying => "verifying",
+                ImportStage::Checking => "checking",
+                ImportStage::Writing => "writing",
+                ImportStage::Committing => "committing",
+            };
+            let mut last = last_stage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if *last != Some((update.stage, update.table)) {
+                *last = Some((update.stage, update.table));
+                progress.set_message(label);
+                progress.set_length(update.total.max(1));
+                if verbose && (update.stage != ImportStage::Checking) {
+                    match update.table {
+                        Some(table) => eprintln!("{label} {table} ({} of {} rows done)", update.done, update.total),
+                        None => eprintln!("{label} ({} rows)", update.total),
+                    }
+                }
+            }
+            progress.set_position(update.done);
+        }
+    };
+    let options = ImportOptions {
+        dry_run: args.dry_run,
+        origin: Some(args.file.display().to_string()),
+        progress: Some(Arc::new(on_progress)),
+    };
+    let report = runtime()?.block_on(async {
+        let catalog = Catalog::open(&args.database).await?;
+        let report = catalog.import_lines(&lines, &options).await;
+        catalog.close().await;
+        report
+    });
+    progress.finish_and_clear();
+    let report = report?;
+    print_import_report(&args, &report, lines.len(), started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, seconds: f64) {
+    println!("{} → {}", args.file.display(), ki_catalog::Catalog::redacted_url(&args.database));
+    if report.dry_run {
+        println!("{:<26} {:>9} {:>9} {:>11}", "table", "new", "unchanged", "conflicting");
+        for counts in &report.tables {
+            println!("{:<26} {:>9} {:>9} {:>11}", counts.table, counts.inserted, counts.unchanged, counts.conflicting);
+        }
+        println!("{:<26} {:>9} {:>9} {:>11}", "total", report.inserted(), report.unchanged(), report.conflicting());
+        for conflict in report.conflicts.iter().take(20) {
+            println!("conflict: {conflict}");
+        }
+        if report.conflicts.len() > 20 {
+            println!("… and {} more conflicts", report.conflicts.len() - 20);
+        }
+        println!("dry run: nothing written ({rows} rows checked in {seconds:.2} s)");
+        return;
+    }
+    println!("{:<26} {:>9} {:>16}", "table", "inserted", "already present");
+    for counts in &report.tables {
+        println!("{:<26} {:>9} {:>16}", counts.table, counts.inserted, counts.unchanged);
+    }
+    println!("{:<26} {:>9} {:>16}", "total", report.inserted(), report.unchanged());
+    if report.inserted() == 0 {
+        println!("nothing new: all {} rows were already present ({seconds:.2} s)", report.unchanged());
+    } else {
+        println!("imported {} new rows in one transaction in {seconds:.2} s", report.inserted());
+    }
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let summary = runtime()?.block_on(async {
+        let catalog = Catalog::open(&args.database).await?;
+        let summary = catalog.export_to(&args.out).await;
+        catalog.close().await;
+        summary
+    })?;
+    for (table, count) in &summary.tables {
+        println!("{table:<26} {count:>9}");
+    }
+    println!(
+        "exported {} rows to {} in {:.2} s",
+        summary.rows(),
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,113 @@
+//! `ki catalog verify` as a user runs it: the shared export verifies clean, and an
+//! altered row, a truncated stream, an invalid JSON line and an unknown table each
+//! give a non-zero exit and a message naming what is wrong and where.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn shared_export() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+}
+
+fn ki_verify(path: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ki")).args(["catalog", "verify"]).arg(path).output().expect("ki runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("catalog_verify").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn shared_lines() -> Vec<String> {
+    let compressed = std::fs::read(shared_export()).unwrap();
+    let plain = zstd::decode_all(compressed.as_slice()).unwrap();
+    String::from_utf8(plain).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn the_shared_export_verifies_clean() {
+    let output = ki_verify(&shared_export());
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", text(&output.stderr));
+    // Piped output carries no progress bar.
+    assert!(!stdout.contains('\u{1b}') && !text(&output.stderr).contains('\u{1b}'));
+    let field_lines: Vec<&str> = stdout.lines().filter(|l| l.contains('.') && l.split_whitespace().count() >= 3).collect();
+    assert!(field_lines.iter().any(|l| l.starts_with("benchmark_runs.comparisonKey")), "{stdout}");
+    assert!(field_lines.iter().any(|l| l.starts_with("serving_runs.cohortKey")), "{stdout}");
+    for line in field_lines.iter().filter(|l| l.ends_with(char::is_numeric)) {
+        assert_eq!(line.split_whitespace().last(), Some("0"), "{line}");
+    }
+    assert!(stdout.contains("40795 rows"), "{stdout}");
+    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
+}
+
+#[test]
+fn an_altered_digest_is_reported_with_its_line_and_exit_1() {
+    let mut lines = shared_lines();
+    let index = lines.iter().position(|l| l.starts_with(r#"{"table":"implementations""#)).unwrap();
+    let start = lines[index].find(r#""implementationDigest":"sha256:"#).unwrap() + r#""implementationDigest":"sha256:"#.len();
+    let original = lines[index][start..start + 64].to_string();
+    let forged = original.chars().rev().collect::<String>();
+    lines[index].replace_range(start..start + 64, &forged);
+    let path = scratch("altered").join("altered.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let output = ki_verify(&path);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let line_number = index + 1;
+    let report_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("implementations.implementationDigest:"))
+        .unwrap_or_else(|| panic!("no first-mismatch line in:\n{stdout}"));
+    assert!(report_line.contains(&format!("line {line_number} ")), "{report_line}");
+    assert!(report_line.contains(&format!("stored sha256:{forged}")), "{report_line}");
+    assert!(report_line.contains(&format!("recomputed sha256:{original}")), "{report_line}");
+}
+
+#[test]
+fn a_truncated_zstd_stream_fails_naming_the_file() {
+    let bytes = std::fs::read(shared_export()).unwrap();
+    let path = scratch("truncated").join("cut.jsonl.zst");
+    std::fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let output = ki_verify(&path);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    // A cut inside a frame reads as a zstd error; a cut at a line end could leave a
+    // partial last line, which reads as invalid JSON on that line. Both name the line.
+    assert!(stderr.contains("zstd") || stderr.contains("invalid JSON"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn an_invalid_json_line_fails_naming_its_number() {
+    let mut lines: Vec<String> = shared_lines().into_iter().take(10).collect();
+    lines[6] = lines[6].replacen("{", "{,", 1);
+    let path = scratch("invalid").join("invalid.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let output = ki_verify(&path);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains(&format!("{}:7: invalid JSON", path.display())), "{stderr}");
+}
+
+#[test]
+fn an_unknown_table_fails_naming_it() {
+    let mut lines: Vec<String> = shared_lines().into_iter().take(5).collect();
+    lines.push(r#"{"table":"account_sessions","row":{"id":"x"}}"#.to_string());
+    let path = scratch("unknown").join("unknown.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let output = ki_verify(&path);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains(&format!("{}:6: unknown table \"account_sessions\"", path.display())), "{stderr}");
+}

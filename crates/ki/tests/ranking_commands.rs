@@ -1,0 +1,180 @@
+//! `ki resolve`, `ki show run`, `ki records` and `ki compare` run as a user runs them:
+//! on the shared export file, on a SQLite catalog and on the PostgreSQL catalog.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn export() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+}
+
+fn ki(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ki")).args(args).env_remove("KI_DATABASE_URL").output().expect("ki runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const GQA_CASE: [&str; 12] = [
+    "--operation",
+    "gqa_paged_decode_h32_kv4_d128_ps1",
+    "--axis",
+    "batch_size=16",
+    "--axis",
+    "num_pages=1070",
+    "--axis",
+    "len_indptr=17",
+    "--axis",
+    "num_kv_indices=1020",
+    "--hardware",
+    "NVIDIA B200",
+];
+
+fn resolve_json(source: &[&str]) -> Value {
+    let mut args = vec!["resolve"];
+    args.extend(GQA_CASE);
+    args.push("--json");
+    args.extend(source);
+    let output = ki(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_slice(&output.stdout).expect("resolve --json prints JSON")
+}
+
+#[test]
+fn resolve_names_the_flashinfer_wrapper_first_on_b200() {
+    let path = export();
+    let source = ["--export", path.to_str().unwrap()];
+    let answer = resolve_json(&source);
+    assert_eq!(answer["mode"], "exact");
+    let leader = &answer["cohorts"][0]["fastest"][0];
+    assert_eq!(leader["rank"], 1);
+    assert_eq!(leader["value"], 19451.0);
+    assert!(leader["implementation"].as_str().unwrap().contains("flashinfer-wrapper-78fd04"));
+
+    let mut args = vec!["resolve"];
+    args.extend(GQA_CASE);
+    args.extend(source);
+    let output = ki(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("mode: exact"), "{text}");
+    let first_row = text.lines().find(|l| l.trim_start().starts_with("1 ")).expect("a rank-1 row");
+    assert!(first_row.contains("flashinfer-wrapper-78fd04") && first_row.contains("19.45 µs"), "{first_row}");
+
+    // show run, by the short id a run page shows.
+    let run_id = leader["runId"].as_str().unwrap();
+    let output = ki(&["show", "run", &run_id[..18], "--export", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains("Rank 1 in its comparison group") && page.contains("source-native comparison"), "{page}");
+    assert!(page.contains("× reference") && page.contains(run_id));
+    let output = ki(&["show", "run", leader["runDigest"].as_str().unwrap(), "--json", "--export", path.to_str().unwrap()]);
+    let dossier: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(dossier["summary"]["runId"], run_id);
+}
+
+#[test]
+fn an_unmeasured_case_prints_its_brackets_and_an_unknown_operation_fails() {
+    let path = export();
+    let output = ki(&[
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv4_d128_ps1",
+        "--axis",
+        "batch_size=16",
+        "--axis",
+        "num_kv_indices=5000",
+        "--export",
+        path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("mode: browse") && text.contains("never measured"), "{text}");
+    assert!(text.contains("Nearest measured case below: num_kv_indices=") && text.contains("Nearest measured case above: num_kv_indices="), "{text}");
+
+    let output = ki(&["resolve", "--operation", "no_such_op", "--export", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("no_such_op"));
+
+    let output = ki(&["resolve", "--operation", "x", "--axis", "batch_size", "--export", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("--axis \"batch_size\": expected NAME=VALUE"), "{}", stderr(&output));
+
+    let output = ki(&["show", "run", "ffffffff-0000", "--export", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("no run matches"), "{}", stderr(&output));
+}
+
+#[test]
+fn records_since_a_date_and_compare_two_runs() {
+    let path = export();
+    let path = path.to_str().unwrap();
+    let output = ki(&["records", "--since", "2026-01-01", "--json", "--export", path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let records: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(!records.is_empty());
+    assert!(records.iter().all(|r| r["event"]["at"].as_str().unwrap() >= "2026-01-01"));
+    let all: Vec<Value> = serde_json::from_slice(&ki(&["records", "--json", "--export", path]).stdout).unwrap();
+    assert!(all.len() > records.len());
+    let older = all.iter().filter(|r| r["event"]["at"].as_str().unwrap() < "2026-01-01").count();
+    assert_eq!(older + records.len(), all.len());
+    let text = stdout(&ki(&["records", "--since", "2026-08-01T00:00:00Z", "--export", path]));
+    assert!(text.lines().last().unwrap().contains("record event(s) since 2026-08-01T00:00:00Z"), "{text}");
+    assert!(!ki(&["records", "--since", "yesterday", "--export", path]).status.success());
+
+    // Two successive holders of one record: same comparison group.
+    let with_previous = all.iter().find(|r| r["event"]["previousRunId"].is_string()).unwrap();
+    let (new, old) = (with_previous["event"]["runId"].as_str().unwrap(), with_previous["event"]["previousRunId"].as_str().unwrap());
+    let output = ki(&["compare", new, old, "--export", path]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("All runs are in one comparison group"), "{}", stdout(&output));
+    let comparison: Value = serde_json::from_slice(&ki(&["compare", new, old, "--json", "--export", path]).stdout).unwrap();
+    assert_eq!(comparison["runs"][0]["relativeToBestInGroup"], 1.0);
+    assert!(comparison["runs"][1]["relativeToBestInGroup"].as_f64().unwrap() > 1.0);
+    let output = ki(&["compare", new, "--export", path]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("2 to 8 runs"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_empty_sqlite_catalog_gets_the_snapshot_and_answers_the_same() {
+    let directory = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let from_database = resolve_json(&["--database", &url]);
+    let path = export();
+    let from_export = resolve_json(&["--export", path.to_str().unwrap()]);
+    assert_eq!(from_database["cohorts"], from_export["cohorts"]);
+    assert_eq!(from_database["mode"], "exact");
+}
+
+#[test]
+fn the_postgresql_catalog_answers_the_same() {
+    if Command::new("psql").arg("--version").output().is_err() {
+        eprintln!("skipped: psql is not installed to create a test schema");
+        return;
+    }
+    let schema = format!("ranking_cli_{}", std::process::id());
+    let psql = |sql: &str| {
+        let output = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "psql {sql}: {}", stderr(&output));
+    };
+    psql(&format!("CREATE SCHEMA {schema}"));
+    let url = format!("postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D{schema}");
+    let result = std::panic::catch_unwind(|| resolve_json(&["--database", &url]));
+    psql(&format!("DROP SCHEMA {schema} CASCADE"));
+    let from_database = result.expect("resolve on PostgreSQL");
+    let path = export();
+    let from_export = resolve_json(&["--export", path.to_str().unwrap()]);
+    assert_eq!(from_database["cohorts"], from_export["cohorts"]);
+}

@@ -1,0 +1,588 @@
+//! The in-memory index: rows joined, every run judged, every comparison group ranked.
+//! Built once from catalog rows; all queries afterwards are lookups.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::licence::{LicenceVerdict, judge_licence};
+use crate::rank::{CohortProfile, Contender, Direction, Ineligibility, TrustLevel, rank_contenders};
+use crate::rows::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DeployabilityReason {
+    NoPublicSource,
+    NoLicense,
+    LicenseNotPermissive,
+    LicenseUnparseable,
+    NoInstallRecipe,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deployability {
+    pub deployable: bool,
+    pub reasons: Vec<DeployabilityReason>,
+    pub licence: LicenceVerdict,
+}
+
+impl Deployability {
+    pub fn assess(source_available: bool, licence_expression: Option<&str>, has_install_recipe: bool) -> Deployability {
+        let mut reasons = Vec::new();
+        if !source_available {
+            reasons.push(DeployabilityReason::NoPublicSource);
+        }
+        let licence = judge_licence(licence_expression);
+        match &licence {
+            LicenceVerdict::Permissive => {}
+            LicenceVerdict::Missing => reasons.push(DeployabilityReason::NoLicense),
+            LicenceVerdict::NotPermissive { .. } => reasons.push(DeployabilityReason::LicenseNotPermissive),
+            LicenceVerdict::Unparseable { .. } => reasons.push(DeployabilityReason::LicenseUnparseable),
+        }
+        if !has_install_recipe {
+            reasons.push(DeployabilityReason::NoInstallRecipe);
+        }
+        Deployability { deployable: reasons.is_empty(), reasons, licence }
+    }
+}
+
+/// What the index concluded about one run.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    pub ineligibility: Vec<Ineligibility>,
+    pub trust: TrustLevel,
+    pub deployability: Deployability,
+    pub cohort: usize,
+    /// Dense rank inside its comparison group; None when ineligible.
+    pub rank: Option<u32>,
+    /// Position in the cohort's ranking (display order); None when ineligible.
+    pub position: Option<usize>,
+    /// The source's own "× reference" figure, from its native metrics.
+    pub reference_speedup: Option<f64>,
+    /// Speedup over the cohort's marked baseline implementation.
+    pub baseline_speedup: Option<f64>,
+}
+
+impl RunFacts {
+    pub fn eligible(&self) -> bool {
+        self.ineligibility.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankedEntry {
+    pub run: usize,
+    pub rank: u32,
+}
+
+/// One comparison group: all runs sharing a comparison key.
+#[derive(Debug, Clone)]
+pub struct Cohort {
+    pub comparison_key: String,
+    pub profile: CohortProfile,
+    pub direction: Direction,
+    /// Every run with this key, eligible or not, in row order.
+    pub runs: Vec<usize>,
+    /// Eligible runs, best first.
+    pub ranking: Vec<RankedEntry>,
+    /// The fastest eligible run of a baseline-marked implementation.
+    pub baseline: Option<usize>,
+}
+
+#[derive(Debug)]
+pub struct Index {
+    pub sources: Vec<SourceRow>,
+    pub projects: Vec<ProjectRow>,
+    pub operations: Vec<OperationRow>,
+    pub operation_aliases: Vec<OperationAliasRow>,
+    pub workloads: Vec<WorkloadRow>,
+    pub implementations: Vec<ImplementationRow>,
+    pub runs: Vec<BenchmarkRunRow>,
+    pub measurements: Vec<MeasurementRow>,
+    pub record_events: Vec<RecordEventRow>,
+    pub artifacts: Vec<ArtifactRow>,
+    pub facts: Vec<RunFacts>,
+    pub cohorts: Vec<Cohort>,
+
+    pub(crate) source_by_id: HashMap<String, usize>,
+    pub(crate) run_by_id: HashMap<String, usize>,
+    pub(crate) run_by_digest: HashMap<String, usize>,
+    pub(crate) cohort_by_key: HashMap<String, usize>,
+    /// Operation names, slugs and aliases, exact and lower-cased.
+    pub(crate) operation_by_name: HashMap<String, usize>,
+    pub(crate) operation_by_folded_name: HashMap<String, Vec<usize>>,
+    pub(crate) workload_operation: Vec<usize>,
+    pub(crate) implementation_project: Vec<usize>,
+    pub(crate) run_implementation: Vec<usize>,
+    pub(crate) run_workload: Vec<usize>,
+    pub(crate) workloads_by_operation: Vec<Vec<usize>>,
+    pub(crate) runs_by_workload: Vec<Vec<usize>>,
+    pub(crate) measurements_by_run: Vec<Vec<usize>>,
+    pub(crate) events_by_run: HashMap<String, Vec<usize>>,
+    pub(crate) artifact_by_digest: HashMap<String, usize>,
+    /// Workload axes with the operation's constant axes filled in.
+    pub(crate) workload_axes: Vec<BTreeMap<String, Value>>,
+    /// Axes a request must name to pin one case (the operation's non-constant axes).
+    pub(crate) operation_variable_axes: Vec<Vec<String>>,
+    /// Every axis name the operation or its workloads use.
+    pub(crate) operation_known_axes: Vec<Vec<String>>,
+    pub(crate) run_framework: Vec<Option<String>>,
+}
+
+fn index_by_id<'a>(table: &str, ids: impl Iterator<Item = &'a str>, origins: &Origins) -> Result<HashMap<String, usize>, RowError> {
+    let mut map = HashMap::new();
+    for (index, id) in ids.enumerate() {
+        if map.insert(id.to_string(), index).is_some() {
+            return Err(RowError::DuplicateId {
+                location: describe_location(table, index, origins[index].0, Some(id)),
+                table: table.to_string(),
+                id: id.to_string(),
+            });
+        }
+    }
+    Ok(map)
+}
+
+fn resolve_reference(
+    map: &HashMap<String, usize>,
+    value: &str,
+    table: &str,
+    index: usize,
+    origins: &Origins,
+    pointer: &str,
+    target: &str,
+) -> Result<usize, RowError> {
+    map.get(value).copied().ok_or_else(|| RowError::DanglingReference {
+        location: describe_location(table, index, origins[index].0, origins[index].1.as_deref()),
+        pointer: pointer.to_string(),
+        target: target.to_string(),
+        value: value.to_string(),
+    })
+}
+
+/// The source's own speedup over its reference, when it reports one.
+fn source_native_reference_speedup(manifest: &Value) -> Option<f64> {
+    let metrics = manifest.pointer("/run/spec/sourceNative/metrics")?;
+    if let Some(factor) = metrics.get("speedup_factor").and_then(Value::as_f64) {
+        return Some(factor);
+    }
+    let reference = metrics.get("reference_latency_ms").and_then(Value::as_f64)?;
+    let latency = metrics.get("latency_ms").and_then(Value::as_f64)?;
+    (latency > 0.0).then(|| reference / latency)
+}
+
+fn primary_value(run: &BenchmarkRunRow) -> Option<f64> {
+    let metric = run.primary_metric.as_deref().map(str::trim).unwrap_or("");
+    if metric.is_empty() || metric == "none" {
+        return None;
+    }
+    run.primary_value.filter(|v| v.is_finite())
+}
+
+impl Index {
+    /// Parses, joins and ranks a copy of `rows`. Fails on the first malformed row or
+    /// dangling reference.
+    pub fn from_rows(rows: &CatalogRows) -> Result<Index, RowError> {
+        Self::from_owned_rows(rows.clone())
+    }
+
+    /// As [`Index::from_rows`], taking the rows (no copy of the manifests).
+    pub fn from_owned_rows(rows: CatalogRows) -> Result<Index, RowError> {
+        let (sources, source_origins): (Vec<SourceRow>, _) = parse_table("sources", rows.sources)?;
+        let (projects, project_origins): (Vec<ProjectRow>, _) = parse_table("projects", rows.projects)?;
+        let (operations, operation_origins): (Vec<OperationRow>, _) = parse_table("operations", rows.operations)?;
+        let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) = parse_table("operation_aliases", rows.operation_aliases)?;
+        let (workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
+        let (implementations, implementation_origins): (Vec<ImplementationRow>, _) = parse_table("implementations", rows.implementations)?;
+        let (runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
+        let (measurements, measurement_origins): (Vec<MeasurementRow>, _) = parse_table("measurements", rows.measurements)?;
+        let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
+        let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
+
+        let source_by_id = index_by_id("sources", sources.iter().map(|r| r.id.as_str()), &source_origins)?;
+        let project_by_id = index_by_id("projects", projects.iter().map(|r| r.id.as_str()), &project_origins)?;
+        let operation_by_id = index_by_id("operations", operations.iter().map(|r| r.id.as_str()), &operation_origins)?;
+        let workload_by_id = index_by_id("workloads", workloads.iter().map(|r| r.id.as_str()), &workload_origins)?;
+        let implementation_by_id =
+            index_by_id("implementations", implementations.iter().map(|r| r.id.as_str()), &implementation_origins)?;
+        let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.as_str()), &run_origins)?;
+        let run_by_digest: HashMap<String, usize> = runs.iter().enumerate().map(|(i, r)| (r.run_digest.clone(), i)).collect();
+
+        let mut operation_by_name = HashMap::new();
+        let mut operation_by_folded_name: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut add_name = |name: &str, op: usize| {
+            operation_by_name.entry(name.to_string()).or_insert(op);
+            let folded = operation_by_folded_name.entry(name.to_lowercase()).or_default();
+            if !folded.contains(&op) {
+                folded.push(op);
+            }
+        };
+        for (op, operation) in operations.iter().enumerate() {
+            add_name(&operation.name, op);
+            add_name(&operation.slug, op);
+        }
+        for (index, alias) in operation_aliases.iter().enumerate() {
+            let op = resolve_reference(
+                &operation_by_id,
+                &alias.operation_id,
+                "operation_aliases",
+                index,
+                &alias_origins,
+                "/operationId",
+                "operation",
+            )?;
+            add_name(&alias.alias, op);
+        }
+
+        let operation_variable_axes: Vec<Vec<String>> = operations
+            .iter()
+            .map(|op| match op.manifest.pointer("/spec/axes").and_then(Value::as_object) {
+                Some(axes) => axes
+                    .iter()
+                    .filter(|(_, spec)| spec.get("role").and_then(Value::as_str) != Some("constant"))
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        let mut operation_known_axes: Vec<Vec<String>> = operations
+            .iter()
+            .map(|op| {
+                op.manifest.pointer("/spec/axes").and_then(Value::as_object).map(|a| a.keys().cloned().collect()).unwrap_or_default()
+            })
+            .collect();
+
+        let mut workload_operation = Vec::with_capacity(workloads.len());
+        let mut workloads_by_operation = vec![Vec::new(); operations.len()];
+        let mut workload_axes = Vec::with_capacity(workloads.len());
+        for (index, workload) in workloads.iter().enumerate() {
+            let op = resolve_reference(&operation_by_id, &workload.operation_id, "workloads", index, &workload_origins, "/operationId", "operation")?;
+            workload_operation.push(op);
+            workloads_by_operation[op].push(index);
+            let mut axes = BTreeMap::new();
+            if let Some(spec_axes) = operations[op].manifest.pointer("/spec/axes").and_then(Value::as_object) {
+                for (name, spec) in spec_axes {
+                    if spec.get("role").and_then(Value::as_str) == Some("constant")
+                        && let Some(value) = spec.get("value")
+                    {
+                        axes.insert(name.clone(), value.clone());
+                    }
+                }
+            }
+            if let Some(own) = workload.manifest.pointer("/spec/axes").and_then(Value::as_object) {
+                for (name, value) in own {
+                    axes.insert(name.clone(), value.clone());
+                    if !operation_known_axes[op].contains(name) {
+                        operation_known_axes[op].push(name.clone());
+                    }
+                }
+            }
+            workload_axes.push(axes);
+        }
+
+        let mut implementation_project = Vec::with_capacity(implementations.len());
+        for (index, implementation) in implementations.iter().enumerate() {
+            implementation_project.push(resolve_reference(
+                &project_by_id,
+                &implementation.project_id,
+                "implementations",
+                index,
+                &implementation_origins,
+                "/projectId",
+                "project",
+            )?);
+        }
+
+        let mut run_implementation = Vec::with_capacity(runs.len());
+        let mut run_workload = Vec::with_capacity(runs.len());
+        let mut runs_by_workload = vec![Vec::new(); workloads.len()];
+        let mut superseded_by: HashMap<usize, usize> = HashMap::new();
+        for (index, run) in runs.iter().enumerate() {
+            let origins = &run_origins;
+            run_implementation.push(resolve_reference(
+                &implementation_by_id,
+                &run.implementation_id,
+                "benchmark_runs",
+                index,
+                origins,
+                "/implementationId",
+                "implementation",
+            )?);
+            let workload = resolve_reference(&workload_by_id, &run.workload_id, "benchmark_runs", index, origins, "/workloadId", "workload")?;
+            run_workload.push(workload);
+            runs_by_workload[workload].push(index);
+            if let Some(source_id) = &run.source_id {
+                resolve_reference(&source_by_id, source_id, "benchmark_runs", index, origins, "/sourceId", "source")?;
+            }
+            // Only a published successor supersedes: a draft correction changes nothing yet.
+            if let (Some(target), Some(_)) = (&run.supersedes_id, &run.published_at) {
+                let superseded = resolve_reference(&run_by_id, target, "benchmark_runs", index, origins, "/supersedesId", "benchmark run")?;
+                superseded_by.entry(superseded).or_insert(index);
+            }
+        }
+
+        let mut measurements_by_run = vec![Vec::new(); runs.len()];
+        for (index, measurement) in measurements.iter().enumerate() {
+            let run = resolve_reference(&run_by_id, &measurement.run_id, "measurements", index, &measurement_origins, "/runId", "benchmark run")?;
+            measurements_by_run[run].push(index);
+        }
+        let mut events_by_run: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, event) in record_events.iter().enumerate() {
+            events_by_run.entry(event.run_id.clone()).or_default().push(index);
+        }
+        let artifact_by_digest = artifacts.iter().enumerate().map(|(i, a)| (a.content_digest.clone(), i)).collect();
+
+        let run_framework = runs
+            .iter()
+            .zip(&run_implementation)
+            .map(|(run, &implementation)| {
+                implementations[implementation]
+                    .framework
+                    .clone()
+                    .or_else(|| run.manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str).map(String::from))
+            })
+            .collect();
+
+        // Judge every run on its own.
+        let mut cohort_by_key: HashMap<String, usize> = HashMap::new();
+        let mut cohorts: Vec<Cohort> = Vec::new();
+        let mut facts = Vec::with_capacity(runs.len());
+        for (index, run) in runs.iter().enumerate() {
+            let implementation = &implementations[run_implementation[index]];
+            let project = &projects[implementation_project[run_implementation[index]]];
+            let mut ineligibility = Vec::new();
+            if run.published_at.is_none() {
+                ineligibility.push(Ineligibility::Unpublished);
+            }
+            if run.status != "passed" {
+                ineligibility.push(Ineligibility::Status(run.status.clone()));
+            }
+            if run.retracted_at.is_some() {
+                ineligibility.push(Ineligibility::Retracted);
+            }
+            if let Some(&successor) = superseded_by.get(&index) {
+                ineligibility.push(Ineligibility::Superseded { by: runs[successor].id.clone() });
+            }
+            if primary_value(run).is_none() {
+                ineligibility.push(Ineligibility::MissingPrimaryMetric);
+            }
+            let source_available = implementation.source_available && run.source_available;
+            let trust = TrustLevel::assess(run.independent_replication_count, run.reproduced_by_kernelindex, source_available, run.has_raw_evidence);
+            let licence = implementation
+                .license_expression
+                .as_deref()
+                .or(run.license_expression.as_deref())
+                .or(project.license_expression.as_deref());
+            let has_install_recipe = implementation.installable
+                || run.installable
+                || implementation.install_command.as_deref().is_some_and(|c| !c.trim().is_empty());
+            let deployability = Deployability::assess(source_available, licence, has_install_recipe);
+            let cohort = *cohort_by_key.entry(run.comparison_key.clone()).or_insert_with(|| {
+                cohorts.push(Cohort {
+                    comparison_key: run.comparison_key.clone(),
+                    profile: CohortProfile::StrictExact,
+                    direction: Direction::LowerIsBetter,
+                    runs: Vec::new(),
+                    ranking: Vec::new(),
+                    baseline: None,
+                });
+                cohorts.len() - 1
+            });
+            cohorts[cohort].runs.push(index);
+            facts.push(RunFacts {
+                ineligibility,
+                trust,
+                deployability,
+                cohort,
+                rank: None,
+                position: None,
+                reference_speedup: source_native_reference_speedup(&run.manifest),
+                baseline_speedup: None,
+            });
+        }
+
+        // Rank every comparison group.
+        for cohort in &mut cohorts {
+            let eligible: Vec<usize> = cohort.runs.iter().copied().filter(|&r| facts[r].eligible()).collect();
+            // The profile is decided by the ranked runs: an ineligible source-native run
+            // must not loosen or tighten how the eligible ones tie.
+            cohort.profile = if eligible.iter().any(|&r| runs[r].source_native) {
+                CohortProfile::SourceNative
+            } else {
+                CohortProfile::StrictExact
+            };
+            if let Some(&first) = eligible.first() {
+                let run = &runs[first];
+                cohort.direction = Direction::for_metric(run.primary_metric.as_deref().unwrap_or(""), run.primary_unit.as_deref());
+            }
+            let contenders: Vec<Contender> = eligible
+                .iter()
+                .map(|&r| Contender {
+                    id: &runs[r].id,
+                    value: primary_value(&runs[r]).unwrap_or(f64::NAN),
+                    interval: match (runs[r].uncertainty_low, runs[r].uncertainty_high) {
+                        (Some(low), Some(high)) if low.is_finite() && high.is_finite() => Some((low.min(high), low.max(high))),
+                        _ => None,
+                    },
+                    trust: facts[r].trust,
+                    observed_at: runs[r].observed_at.instant,
+                })
+                .collect();
+            cohort.ranking = rank_contenders(&contenders, cohort.profile, cohort.direction)
+                .into_iter()
+                .map(|(i, rank)| RankedEntry { run: eligible[i], rank })
+                .collect();
+            for (position, entry) in cohort.ranking.iter().enumerate() {
+                facts[entry.run].rank = Some(entry.rank);
+                facts[entry.run].position = Some(position);
+            }
+            cohort.baseline = cohort
+                .ranking
+                .iter()
+                .find(|entry| implementations[run_implementation[entry.run]].role.as_deref() == Some("baseline"))
+                .map(|entry| entry.run);
+            if let Some(baseline) = cohort.baseline {
+                let baseline_value = primary_value(&runs[baseline]).unwrap_or(f64::NAN);
+                for entry in &cohort.ranking {
+                    let value = primary_value(&runs[entry.run]).unwrap_or(f64::NAN);
+                    let speedup = match cohort.direction {
+                        Direction::LowerIsBetter => baseline_value / value,
+                        Direction::HigherIsBetter => value / baseline_value,
+                    };
+                    facts[entry.run].baseline_speedup = speedup.is_finite().then_some(speedup);
+                }
+            }
+        }
+
+        Ok(Index {
+            sources,
+            projects,
+            operations,
+            operation_aliases,
+            workloads,
+            implementations,
+            runs,
+            measurements,
+            record_events,
+            artifacts,
+            facts,
+            cohorts,
+            source_by_id,
+            run_by_id,
+            run_by_digest,
+            cohort_by_key,
+            operation_by_name,
+            operation_by_folded_name,
+            workload_operation,
+            implementation_project,
+            run_implementation,
+            run_workload,
+            workloads_by_operation,
+            runs_by_workload,
+            measurements_by_run,
+            events_by_run,
+            artifact_by_digest,
+            workload_axes,
+            operation_variable_axes,
+            operation_known_axes,
+            run_framework,
+        })
+    }
+
+    pub fn cohort(&self, comparison_key: &str) -> Option<&Cohort> {
+        self.cohort_by_key.get(comparison_key).map(|&c| &self.cohorts[c])
+    }
+
+    pub fn run_index(&self, id: &str) -> Option<usize> {
+        self.run_by_id.get(id).copied()
+    }
+
+    pub fn primary_value(&self, run: usize) -> Option<f64> {
+        primary_value(&self.runs[run])
+    }
+
+    pub fn implementation_of(&self, run: usize) -> &ImplementationRow {
+        &self.implementations[self.run_implementation[run]]
+    }
+
+    pub fn project_of(&self, run: usize) -> &ProjectRow {
+        &self.projects[self.implementation_project[self.run_implementation[run]]]
+    }
+
+    pub fn workload_of(&self, run: usize) -> &WorkloadRow {
+        &self.workloads[self.run_workload[run]]
+    }
+
+    pub fn operation_of(&self, run: usize) -> &OperationRow {
+        &self.operations[self.workload_operation[self.run_workload[run]]]
+    }
+
+    pub fn source_of(&self, run: usize) -> Option<&SourceRow> {
+        self.runs[run].source_id.as_ref().and_then(|id| self.source_by_id.get(id)).map(|&s| &self.sources[s])
+    }
+
+    /// Workload axes including the operation's constants.
+    pub fn axes_of_workload(&self, workload: usize) -> &BTreeMap<String, Value> {
+        &self.workload_axes[workload]
+    }
+
+    /// Looks up an operation by name, slug or alias; exact first, then case-insensitive.
+    pub fn find_operation(&self, name: &str) -> Result<usize, LookupError> {
+        if let Some(&op) = self.operation_by_name.get(name) {
+            return Ok(op);
+        }
+        match self.operation_by_folded_name.get(&name.to_lowercase()).map(Vec::as_slice) {
+            Some([op]) => Ok(*op),
+            Some(many) if !many.is_empty() => Err(LookupError::Ambiguous {
+                what: "operation",
+                given: name.to_string(),
+                candidates: many.iter().map(|&op| self.operations[op].name.clone()).collect(),
+            }),
+            _ => Err(LookupError::NotFound { what: "operation", given: name.to_string() }),
+        }
+    }
+
+    /// Finds a run by id, by run digest (with or without `sha256:`), or by a unique
+    /// prefix of either of at least 8 characters (the short id a run page shows).
+    pub fn find_run(&self, reference: &str) -> Result<usize, LookupError> {
+        let reference = reference.trim();
+        if let Some(&run) = self.run_by_id.get(reference) {
+            return Ok(run);
+        }
+        let digest = if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
+        if let Some(&run) = self.run_by_digest.get(&digest) {
+            return Ok(run);
+        }
+        if reference.len() < 8 {
+            return Err(LookupError::NotFound { what: "run", given: reference.to_string() });
+        }
+        let mut matches: Vec<usize> = self
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, run)| run.id.starts_with(reference) || run.run_digest.starts_with(&digest))
+            .map(|(i, _)| i)
+            .collect();
+        matches.dedup();
+        match matches.as_slice() {
+            [run] => Ok(*run),
+            [] => Err(LookupError::NotFound { what: "run", given: reference.to_string() }),
+            many => Err(LookupError::Ambiguous {
+                what: "run",
+                given: reference.to_string(),
+                candidates: many.iter().take(10).map(|&r| self.runs[r].id.clone()).collect(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum LookupError {
+    #[error("no {what} matches {given:?}")]
+    NotFound { what: &'static str, given: String },
+    #[error("{given:?} matches more than one {what}: {}", candidates.join(", "))]
+    Ambiguous { what: &'static str, given: String, candidates: Vec<String> },
+}

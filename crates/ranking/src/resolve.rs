@@ -1,0 +1,292 @@
+//! Resolve: the fastest compatible kernels for a user's exact workload.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::index::Index;
+use crate::views::CohortView;
+
+/// Most comparison groups one answer lists; the rest are counted in `omittedCohorts`.
+pub const MAX_COHORTS_PER_ANSWER: usize = 50;
+/// Fastest runs listed per comparison group (all rank-1 runs are always listed).
+pub const DEFAULT_TOP_RUNS: usize = 5;
+pub const MAX_BATCH: usize = 20;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// Operation name, slug or alias.
+    pub operation: String,
+    #[serde(default)]
+    pub axes: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub dtypes: Vec<String>,
+    #[serde(default)]
+    pub hardware: Option<String>,
+    #[serde(default)]
+    pub framework: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveMode {
+    /// The case was measured in exactly one comparison group.
+    Exact,
+    /// The case was measured in several groups (hardware, protocol, environment): pick one.
+    Chooser,
+    /// The request does not pin one case, or only nearby cases were measured.
+    Browse,
+    /// Nothing to show.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Below,
+    Above,
+}
+
+/// The measured case next to an unmeasured request, differing in one axis only.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NearestCase {
+    pub axis: String,
+    pub side: Side,
+    pub requested: Value,
+    pub measured: Value,
+    pub cohorts: Vec<CohortView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationRef {
+    pub id: String,
+    pub name: String,
+    pub slug: String,
+    pub family: Option<String>,
+    pub variable_axes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveResponse {
+    pub request: ResolveRequest,
+    pub mode: ResolveMode,
+    pub operation: Option<OperationRef>,
+    pub cohorts: Vec<CohortView>,
+    pub omitted_cohorts: usize,
+    pub nearest: Vec<NearestCase>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("a resolve batch takes 1 to {MAX_BATCH} requests, got {given}")]
+pub struct BatchSizeError {
+    pub given: usize,
+}
+
+/// Numbers compare by value (16 and 16.0 are one case); everything else exactly.
+fn axis_equal(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        _ => a == b,
+    }
+}
+
+impl Index {
+    fn run_passes_filters(&self, run: usize, request: &ResolveRequest) -> bool {
+        let row = &self.runs[run];
+        if let Some(hardware) = &request.hardware
+            && !row.hardware_model.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(hardware.trim()))
+        {
+            return false;
+        }
+        if let Some(framework) = &request.framework
+            && !self.run_framework[run].as_deref().is_some_and(|f| f.eq_ignore_ascii_case(framework.trim()))
+        {
+            return false;
+        }
+        true
+    }
+
+    fn workload_has_dtypes(&self, workload: usize, dtypes: &[String]) -> bool {
+        let own = &self.workloads[workload].dtypes;
+        dtypes.iter().all(|wanted| own.iter().any(|d| d.eq_ignore_ascii_case(wanted.trim())))
+    }
+
+    /// Comparison groups of a workload with at least one eligible run passing the filters.
+    fn measured_cohorts(&self, workload: usize, request: &ResolveRequest, into: &mut Vec<usize>) {
+        for &run in &self.runs_by_workload[workload] {
+            let cohort = self.facts[run].cohort;
+            if self.facts[run].eligible() && self.run_passes_filters(run, request) && !into.contains(&cohort) {
+                into.push(cohort);
+            }
+        }
+    }
+
+    fn cohort_views(&self, mut cohorts: Vec<usize>) -> (Vec<CohortView>, usize) {
+        // Groups are not comparable with each other; list them in a stable, readable order.
+        cohorts.sort_by(|&a, &b| {
+            let key = |c: usize| {
+                let first = self.cohorts[c].ranking[0].run;
+                (self.runs[first].hardware_model.clone(), std::cmp::Reverse(self.cohorts[c].ranking.len()), self.cohorts[c].comparison_key.clone())
+            };
+            key(a).cmp(&key(b))
+        });
+        let omitted = cohorts.len().saturating_sub(MAX_COHORTS_PER_ANSWER);
+        let views = cohorts.into_iter().take(MAX_COHORTS_PER_ANSWER).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
+        (views, omitted)
+    }
+
+    pub fn resolve(&self, request: &ResolveRequest) -> ResolveResponse {
+        let mut response = ResolveResponse {
+            request: request.clone(),
+            mode: ResolveMode::None,
+            operation: None,
+            cohorts: Vec::new(),
+            omitted_cohorts: 0,
+            nearest: Vec::new(),
+            notes: Vec::new(),
+        };
+        let op = match self.find_operation(request.operation.trim()) {
+            Ok(op) => op,
+            Err(err) => {
+                response.notes.push(err.to_string());
+                return response;
+            }
+        };
+        let operation = &self.operations[op];
+        response.operation = Some(OperationRef {
+            id: operation.id.clone(),
+            name: operation.name.clone(),
+            slug: operation.slug.clone(),
+            family: operation.family.clone(),
+            variable_axes: self.operation_variable_axes[op].clone(),
+        });
+        let unknown: Vec<&String> = request.axes.keys().filter(|name| !self.operation_known_axes[op].contains(name)).collect();
+        if !unknown.is_empty() {
+            response.notes.push(format!(
+                "operation {} has no axis {}; its axes are {}",
+                operation.name,
+                unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                self.operation_known_axes[op].join(", ")
+            ));
+            return response;
+        }
+        let missing: Vec<&String> = self.operation_variable_axes[op].iter().filter(|name| !request.axes.contains_key(*name)).collect();
+        let pinned = missing.is_empty();
+
+        let mut exact_cohorts = Vec::new();
+        for &workload in &self.workloads_by_operation[op] {
+            let axes = &self.workload_axes[workload];
+            let matches = request.axes.iter().all(|(name, wanted)| axes.get(name).is_some_and(|have| axis_equal(have, wanted)));
+            if matches && self.workload_has_dtypes(workload, &request.dtypes) {
+                self.measured_cohorts(workload, request, &mut exact_cohorts);
+            }
+        }
+        if !exact_cohorts.is_empty() {
+            response.mode = match (pinned, exact_cohorts.len()) {
+                (true, 1) => ResolveMode::Exact,
+                (true, _) => ResolveMode::Chooser,
+                (false, _) => ResolveMode::Browse,
+            };
+            if !pinned {
+                response.notes.push(format!(
+                    "not one case: name {} to pin it",
+                    missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            (response.cohorts, response.omitted_cohorts) = self.cohort_views(exact_cohorts);
+            return response;
+        }
+
+        response.notes.push("this case was never measured under these filters".to_string());
+        if request.hardware.is_some() || request.framework.is_some() {
+            // Say where it was measured, so that a misspelt or other GPU is easy to spot.
+            let unfiltered = ResolveRequest { hardware: None, framework: None, ..request.clone() };
+            let mut elsewhere = Vec::new();
+            for &workload in &self.workloads_by_operation[op] {
+                let axes = &self.workload_axes[workload];
+                if request.axes.iter().all(|(name, wanted)| axes.get(name).is_some_and(|have| axis_equal(have, wanted)))
+                    && self.workload_has_dtypes(workload, &request.dtypes)
+                {
+                    self.measured_cohorts(workload, &unfiltered, &mut elsewhere);
+                }
+            }
+            let mut hardware: Vec<&str> =
+                elsewhere.iter().filter_map(|&c| self.runs[self.cohorts[c].ranking[0].run].hardware_model.as_deref()).collect();
+            hardware.sort_unstable();
+            hardware.dedup();
+            if !hardware.is_empty() {
+                response.notes.push(format!("measured without the hardware/framework filter on: {}", hardware.join(", ")));
+            }
+        }
+        response.nearest = self.nearest_cases(op, request);
+        if !response.nearest.is_empty() {
+            response.mode = ResolveMode::Browse;
+        }
+        response
+    }
+
+    /// For each requested numeric axis, the closest measured values below and above,
+    /// taken only from cases that agree with the request on every other requested axis.
+    fn nearest_cases(&self, op: usize, request: &ResolveRequest) -> Vec<NearestCase> {
+        // axis -> side -> (measured value, cohorts)
+        let mut best: BTreeMap<(String, u8), (f64, Value, Vec<usize>)> = BTreeMap::new();
+        for &workload in &self.workloads_by_operation[op] {
+            if !self.workload_has_dtypes(workload, &request.dtypes) {
+                continue;
+            }
+            let axes = &self.workload_axes[workload];
+            let mut differing = request.axes.iter().filter(|(name, wanted)| !axes.get(*name).is_some_and(|have| axis_equal(have, wanted)));
+            let (Some((name, wanted)), None) = (differing.next(), differing.next()) else {
+                continue;
+            };
+            let (Some(wanted_number), Some(have)) = (wanted.as_f64(), axes.get(name)) else {
+                continue;
+            };
+            let Some(have_number) = have.as_f64() else {
+                continue;
+            };
+            let mut cohorts = Vec::new();
+            self.measured_cohorts(workload, request, &mut cohorts);
+            if cohorts.is_empty() {
+                continue;
+            }
+            let side = if have_number < wanted_number { 0 } else { 1 };
+            let closer = |current: f64| if side == 0 { have_number > current } else { have_number < current };
+            match best.get_mut(&(name.clone(), side)) {
+                Some(entry) if entry.0 == have_number => {
+                    for cohort in cohorts {
+                        if !entry.2.contains(&cohort) {
+                            entry.2.push(cohort);
+                        }
+                    }
+                }
+                Some(entry) if !closer(entry.0) => {}
+                _ => {
+                    best.insert((name.clone(), side), (have_number, have.clone(), cohorts));
+                }
+            }
+        }
+        best.into_iter()
+            .map(|((axis, side), (_, measured, cohorts))| NearestCase {
+                requested: request.axes[&axis].clone(),
+                axis,
+                side: if side == 0 { Side::Below } else { Side::Above },
+                measured,
+                cohorts: self.cohort_views(cohorts).0,
+            })
+            .collect()
+    }
+
+    pub fn resolve_batch(&self, requests: &[ResolveRequest]) -> Result<Vec<ResolveResponse>, BatchSizeError> {
+        if requests.is_empty() || requests.len() > MAX_BATCH {
+            return Err(BatchSizeError { given: requests.len() });
+        }
+        Ok(requests.iter().map(|r| self.resolve(r)).collect())
+    }
+}

@@ -1,0 +1,361 @@
+//! Typed views of export-format rows (camelCase columns, as `ki catalog export` writes them).
+//!
+//! Unknown columns are ignored on purpose: newer snapshots add columns (`solScore`,
+//! `implementations.role`, `projects.kind`) and the ranking must still read older and
+//! newer rows alike. Missing required columns and wrong types are errors naming the
+//! table, the row's line (when known) and the JSON pointer of the field.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::time::Instant;
+
+/// Where a row came from, so that errors can point at it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RowOrigin {
+    /// 1-based line in the export file, when the row came from one.
+    pub line: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RowError {
+    #[error("{location}: {pointer}: {message}")]
+    InvalidField { location: String, pointer: String, message: String },
+    #[error("{location}: duplicate id {id} in {table}")]
+    DuplicateId { location: String, table: String, id: String },
+    #[error("{location}: {pointer}: refers to {target} {value}, which is not in the catalog")]
+    DanglingReference { location: String, pointer: String, target: String, value: String },
+}
+
+pub(crate) fn describe_location(table: &str, index: usize, origin: RowOrigin, id: Option<&str>) -> String {
+    let mut out = match origin.line {
+        Some(line) => format!("line {line} ({table} row {})", index + 1),
+        None => format!("{table} row {}", index + 1),
+    };
+    if let Some(id) = id {
+        out.push_str(&format!(" id {id}"));
+    }
+    out
+}
+
+/// All rows the ranking reads, grouped by table, in the export's column format.
+#[derive(Debug, Default, Clone)]
+pub struct CatalogRows {
+    pub sources: Vec<(RowOrigin, Value)>,
+    pub projects: Vec<(RowOrigin, Value)>,
+    pub operations: Vec<(RowOrigin, Value)>,
+    pub operation_aliases: Vec<(RowOrigin, Value)>,
+    pub workloads: Vec<(RowOrigin, Value)>,
+    pub implementations: Vec<(RowOrigin, Value)>,
+    pub benchmark_runs: Vec<(RowOrigin, Value)>,
+    pub measurements: Vec<(RowOrigin, Value)>,
+    pub record_events: Vec<(RowOrigin, Value)>,
+    pub artifacts: Vec<(RowOrigin, Value)>,
+}
+
+/// Tables the ranking reads; serving tables belong to another part of the index.
+pub const RANKING_TABLES: [&str; 10] = [
+    "sources",
+    "projects",
+    "operations",
+    "operation_aliases",
+    "workloads",
+    "implementations",
+    "benchmark_runs",
+    "measurements",
+    "record_events",
+    "artifacts",
+];
+
+impl CatalogRows {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one row. Returns false (and keeps nothing) for a table the ranking does not
+    /// read, such as the serving tables.
+    pub fn push(&mut self, table: &str, row: Map<String, Value>, line: Option<u64>) -> bool {
+        let origin = RowOrigin { line };
+        let target = match table {
+            "sources" => &mut self.sources,
+            "projects" => &mut self.projects,
+            "operations" => &mut self.operations,
+            "operation_aliases" => &mut self.operation_aliases,
+            "workloads" => &mut self.workloads,
+            "implementations" => &mut self.implementations,
+            "benchmark_runs" => &mut self.benchmark_runs,
+            "measurements" => &mut self.measurements,
+            "record_events" => &mut self.record_events,
+            "artifacts" => &mut self.artifacts,
+            _ => return false,
+        };
+        target.push((origin, Value::Object(row)));
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.sources.len()
+            + self.projects.len()
+            + self.operations.len()
+            + self.operation_aliases.len()
+            + self.workloads.len()
+            + self.implementations.len()
+            + self.benchmark_runs.len()
+            + self.measurements.len()
+            + self.record_events.len()
+            + self.artifacts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where each row of a table came from, and its id, for errors after parsing.
+pub(crate) type Origins = Vec<(RowOrigin, Option<String>)>;
+
+/// Deserializes every row of one table (taking the rows, so that manifests are moved,
+/// not copied), naming the first bad field.
+pub(crate) fn parse_table<T: DeserializeOwned>(table: &str, rows: Vec<(RowOrigin, Value)>) -> Result<(Vec<T>, Origins), RowError> {
+    let mut parsed = Vec::with_capacity(rows.len());
+    let mut origins = Vec::with_capacity(rows.len());
+    for (index, (origin, value)) in rows.into_iter().enumerate() {
+        let id = value.get("id").and_then(Value::as_str).map(String::from);
+        match serde_path_to_error::deserialize::<_, T>(value) {
+            Ok(row) => parsed.push(row),
+            Err(err) => {
+                let path = err.path().to_string();
+                let pointer = if path == "." { "/".to_string() } else { format!("/{}", path.replace('.', "/")) };
+                return Err(RowError::InvalidField {
+                    location: describe_location(table, index, origin, id.as_deref()),
+                    pointer,
+                    message: err.into_inner().to_string(),
+                });
+            }
+        }
+        origins.push((origin, id));
+    }
+    Ok((parsed, origins))
+}
+
+/// A timestamp column: the text as stored plus its instant for ordering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timestamp {
+    pub text: String,
+    pub instant: Instant,
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let instant = Instant::parse(&text).map_err(serde::de::Error::custom)?;
+        Ok(Timestamp { text, instant })
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceRow {
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectRow {
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub canonical_url: Option<String>,
+    #[serde(default)]
+    pub license_expression: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationRow {
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub family: Option<String>,
+    pub semantic_digest: String,
+    #[serde(default)]
+    pub manifest: Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationAliasRow {
+    pub operation_id: String,
+    pub alias: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadRow {
+    pub id: String,
+    pub operation_id: String,
+    pub workload_digest: String,
+    #[serde(default)]
+    pub manifest: Value,
+    #[serde(default)]
+    pub shape_summary: Option<String>,
+    #[serde(default)]
+    pub dtypes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImplementationRow {
+    pub id: String,
+    pub project_id: String,
+    pub operation_id: String,
+    pub slug: String,
+    pub implementation_digest: String,
+    #[serde(default)]
+    pub source_revision: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub framework: Option<String>,
+    #[serde(default)]
+    pub license_expression: Option<String>,
+    #[serde(default)]
+    pub source_available: bool,
+    #[serde(default)]
+    pub installable: bool,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub install_kind: Option<String>,
+    #[serde(default)]
+    pub install_command: Option<String>,
+    /// `baseline` marks the implementation speedups are measured against (migration 0017).
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub manifest: Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkRunRow {
+    pub id: String,
+    pub run_digest: String,
+    pub implementation_id: String,
+    pub workload_id: String,
+    #[serde(default)]
+    pub source_id: Option<String>,
+    pub status: String,
+    pub observed_at: Timestamp,
+    #[serde(default)]
+    pub published_at: Option<Timestamp>,
+    #[serde(default)]
+    pub hardware_vendor: Option<String>,
+    #[serde(default)]
+    pub hardware_model: Option<String>,
+    #[serde(default)]
+    pub hardware_architecture: Option<String>,
+    pub protocol_key: String,
+    pub environment_key: String,
+    pub correctness_key: String,
+    pub comparison_key: String,
+    #[serde(default)]
+    pub primary_metric: Option<String>,
+    #[serde(default)]
+    pub primary_value: Option<f64>,
+    #[serde(default)]
+    pub primary_unit: Option<String>,
+    #[serde(default)]
+    pub primary_statistic: Option<String>,
+    #[serde(default)]
+    pub sample_count: Option<i64>,
+    #[serde(default)]
+    pub uncertainty_low: Option<f64>,
+    #[serde(default)]
+    pub uncertainty_high: Option<f64>,
+    #[serde(default)]
+    pub reported: bool,
+    #[serde(default)]
+    pub reproduced_by_kernelindex: bool,
+    #[serde(default)]
+    pub independent_replication_count: i64,
+    #[serde(default)]
+    pub source_available: bool,
+    #[serde(default)]
+    pub installable: bool,
+    #[serde(default)]
+    pub license_expression: Option<String>,
+    #[serde(default)]
+    pub has_raw_evidence: bool,
+    #[serde(default)]
+    pub source_native: bool,
+    #[serde(default)]
+    pub environment_summary: Option<String>,
+    #[serde(default)]
+    pub supersedes_id: Option<String>,
+    #[serde(default)]
+    pub retracted_at: Option<Timestamp>,
+    #[serde(default)]
+    pub retraction_reason: Option<String>,
+    #[serde(default)]
+    pub manifest: Value,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeasurementRow {
+    pub id: String,
+    pub run_id: String,
+    pub metric: String,
+    pub statistic: String,
+    pub unit: String,
+    #[serde(default)]
+    pub value: Option<f64>,
+    #[serde(default)]
+    pub sample_count: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordEventRow {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub comparison_key: String,
+    pub run_id: String,
+    #[serde(default)]
+    pub previous_run_id: Option<String>,
+    pub policy_version: String,
+    pub cause: String,
+    pub at: Timestamp,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactRow {
+    pub id: String,
+    pub content_digest: String,
+    pub kind: String,
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default)]
+    pub size_bytes: Option<i64>,
+    #[serde(default)]
+    pub storage: Option<String>,
+    #[serde(default)]
+    pub uri: Option<String>,
+    #[serde(default)]
+    pub license: Option<String>,
+}

@@ -1,0 +1,353 @@
+//! Serializable answers: what the commands print and the web server returns as JSON.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::index::{Deployability, Index};
+use crate::rank::{CohortProfile, Direction, Ineligibility, TrustLevel};
+
+/// One run as a line in a table.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub run_id: String,
+    pub run_digest: String,
+    pub rank: Option<u32>,
+    pub eligible: bool,
+    pub ineligibility: Vec<Ineligibility>,
+    pub implementation: String,
+    pub implementation_title: Option<String>,
+    pub project: String,
+    pub operation: String,
+    pub source: Option<String>,
+    pub hardware: Option<String>,
+    pub metric: Option<String>,
+    pub statistic: Option<String>,
+    pub value: Option<f64>,
+    pub unit: Option<String>,
+    pub trust: TrustLevel,
+    pub deployable: bool,
+    pub observed_at: String,
+    pub comparison_key: String,
+    pub reference_speedup: Option<f64>,
+    pub baseline_speedup: Option<f64>,
+}
+
+/// One comparison group with its leaders.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CohortView {
+    pub comparison_key: String,
+    pub profile: CohortProfile,
+    pub direction: Direction,
+    pub workload_id: String,
+    pub workload_digest: String,
+    pub axes: BTreeMap<String, Value>,
+    pub dtypes: Vec<String>,
+    pub hardware: Option<String>,
+    pub environment: Option<String>,
+    pub protocol: Option<String>,
+    pub metric: Option<String>,
+    pub statistic: Option<String>,
+    pub unit: Option<String>,
+    pub runs: usize,
+    pub eligible_runs: usize,
+    /// Eligible runs best first, at most the requested number (all of rank 1 always).
+    pub fastest: Vec<RunSummary>,
+    pub best_verified: Option<RunSummary>,
+    pub best_deployable: Option<RunSummary>,
+    pub baseline: Option<RunSummary>,
+}
+
+impl Index {
+    pub fn run_summary(&self, run: usize) -> RunSummary {
+        let row = &self.runs[run];
+        let facts = &self.facts[run];
+        let implementation = self.implementation_of(run);
+        RunSummary {
+            run_id: row.id.clone(),
+            run_digest: row.run_digest.clone(),
+            rank: facts.rank,
+            eligible: facts.eligible(),
+            ineligibility: facts.ineligibility.clone(),
+            implementation: implementation.slug.clone(),
+            implementation_title: implementation.title.clone(),
+            project: self.project_of(run).name.clone(),
+            operation: self.operation_of(run).name.clone(),
+            source: self.source_of(run).map(|s| s.name.clone()),
+            hardware: row.hardware_model.clone(),
+            metric: row.primary_metric.clone(),
+            statistic: row.primary_statistic.clone(),
+            value: self.primary_value(run),
+            unit: row.primary_unit.clone(),
+            trust: facts.trust,
+            deployable: facts.deployability.deployable,
+            observed_at: row.observed_at.text.clone(),
+            comparison_key: row.comparison_key.clone(),
+            reference_speedup: facts.reference_speedup,
+            baseline_speedup: facts.baseline_speedup,
+        }
+    }
+
+    /// A comparison group with its `top` fastest eligible runs (never cutting rank 1).
+    pub fn cohort_view(&self, cohort: usize, top: usize) -> CohortView {
+        let cohort_row = &self.cohorts[cohort];
+        let sample = cohort_row.ranking.first().map(|e| e.run).unwrap_or(cohort_row.runs[0]);
+        let row = &self.runs[sample];
+        let workload = self.run_workload[sample];
+        let fastest = cohort_row
+            .ranking
+            .iter()
+            .enumerate()
+            .take_while(|(position, entry)| *position < top || entry.rank == 1)
+            .map(|(_, entry)| self.run_summary(entry.run))
+            .collect();
+        let best_verified = cohort_row.ranking.iter().find(|e| self.facts[e.run].trust.is_verified()).map(|e| self.run_summary(e.run));
+        let best_deployable =
+            cohort_row.ranking.iter().find(|e| self.facts[e.run].deployability.deployable).map(|e| self.run_summary(e.run));
+        CohortView {
+            comparison_key: cohort_row.comparison_key.clone(),
+            profile: cohort_row.profile,
+            direction: cohort_row.direction,
+            workload_id: self.workloads[workload].id.clone(),
+            workload_digest: self.workloads[workload].workload_digest.clone(),
+            axes: self.workload_axes[workload].clone(),
+            dtypes: self.workloads[workload].dtypes.clone(),
+            hardware: row.hardware_model.clone(),
+            environment: row.environment_summary.clone(),
+            protocol: row.manifest.pointer("/protocol/metadata/name").and_then(Value::as_str).map(String::from),
+            metric: row.primary_metric.clone(),
+            statistic: row.primary_statistic.clone(),
+            unit: row.primary_unit.clone(),
+            runs: cohort_row.runs.len(),
+            eligible_runs: cohort_row.ranking.len(),
+            fastest,
+            best_verified,
+            best_deployable,
+            baseline: cohort_row.baseline.map(|b| self.run_summary(b)),
+        }
+    }
+}
+
+/// Everything a run page shows.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDossier {
+    pub summary: RunSummary,
+    pub profile: CohortProfile,
+    pub direction: Direction,
+    /// Size of the comparison group and its eligible part.
+    pub cohort_runs: usize,
+    pub cohort_eligible_runs: usize,
+    /// The rank-1 run to compare with, when this run is not it.
+    pub leader: Option<RunSummary>,
+    pub deployability: Deployability,
+    pub status: String,
+    pub published_at: Option<String>,
+    pub retracted_at: Option<String>,
+    pub retraction_reason: Option<String>,
+    pub superseded_by: Option<String>,
+    pub supersedes: Option<String>,
+    pub implementation_revision: Option<String>,
+    pub workload_axes: BTreeMap<String, Value>,
+    pub workload_dtypes: Vec<String>,
+    pub workload_tensors: Option<Value>,
+    pub external_id: Option<String>,
+    pub correctness: Option<Value>,
+    pub measurements: Vec<crate::rows::MeasurementRow>,
+    pub protocol: Option<Value>,
+    pub environment: Option<Value>,
+    pub artifacts: Vec<crate::rows::ArtifactRow>,
+    pub source_native_metrics: Option<Value>,
+    /// Record events naming this run, as stored.
+    pub record_events: Vec<crate::rows::RecordEventRow>,
+    pub keys: RunKeys,
+    pub manifest: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunKeys {
+    pub comparison_key: String,
+    pub protocol_key: String,
+    pub environment_key: String,
+    pub correctness_key: String,
+    pub workload_digest: String,
+    pub implementation_digest: String,
+    pub operation_digest: String,
+}
+
+impl Index {
+    pub fn run_dossier(&self, reference: &str) -> Result<RunDossier, crate::index::LookupError> {
+        let run = self.find_run(reference)?;
+        let row = &self.runs[run];
+        let facts = &self.facts[run];
+        let cohort = &self.cohorts[facts.cohort];
+        let implementation = self.implementation_of(run);
+        let workload = self.workload_of(run);
+        let leader = cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
+        let artifacts = implementation
+            .manifest
+            .pointer("/spec/source/contentDigest")
+            .and_then(Value::as_str)
+            .and_then(|digest| self.artifact_by_digest.get(digest))
+            .map(|&a| vec![self.artifacts[a].clone()])
+            .unwrap_or_default();
+        Ok(RunDossier {
+            summary: self.run_summary(run),
+            profile: cohort.profile,
+            direction: cohort.direction,
+            cohort_runs: cohort.runs.len(),
+            cohort_eligible_runs: cohort.ranking.len(),
+            leader,
+            deployability: facts.deployability.clone(),
+            status: row.status.clone(),
+            published_at: row.published_at.as_ref().map(|t| t.text.clone()),
+            retracted_at: row.retracted_at.as_ref().map(|t| t.text.clone()),
+            retraction_reason: row.retraction_reason.clone(),
+            superseded_by: facts.ineligibility.iter().find_map(|r| match r {
+                Ineligibility::Superseded { by } => Some(by.clone()),
+                _ => None,
+            }),
+            supersedes: row.supersedes_id.clone(),
+            implementation_revision: implementation.source_revision.clone(),
+            workload_axes: self.workload_axes[self.run_workload[run]].clone(),
+            workload_dtypes: workload.dtypes.clone(),
+            workload_tensors: workload.manifest.pointer("/spec/tensors").cloned(),
+            external_id: row.manifest.pointer("/run/spec/sourceNative/externalId").and_then(Value::as_str).map(String::from),
+            correctness: row.manifest.pointer("/run/spec/correctness").cloned(),
+            measurements: self.measurements_by_run[run].iter().map(|&m| self.measurements[m].clone()).collect(),
+            protocol: row.manifest.pointer("/protocol/spec").cloned(),
+            environment: row.manifest.pointer("/environment/spec").cloned(),
+            artifacts,
+            source_native_metrics: row.manifest.pointer("/run/spec/sourceNative/metrics").cloned(),
+            record_events: self
+                .events_by_run
+                .get(&row.id)
+                .map(|events| events.iter().map(|&e| self.record_events[e].clone()).collect())
+                .unwrap_or_default(),
+            keys: RunKeys {
+                comparison_key: row.comparison_key.clone(),
+                protocol_key: row.protocol_key.clone(),
+                environment_key: row.environment_key.clone(),
+                correctness_key: row.correctness_key.clone(),
+                workload_digest: workload.workload_digest.clone(),
+                implementation_digest: implementation.implementation_digest.clone(),
+                operation_digest: self.operation_of(run).semantic_digest.clone(),
+            },
+            manifest: row.manifest.clone(),
+        })
+    }
+}
+
+/// 2 to 8 runs side by side.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub runs: Vec<ComparedRun>,
+    /// True when every run is in the same comparison group, so values compare directly.
+    pub same_comparison_group: bool,
+    /// Axes whose values differ between the runs' workloads.
+    pub differing_axes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComparedRun {
+    pub summary: RunSummary,
+    pub axes: BTreeMap<String, Value>,
+    pub environment: Option<String>,
+    /// This run's value over the best value among the compared runs of its own group
+    /// (1.0 for the best; > 1.0 is slower for lower-is-better metrics).
+    pub relative_to_best_in_group: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum CompareError {
+    #[error("compare takes 2 to 8 runs, got {given}")]
+    WrongCount { given: usize },
+    #[error(transparent)]
+    Lookup(#[from] crate::index::LookupError),
+    #[error("run {0} is named twice")]
+    Duplicate(String),
+}
+
+impl Index {
+    pub fn compare(&self, references: &[&str]) -> Result<Comparison, CompareError> {
+        if !(2..=8).contains(&references.len()) {
+            return Err(CompareError::WrongCount { given: references.len() });
+        }
+        let mut runs = Vec::new();
+        for reference in references {
+            let run = self.find_run(reference)?;
+            if runs.contains(&run) {
+                return Err(CompareError::Duplicate(self.runs[run].id.clone()));
+            }
+            runs.push(run);
+        }
+        let same_comparison_group = runs.iter().all(|&r| self.facts[r].cohort == self.facts[runs[0]].cohort);
+        let mut axis_names: Vec<&String> = runs.iter().flat_map(|&r| self.workload_axes[self.run_workload[r]].keys()).collect();
+        axis_names.sort();
+        axis_names.dedup();
+        let differing_axes = axis_names
+            .into_iter()
+            .filter(|name| {
+                let first = self.workload_axes[self.run_workload[runs[0]]].get(*name);
+                runs.iter().any(|&r| self.workload_axes[self.run_workload[r]].get(*name) != first)
+            })
+            .cloned()
+            .collect();
+        let compared = runs
+            .iter()
+            .map(|&run| {
+                let cohort = &self.cohorts[self.facts[run].cohort];
+                let best = runs
+                    .iter()
+                    .filter(|&&other| self.facts[other].cohort == self.facts[run].cohort)
+                    .filter_map(|&other| self.primary_value(other))
+                    .min_by(|a, b| cohort.direction.compare(*a, *b));
+                let relative = match (self.primary_value(run), best) {
+                    (Some(value), Some(best)) if best != 0.0 && value != 0.0 => Some(match cohort.direction {
+                        Direction::LowerIsBetter => value / best,
+                        Direction::HigherIsBetter => best / value,
+                    }),
+                    _ => None,
+                };
+                ComparedRun {
+                    summary: self.run_summary(run),
+                    axes: self.workload_axes[self.run_workload[run]].clone(),
+                    environment: self.runs[run].environment_summary.clone(),
+                    relative_to_best_in_group: relative,
+                }
+            })
+            .collect();
+        Ok(Comparison { runs: compared, same_comparison_group, differing_axes })
+    }
+
+    /// Stored record events since `since` (inclusive), oldest first, with their runs.
+    pub fn record_history(&self, since: Option<crate::time::Instant>) -> Vec<RecordView> {
+        let mut events: Vec<&crate::rows::RecordEventRow> =
+            self.record_events.iter().filter(|e| since.is_none_or(|since| e.at.instant >= since)).collect();
+        events.sort_by(|a, b| a.at.instant.cmp(&b.at.instant).then_with(|| a.run_id.cmp(&b.run_id)));
+        events
+            .into_iter()
+            .map(|event| RecordView {
+                event: event.clone(),
+                run: self.run_index(&event.run_id).map(|r| self.run_summary(r)),
+                previous_value: event.previous_run_id.as_deref().and_then(|p| self.run_index(p)).and_then(|p| self.primary_value(p)),
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordView {
+    pub event: crate::rows::RecordEventRow,
+    /// The new record holder, when it is in the catalog.
+    pub run: Option<RunSummary>,
+    pub previous_value: Option<f64>,
+}

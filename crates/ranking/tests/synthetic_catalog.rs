@@ -1,0 +1,352 @@
+//! Eligibility reasons, deployability, corrections in the ledger and row errors, on small
+//! catalogs written out row by row in the export's format.
+
+use ki_ranking::{CatalogRows, CohortProfile, DeployabilityReason, Index, ResolveMode, ResolveRequest, TrustLevel};
+use serde_json::{Map, Value, json};
+
+const KEY: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const OTHER_KEY: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("test rows are objects"),
+    }
+}
+
+/// A catalog of one operation, one workload, one project and one implementation.
+fn base_rows() -> CatalogRows {
+    let mut rows = CatalogRows::new();
+    rows.push("sources", object(json!({"id": "src", "slug": "test-source", "name": "Test source"})), Some(1));
+    rows.push("projects", object(json!({"id": "proj", "slug": "p", "name": "Project", "licenseExpression": null})), Some(2));
+    rows.push(
+        "operations",
+        object(json!({
+            "id": "op", "slug": "op-slug", "name": "scale_add", "semanticDigest": "sha256:op",
+            "manifest": {"spec": {"axes": {"n": {"role": "variable", "type": "integer"}, "k": {"role": "constant", "value": 4}}}}
+        })),
+        Some(3),
+    );
+    rows.push("operation_aliases", object(json!({"operationId": "op", "alias": "saxpy_like"})), Some(4));
+    rows.push(
+        "workloads",
+        object(json!({"id": "w", "operationId": "op", "workloadDigest": "sha256:w", "dtypes": ["fp32"], "manifest": {"spec": {"axes": {"n": 1024}}}})),
+        Some(5),
+    );
+    rows.push("implementations", object(implementation("impl", json!({}))), Some(6));
+    rows
+}
+
+fn implementation(id: &str, overrides: Value) -> Value {
+    let mut row = json!({
+        "id": id, "projectId": "proj", "operationId": "op", "slug": format!("slug-{id}"),
+        "implementationDigest": format!("sha256:{id}"), "sourceAvailable": true, "installable": false,
+        "licenseExpression": null, "installCommand": null, "manifest": {}
+    });
+    merge(&mut row, overrides);
+    row
+}
+
+fn merge(row: &mut Value, overrides: Value) {
+    for (key, value) in object(overrides) {
+        row[key] = value;
+    }
+}
+
+/// A passed, published run with a latency in ns; `overrides` changes any column.
+fn run(id: &str, value: f64, observed_at: &str, overrides: Value) -> Map<String, Value> {
+    let mut row = json!({
+        "id": id, "runDigest": format!("sha256:digest-{id}"), "implementationId": "impl", "workloadId": "w",
+        "sourceId": "src", "status": "passed", "observedAt": observed_at, "publishedAt": "2026-08-01T00:00:00.000Z",
+        "hardwareModel": "NVIDIA B200", "protocolKey": "sha256:p", "environmentKey": "sha256:e", "correctnessKey": "sha256:c",
+        "comparisonKey": KEY, "primaryMetric": "latency", "primaryValue": value, "primaryUnit": "ns", "primaryStatistic": "mean",
+        "uncertaintyLow": null, "uncertaintyHigh": null, "reproducedByKernelindex": false, "independentReplicationCount": 0,
+        "sourceAvailable": true, "hasRawEvidence": false, "sourceNative": false, "supersedesId": null, "retractedAt": null,
+        "manifest": {}
+    });
+    merge(&mut row, overrides);
+    object(row)
+}
+
+fn build(extra_runs: Vec<Map<String, Value>>) -> Index {
+    let mut rows = base_rows();
+    for (i, row) in extra_runs.into_iter().enumerate() {
+        rows.push("benchmark_runs", row, Some(100 + i as u64));
+    }
+    Index::from_rows(&rows).expect("synthetic catalog indexes")
+}
+
+fn codes(index: &Index, id: &str) -> Vec<String> {
+    index.facts[index.run_index(id).unwrap()].ineligibility.iter().map(|r| r.code()).collect()
+}
+
+#[test]
+fn each_eligibility_reason_is_named() {
+    let index = build(vec![
+        run("ok", 10.0, "2026-01-01T00:00:00Z", json!({})),
+        run("unpublished", 9.0, "2026-01-02T00:00:00Z", json!({"publishedAt": null})),
+        run("crashed", 8.0, "2026-01-03T00:00:00Z", json!({"status": "runtime_error"})),
+        run("compile", 8.0, "2026-01-03T00:00:00Z", json!({"status": "compile_error"})),
+        run("retracted", 7.0, "2026-01-04T00:00:00Z", json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "wrong harness"})),
+        run("old", 6.0, "2026-01-05T00:00:00Z", json!({})),
+        run("new", 6.5, "2026-01-06T00:00:00Z", json!({"supersedesId": "old"})),
+        run("draft-fix", 20.0, "2026-01-06T00:00:00Z", json!({"supersedesId": "ok", "publishedAt": null})),
+        run("no-metric", 5.0, "2026-01-07T00:00:00Z", json!({"primaryMetric": "none", "primaryValue": null})),
+        run("nan-value", 5.0, "2026-01-07T00:00:00Z", json!({"primaryValue": null})),
+        run("many", 5.0, "2026-01-08T00:00:00Z", json!({"publishedAt": null, "status": "timeout", "primaryMetric": null})),
+    ]);
+    assert!(codes(&index, "ok").is_empty(), "a draft correction does not supersede");
+    assert_eq!(codes(&index, "unpublished"), ["UNPUBLISHED"]);
+    assert_eq!(codes(&index, "crashed"), ["STATUS_RUNTIME_ERROR"]);
+    assert_eq!(codes(&index, "compile"), ["STATUS_COMPILE_ERROR"]);
+    assert_eq!(codes(&index, "retracted"), ["RETRACTED"]);
+    assert_eq!(codes(&index, "old"), ["SUPERSEDED"]);
+    assert!(codes(&index, "new").is_empty());
+    assert_eq!(codes(&index, "no-metric"), ["MISSING_PRIMARY_METRIC"]);
+    assert_eq!(codes(&index, "nan-value"), ["MISSING_PRIMARY_METRIC"]);
+    assert_eq!(codes(&index, "many"), ["UNPUBLISHED", "STATUS_TIMEOUT", "MISSING_PRIMARY_METRIC"]);
+    // Only the eligible are ranked: new (6.5) then ok (10).
+    let cohort = index.cohort(KEY).unwrap();
+    let ranked: Vec<&str> = cohort.ranking.iter().map(|e| index.runs[e.run].id.as_str()).collect();
+    assert_eq!(ranked, ["new", "ok"]);
+    let json = serde_json::to_value(index.run_summary(index.run_index("crashed").unwrap())).unwrap();
+    assert_eq!(json["ineligibility"], json!(["STATUS_RUNTIME_ERROR"]));
+}
+
+#[test]
+fn source_native_profile_ties_only_equal_values() {
+    let interval = |low: f64, high: f64| json!({"uncertaintyLow": low, "uncertaintyHigh": high});
+    let strict = build(vec![
+        run("a", 10.0, "2026-01-01T00:00:00Z", interval(9.0, 11.0)),
+        run("b", 10.5, "2026-01-02T00:00:00Z", interval(10.0, 11.0)),
+    ]);
+    let cohort = strict.cohort(KEY).unwrap();
+    assert_eq!(cohort.profile, CohortProfile::StrictExact);
+    assert!(cohort.ranking.iter().all(|e| e.rank == 1));
+    // Same intervals, but one run is source-native: the cohort is, and they no longer tie.
+    let mut native = interval(10.0, 11.0);
+    native["sourceNative"] = json!(true);
+    let mixed = build(vec![run("a", 10.0, "2026-01-01T00:00:00Z", interval(9.0, 11.0)), run("b", 10.5, "2026-01-02T00:00:00Z", native)]);
+    let cohort = mixed.cohort(KEY).unwrap();
+    assert_eq!(cohort.profile, CohortProfile::SourceNative);
+    assert_eq!(cohort.ranking.iter().map(|e| e.rank).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn trust_breaks_a_tie_before_recency() {
+    let index = build(vec![
+        run("newer", 10.0, "2026-03-01T00:00:00Z", json!({})),
+        run("verified", 10.0, "2026-01-01T00:00:00Z", json!({"reproducedByKernelindex": true})),
+        run("replicated", 10.0, "2025-01-01T00:00:00Z", json!({"independentReplicationCount": 2})),
+        run("evidence", 10.0, "2025-06-01T00:00:00Z", json!({"hasRawEvidence": true})),
+    ]);
+    let cohort = index.cohort(KEY).unwrap();
+    let order: Vec<(&str, TrustLevel)> =
+        cohort.ranking.iter().map(|e| (index.runs[e.run].id.as_str(), index.facts[e.run].trust)).collect();
+    assert_eq!(
+        order,
+        [
+            ("replicated", TrustLevel::Replicated),
+            ("verified", TrustLevel::Verified),
+            ("evidence", TrustLevel::Reproducible),
+            ("newer", TrustLevel::Reported)
+        ]
+    );
+    let answer = index.resolve(&ResolveRequest { operation: "saxpy_like".into(), axes: [("n".into(), json!(1024))].into(), ..Default::default() });
+    assert_eq!(answer.mode, ResolveMode::Exact);
+    assert_eq!(answer.cohorts[0].best_verified.as_ref().unwrap().run_id, "replicated");
+}
+
+#[test]
+fn deployability_names_each_missing_requirement() {
+    let mut rows = base_rows();
+    rows.push(
+        "implementations",
+        object(implementation("deployable", json!({"licenseExpression": "MIT OR GPL-3.0-only", "installCommand": "pip install fastkernel"}))),
+        Some(7),
+    );
+    rows.push(
+        "implementations",
+        object(implementation("copyleft", json!({"licenseExpression": "GPL-3.0-only AND MIT", "installable": true}))),
+        Some(8),
+    );
+    rows.push("implementations", object(implementation("garbled", json!({"licenseExpression": "MIT AND (", "sourceAvailable": false}))), Some(9));
+    for (i, implementation) in ["impl", "deployable", "copyleft", "garbled"].iter().enumerate() {
+        rows.push(
+            "benchmark_runs",
+            run(implementation, 10.0 + i as f64, "2026-01-01T00:00:00Z", json!({"implementationId": implementation})),
+            Some(20 + i as u64),
+        );
+    }
+    let index = Index::from_rows(&rows).unwrap();
+    let reasons = |id: &str| index.facts[index.run_index(id).unwrap()].deployability.reasons.clone();
+    use DeployabilityReason::*;
+    assert_eq!(reasons("impl"), [NoLicense, NoInstallRecipe]);
+    assert_eq!(reasons("deployable"), []);
+    assert_eq!(reasons("copyleft"), [LicenseNotPermissive]);
+    assert_eq!(reasons("garbled"), [NoPublicSource, LicenseUnparseable, NoInstallRecipe]);
+    let view = index.cohort_view(0, 5);
+    assert_eq!(view.best_deployable.unwrap().run_id, "deployable");
+    assert_eq!(view.fastest[0].run_id, "impl");
+}
+
+#[test]
+fn baseline_speedup_uses_the_marked_implementation() {
+    let mut rows = base_rows();
+    rows.push("implementations", object(implementation("torch", json!({"role": "baseline"}))), Some(7));
+    rows.push("benchmark_runs", run("fast", 25.0, "2026-01-01T00:00:00Z", json!({})), Some(10));
+    rows.push("benchmark_runs", run("reference", 100.0, "2026-01-01T00:00:00Z", json!({"implementationId": "torch"})), Some(11));
+    let index = Index::from_rows(&rows).unwrap();
+    assert_eq!(index.facts[index.run_index("fast").unwrap()].baseline_speedup, Some(4.0));
+    assert_eq!(index.facts[index.run_index("reference").unwrap()].baseline_speedup, Some(1.0));
+    let without = build(vec![run("fast", 25.0, "2026-01-01T00:00:00Z", json!({}))]);
+    assert_eq!(without.facts[0].baseline_speedup, None);
+}
+
+#[test]
+fn ledger_is_a_running_best_with_no_event_for_an_equal_value() {
+    let index = build(vec![
+        run("first", 100.0, "2026-01-01T00:00:00Z", json!({})),
+        run("slower", 120.0, "2026-01-02T00:00:00Z", json!({})),
+        run("better", 80.0, "2026-01-03T00:00:00Z", json!({})),
+        run("equal", 80.0, "2026-01-04T00:00:00Z", json!({})),
+        // Same instant as "best": ties in observedAt go by id, so "a-best" comes first.
+        run("z-best", 50.0, "2026-01-05T00:00:00Z", json!({})),
+        run("a-best", 50.0, "2026-01-05T00:00:00Z", json!({})),
+        run("failed", 1.0, "2026-01-06T00:00:00Z", json!({"status": "runtime_error"})),
+        run("elsewhere", 1.0, "2026-01-06T00:00:00Z", json!({"comparisonKey": OTHER_KEY})),
+    ]);
+    let events = index.ledger_for_cohort(0);
+    let chain: Vec<(&str, Option<&str>, &str)> =
+        events.iter().map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str())).collect();
+    assert_eq!(chain, [("first", None, "new_run"), ("better", Some("first"), "new_run"), ("a-best", Some("better"), "new_run")]);
+    assert!(events.iter().all(|e| e.policy_version == "ranking-v1"));
+    assert_eq!(events[1].at.text, "2026-01-03T00:00:00Z");
+    // Idempotent: same rows, same ledger; stored as-is, nothing is pending.
+    assert_eq!(index.ledger_for_cohort(0), events);
+    assert_eq!(index.recompute_ledger().len(), 4);
+}
+
+#[test]
+fn a_retraction_appends_an_event_for_the_new_leader_and_deletes_nothing() {
+    let index = build(vec![
+        run("first", 100.0, "2026-01-01T00:00:00Z", json!({})),
+        run("second", 90.0, "2026-01-02T00:00:00Z", json!({})),
+        run("cheat", 10.0, "2026-01-03T00:00:00Z", json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "did not compute the op"})),
+        run("later", 95.0, "2026-03-01T00:00:00Z", json!({})),
+    ]);
+    let events = index.ledger_for_cohort(0);
+    let chain: Vec<(&str, Option<&str>, &str, &str)> =
+        events.iter().map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str(), e.at.text.as_str())).collect();
+    assert_eq!(
+        chain,
+        [
+            ("first", None, "new_run", "2026-01-01T00:00:00Z"),
+            ("second", Some("first"), "new_run", "2026-01-02T00:00:00Z"),
+            ("cheat", Some("second"), "new_run", "2026-01-03T00:00:00Z"),
+            ("second", Some("cheat"), "retraction", "2026-02-01T00:00:00Z"),
+        ]
+    );
+    // The retracted run stays in the catalog, unranked, with its reason.
+    let cheat = index.run_index("cheat").unwrap();
+    assert_eq!(index.facts[cheat].rank, None);
+    assert_eq!(index.run_dossier("cheat").unwrap().retraction_reason.as_deref(), Some("did not compute the op"));
+}
+
+#[test]
+fn superseding_the_leader_hands_the_record_on() {
+    let index = build(vec![
+        run("first", 100.0, "2026-01-01T00:00:00Z", json!({})),
+        run("leader", 50.0, "2026-01-02T00:00:00Z", json!({})),
+        run("fix", 70.0, "2026-01-05T00:00:00Z", json!({"supersedesId": "leader"})),
+    ]);
+    let chain: Vec<(String, Option<String>, String)> =
+        index.ledger_for_cohort(0).into_iter().map(|e| (e.run_id, e.previous_run_id, e.cause)).collect();
+    assert_eq!(
+        chain,
+        [
+            ("first".into(), None, "new_run".into()),
+            ("leader".into(), Some("first".into()), "new_run".into()),
+            ("fix".into(), Some("leader".into()), "supersession".into()),
+        ]
+    );
+}
+
+#[test]
+fn stored_events_are_diffed_and_pending_ones_listed() {
+    let mut rows = base_rows();
+    rows.push("benchmark_runs", run("first", 100.0, "2026-01-01T00:00:00Z", json!({})), Some(10));
+    rows.push("benchmark_runs", run("second", 90.0, "2026-01-02T00:00:00Z", json!({})), Some(11));
+    rows.push(
+        "record_events",
+        object(json!({"id": "e1", "comparisonKey": KEY, "runId": "first", "previousRunId": null, "policyVersion": "ranking-v1",
+                      "cause": "new_run", "at": "2026-01-01 00:00:00+00"})),
+        Some(12),
+    );
+    let index = Index::from_rows(&rows).unwrap();
+    let report = index.verify_record_events();
+    assert!(!report.is_clean());
+    assert_eq!(report.mismatches[0].missing.len(), 1);
+    assert!(report.mismatches[0].unexpected.is_empty(), "the PostgreSQL spelling of the same instant matches");
+    let pending = index.pending_ledger_events();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].run_id, "second");
+}
+
+#[test]
+fn bad_rows_are_refused_naming_line_and_field() {
+    let mut rows = base_rows();
+    rows.push("benchmark_runs", run("bad", 10.0, "2026-01-01T00:00:00Z", json!({"primaryValue": "fast"})), Some(42));
+    let err = Index::from_rows(&rows).unwrap_err().to_string();
+    assert!(err.contains("line 42") && err.contains("/primaryValue") && err.contains("bad"), "{err}");
+
+    let mut rows = base_rows();
+    rows.push("benchmark_runs", run("late", 10.0, "2026-01-01T00:00:00", json!({})), Some(43));
+    let err = Index::from_rows(&rows).unwrap_err().to_string();
+    assert!(err.contains("line 43") && err.contains("/observedAt") && err.contains("offset"), "{err}");
+
+    let mut rows = base_rows();
+    rows.push("benchmark_runs", run("orphan", 10.0, "2026-01-01T00:00:00Z", json!({"workloadId": "missing"})), Some(44));
+    let err = Index::from_rows(&rows).unwrap_err().to_string();
+    assert!(err.contains("line 44") && err.contains("/workloadId") && err.contains("missing"), "{err}");
+
+    let mut rows = base_rows();
+    rows.push("benchmark_runs", run("twice", 10.0, "2026-01-01T00:00:00Z", json!({})), Some(45));
+    rows.push("benchmark_runs", run("twice", 11.0, "2026-01-01T00:00:00Z", json!({})), Some(46));
+    let err = Index::from_rows(&rows).unwrap_err().to_string();
+    assert!(err.contains("line 46") && err.contains("duplicate id twice"), "{err}");
+
+    let mut rows = base_rows();
+    let mut missing = run("incomplete", 10.0, "2026-01-01T00:00:00Z", json!({}));
+    missing.remove("comparisonKey");
+    rows.push("benchmark_runs", missing, Some(47));
+    let err = Index::from_rows(&rows).unwrap_err().to_string();
+    assert!(err.contains("line 47") && err.contains("comparisonKey"), "{err}");
+
+    assert!(!base_rows().push("serving_runs", Map::new(), None), "serving rows are not the ranking's");
+}
+
+#[test]
+fn higher_is_better_metrics_rank_and_record_the_other_way() {
+    let throughput = json!({"primaryMetric": "throughput", "primaryUnit": "tokens/s"});
+    let index = build(vec![run("low", 100.0, "2026-01-01T00:00:00Z", throughput.clone()), run("high", 300.0, "2026-01-02T00:00:00Z", throughput)]);
+    let cohort = index.cohort(KEY).unwrap();
+    assert_eq!(index.runs[cohort.ranking[0].run].id, "high");
+    assert_eq!(index.ledger_for_cohort(0).len(), 2);
+}
+
+#[test]
+fn a_hardware_filter_that_removes_everything_says_where_the_case_was_measured() {
+    let index = build(vec![run("b200", 10.0, "2026-01-01T00:00:00Z", json!({}))]);
+    let mut request = ResolveRequest { operation: "scale_add".into(), axes: [("n".into(), json!(1024.0))].into(), ..Default::default() };
+    assert_eq!(index.resolve(&request).mode, ResolveMode::Exact, "1024.0 and 1024 are one case");
+    request.hardware = Some("nvidia b200".into());
+    assert_eq!(index.resolve(&request).mode, ResolveMode::Exact, "hardware matches without regard to case");
+    request.hardware = Some("NVIDIA H100".into());
+    let answer = index.resolve(&request);
+    assert_eq!(answer.mode, ResolveMode::None);
+    assert!(answer.notes.iter().any(|n| n.contains("NVIDIA B200")), "{:?}", answer.notes);
+    request.hardware = None;
+    request.dtypes = vec!["fp16".into()];
+    assert_eq!(index.resolve(&request).mode, ResolveMode::None, "the workload does not use fp16");
+}

@@ -1,0 +1,212 @@
+//! Records without a GPU: a session's manifests validate under the model's schemas, name the catalog's
+//! own workloads by digest, and their catalog rows pass the model's digest-and-key verification with
+//! the run marked as reproduced by KernelIndex.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ki_runner::compare::{Tolerance, compare_values};
+use ki_runner::definition::Definition;
+use ki_runner::execute::{TrialRecord, WorkloadRun};
+use ki_runner::gpu::{Calibration, DeviceProperties, TrialTiming};
+use ki_runner::materialize::read_workloads;
+use ki_runner::protocol::TimingProtocol;
+use ki_runner::records::{RecordWriter, SessionFacts, utc_from_unix};
+use ki_runner::stats::summarize;
+use serde_json::Value;
+
+fn shared() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+fn facts() -> SessionFacts {
+    SessionFacts {
+        device: DeviceProperties {
+            name: "NVIDIA H200".into(),
+            compute_capability: (9, 0),
+            multiprocessor_count: 132,
+            total_memory_bytes: 150_754_820_096,
+            l2_cache_bytes: 62_914_560,
+            driver_cuda_version: 13000,
+            nvrtc_version: (13, 0),
+            max_sm_clock_khz: 1_980_000,
+            max_memory_clock_khz: 3_201_000,
+            memory_bus_width_bits: 6144,
+        },
+        nvidia_smi: BTreeMap::from([("driver_version".to_string(), "580.159.04".to_string())]),
+        operating_system: Some("Ubuntu 24.04".into()),
+        kernel: None,
+        worker: Some(serde_json::json!({"flashinfer": "0.5.3", "torch": "2.11.0"})),
+        started_at: "2026-11-30T05:00:00Z".into(),
+    }
+}
+
+#[test]
+fn utc_dates() {
+    assert_eq!(utc_from_unix(0), "1970-01-01T00:00:00Z");
+    assert_eq!(utc_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(utc_from_unix(1_795_000_000), "2026-11-18T11:06:40Z");
+}
+
+#[test]
+fn session_records_validate_and_import_as_verified_rows() {
+    let definition = Definition::builtin("gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
+    let workloads_file = shared().join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl");
+    let workload = read_workloads(&workloads_file).unwrap().remove(32).workload;
+    let catalog = shared()
+        .join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
+    let dir = tempfile::tempdir().unwrap();
+    let protocol = TimingProtocol::RERUN_V1;
+    let calibration = Calibration {
+        empty_kernel_eager_ns: 2100.0,
+        empty_kernel_graph_ns: 3200.0,
+        copy_bandwidth_bytes_per_s: 4.3e12,
+        copy_bytes: 1 << 30,
+    };
+    let mut writer = RecordWriter::new(
+        dir.path(),
+        &definition,
+        &protocol,
+        &facts(),
+        &calibration,
+        Some(&catalog),
+    )
+    .unwrap();
+
+    let samples: Vec<f64> = (0..200)
+        .map(|i| 12_000.0 + (i % 17) as f64 * 10.0)
+        .collect();
+    let comparison = compare_values(
+        "output",
+        &[1.0, 2.0],
+        &[1.0, 2.001],
+        Tolerance::FLASHINFER_BENCH_DEFAULT,
+    )
+    .unwrap();
+    let trial = TrialRecord {
+        seed: 1,
+        comparisons: vec![comparison.clone()],
+        repeat_identical: None,
+        timing: TrialTiming {
+            eager_ns: samples.clone(),
+            graph_ns: Some(samples.clone()),
+        },
+    };
+    let run = WorkloadRun {
+        implementation: "flashinfer-tc".into(),
+        definition: definition.name.clone(),
+        workload_uuid: workload.uuid.clone(),
+        axes: workload.axes.clone(),
+        seed: 0,
+        trials: vec![trial],
+        correct: true,
+        worst: vec![comparison],
+        eager: Some(summarize(&samples)),
+        graph: Some(summarize(&samples)),
+        graph_error: None,
+        minimum_bytes: 1_000_000,
+        eager_percent_of_speed_of_light: Some(1.9),
+        graph_percent_of_speed_of_light: Some(1.9),
+        error: None,
+    };
+    let run_manifest = writer.write_run(&workload, &run).unwrap();
+    writer.finish(&[run], "ki run ...").unwrap();
+
+    // Every manifest validates under the schemas.
+    let mut kinds = Vec::new();
+    for entry in std::fs::read_dir(dir.path().join("manifests")).unwrap() {
+        let path = entry.unwrap().path();
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let valid = ki_model::manifest::validate_value(value)
+            .unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        kinds.push(valid.kind.to_string());
+    }
+    kinds.sort();
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+
+    // The run names the catalog's workload (seed workload: batch 16, 1,020 tokens) by its digest.
+    let rows = ki_model::export::read_export(dir.path().join("catalog-rows.jsonl")).unwrap();
+    let workload_row = rows.iter().find(|l| l.table == "workloads").unwrap();
+    assert_eq!(
+        run_manifest["spec"]["workloadDigest"],
+        workload_row.row["workloadDigest"]
+    );
+    assert_eq!(
+        workload_row.row["manifest"]["metadata"]["name"],
+        "gqa-paged-decode-h32-kv4-d128-ps1-ec96bc77"
+    );
+    let run_row = rows.iter().find(|l| l.table == "benchmark_runs").unwrap();
+    assert_eq!(run_row.row["reproducedByKernelindex"], true);
+    assert_eq!(run_row.row["primaryMetric"], "latency");
+    assert_eq!(
+        run_row.row["primaryValue"],
+        serde_json::json!(summarize(&samples).median.round() as u64)
+    );
+    let report = ki_model::verify::verify_export(&rows);
+    assert!(report.is_clean(), "{:?}", report.first_mismatch());
+    let results = std::fs::read_to_string(dir.path().join("results.md")).unwrap();
+    assert!(
+        results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc |"),
+        "{results}"
+    );
+}
+
+/// The committed H200 baseline (bench/runner/manifests): every manifest validates, every run names
+/// the protocol, environment and an implementation written beside it, every raw-samples artifact
+/// matches its digest, and the catalog rows verify with every run reproduced by KernelIndex.
+#[test]
+fn committed_baseline_records_are_consistent() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/runner/manifests");
+    let mut digests = std::collections::BTreeSet::new();
+    let mut runs = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json")
+            || path.file_name().unwrap() == "session.json"
+        {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let valid = ki_model::manifest::validate_value(value.clone())
+            .unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        digests.insert(valid.digest.clone());
+        if valid.kind.to_string() == "BenchmarkRun" {
+            runs.push(value);
+        }
+    }
+    assert_eq!(runs.len(), 96);
+    for run in &runs {
+        let spec = &run["spec"];
+        for field in [
+            "implementationDigest",
+            "workloadDigest",
+            "protocolDigest",
+            "environmentDigest",
+        ] {
+            assert!(
+                digests.contains(spec[field].as_str().unwrap()),
+                "{field} of {}",
+                run["metadata"]["name"]
+            );
+        }
+        assert_eq!(spec["status"], "passed");
+        let samples = &spec["timing"]["rawSamples"];
+        let bytes = std::fs::read(root.join(samples["uri"].as_str().unwrap())).unwrap();
+        assert_eq!(
+            ki_runner::records::sha256_of(&bytes),
+            samples["digest"].as_str().unwrap()
+        );
+    }
+    let rows = ki_model::export::read_export(root.join("catalog-rows.jsonl")).unwrap();
+    let report = ki_model::verify::verify_export(&rows);
+    assert!(report.is_clean(), "{:?}", report.first_mismatch());
+    let run_rows: Vec<_> = rows
+        .iter()
+        .filter(|l| l.table == "benchmark_runs")
+        .collect();
+    assert_eq!(run_rows.len(), 96);
+    assert!(
+        run_rows
+            .iter()
+            .all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true)
+    );
+}

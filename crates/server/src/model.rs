@@ -1,0 +1,379 @@
+//! The server's in-memory read model: every catalog row in export format, indexed for
+//! the lookups the pages make. Built once at start (and after writes) so that a request
+//! only does hash lookups and rendering, never a database query.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+pub type Row = Map<String, Value>;
+
+/// A row read from the catalog or an export: its table and its camelCase columns.
+#[derive(Debug, Clone)]
+pub struct CatalogRow {
+    pub table: String,
+    pub row: Row,
+}
+
+/// Text of a string column, or "" when absent or null.
+pub fn text<'a>(row: &'a Row, column: &str) -> &'a str {
+    row.get(column).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Text of a string column, or None when absent, null or empty.
+pub fn opt_text<'a>(row: &'a Row, column: &str) -> Option<&'a str> {
+    row.get(column).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+pub fn number(row: &Row, column: &str) -> Option<f64> {
+    row.get(column).and_then(Value::as_f64)
+}
+
+pub fn flag(row: &Row, column: &str) -> bool {
+    row.get(column).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Follows a path of object keys inside a JSON value.
+pub fn pointer<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |at, key| at.get(*key))
+}
+
+/// One table's rows with an id index.
+#[derive(Debug, Default)]
+pub struct Table {
+    pub rows: Vec<Row>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Table {
+    fn push(&mut self, row: Row) -> usize {
+        let index = self.rows.len();
+        if let Some(id) = row.get("id").and_then(Value::as_str) {
+            self.by_id.insert(id.to_string(), index);
+        }
+        self.rows.push(row);
+        index
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Row> {
+        self.index_of(id).map(|i| &self.rows[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// What the search box can find.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SearchEntry {
+    pub kind: &'static str,
+    pub label: String,
+    pub detail: String,
+    pub href: String,
+    #[serde(skip)]
+    haystack: String,
+}
+
+/// Every row, indexed for display lookups.
+#[derive(Debug, Default)]
+pub struct Tables {
+    pub sources: Table,
+    pub projects: Table,
+    pub operations: Table,
+    pub workloads: Table,
+    pub implementations: Table,
+    pub runs: Table,
+    pub artifacts: Table,
+    pub record_events: Vec<Row>,
+    pub model_revisions: Table,
+    pub serving_stacks: Table,
+    pub serving_configurations: Table,
+    pub serving_workloads: Table,
+    pub serving_runs: Table,
+
+    pub operation_by_slug: HashMap<String, usize>,
+    /// Lower-cased name, slug and every alias → operation.
+    pub operation_by_name: HashMap<String, usize>,
+    pub aliases_by_operation: HashMap<usize, Vec<String>>,
+    pub project_by_slug: HashMap<String, usize>,
+    pub implementation_by_slug: HashMap<String, usize>,
+    pub run_by_digest: HashMap<String, usize>,
+    pub artifact_by_digest: HashMap<String, usize>,
+    pub serving_run_by_digest: HashMap<String, usize>,
+
+    pub workloads_by_operation: HashMap<usize, Vec<usize>>,
+    pub implementations_by_operation: HashMap<usize, Vec<usize>>,
+    pub implementations_by_project: HashMap<usize, Vec<usize>>,
+    pub runs_by_workload: HashMap<usize, Vec<usize>>,
+    pub runs_by_implementation: HashMap<usize, Vec<usize>>,
+    pub runs_by_comparison_key: HashMap<String, Vec<usize>>,
+    pub measurements_by_run: HashMap<usize, Vec<Row>>,
+    pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
+    /// Record events newest first.
+    pub events_by_comparison_key: HashMap<String, Vec<usize>>,
+    /// Hardware model → run indexes.
+    pub runs_by_gpu: Vec<(String, Vec<usize>)>,
+    pub search: Vec<SearchEntry>,
+}
+
+/// The tables plus the ranking's judgement on them. Run indexes agree between the two:
+/// both hold benchmark runs in the order the rows came.
+#[derive(Debug)]
+pub struct ReadModel {
+    pub tables: Tables,
+    pub judgement: ki_ranking::Index,
+}
+
+impl std::ops::Deref for ReadModel {
+    type Target = Tables;
+    fn deref(&self) -> &Tables {
+        &self.tables
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("row {index} of {table}: {message}")]
+    BadRow { table: String, index: usize, message: String },
+    #[error("the ranking refused the catalog: {0}")]
+    Ranking(#[from] ki_ranking::RowError),
+}
+
+impl ReadModel {
+    pub fn build(rows: Vec<CatalogRow>) -> Result<ReadModel, ModelError> {
+        let mut ranking_rows = ki_ranking::CatalogRows::new();
+        for row in &rows {
+            if ki_ranking::rows::RANKING_TABLES.contains(&row.table.as_str()) {
+                ranking_rows.push(&row.table, row.row.clone(), None);
+            }
+        }
+        let judgement = ki_ranking::Index::from_rows(&ranking_rows)?;
+        drop(ranking_rows);
+        let tables = Tables::build(rows)?;
+        Ok(ReadModel { tables, judgement })
+    }
+}
+
+impl Tables {
+    fn build(rows: Vec<CatalogRow>) -> Result<Tables, ModelError> {
+        let mut model = Tables::default();
+        let mut aliases: Vec<Row> = Vec::new();
+        let mut measurements: Vec<Row> = Vec::new();
+        let mut serving_measurements: Vec<Row> = Vec::new();
+        for (index, CatalogRow { table, row }) in rows.into_iter().enumerate() {
+            let needs_id = !matches!(table.as_str(), "operation_aliases" | "measurements" | "serving_measurements");
+            if needs_id && row.get("id").and_then(Value::as_str).is_none() {
+                return Err(ModelError::BadRow { table, index, message: "no id".into() });
+            }
+            match table.as_str() {
+                "sources" => drop(model.sources.push(row)),
+                "projects" => drop(model.projects.push(row)),
+                "operations" => drop(model.operations.push(row)),
+                "operation_aliases" => aliases.push(row),
+                "workloads" => drop(model.workloads.push(row)),
+                "implementations" => drop(model.implementations.push(row)),
+                "benchmark_runs" => drop(model.runs.push(row)),
+                "measurements" => measurements.push(row),
+                "record_events" => model.record_events.push(row),
+                "artifacts" => drop(model.artifacts.push(row)),
+                "model_revisions" => drop(model.model_revisions.push(row)),
+                "serving_stack_revisions" => drop(model.serving_stacks.push(row)),
+                "serving_configurations" => drop(model.serving_configurations.push(row)),
+                "serving_workloads" => drop(model.serving_workloads.push(row)),
+                "serving_runs" => drop(model.serving_runs.push(row)),
+                "serving_measurements" => serving_measurements.push(row),
+                // Tables the web does not show (source snapshots, links) are skipped.
+                _ => {}
+            }
+        }
+
+        for (i, op) in model.operations.rows.iter().enumerate() {
+            model.operation_by_slug.insert(text(op, "slug").to_string(), i);
+            model.operation_by_name.insert(text(op, "slug").to_lowercase(), i);
+            model.operation_by_name.insert(text(op, "name").to_lowercase(), i);
+        }
+        for alias in &aliases {
+            if let Some(op) = model.operations.index_of(text(alias, "operationId")) {
+                let name = text(alias, "alias").to_string();
+                model.operation_by_name.insert(name.to_lowercase(), op);
+                model.aliases_by_operation.entry(op).or_default().push(name);
+            }
+        }
+        for (i, p) in model.projects.rows.iter().enumerate() {
+            model.project_by_slug.insert(text(p, "slug").to_string(), i);
+        }
+        for (i, w) in model.workloads.rows.iter().enumerate() {
+            if let Some(op) = model.operations.index_of(text(w, "operationId")) {
+                model.workloads_by_operation.entry(op).or_default().push(i);
+            }
+        }
+        for (i, imp) in model.implementations.rows.iter().enumerate() {
+            model.implementation_by_slug.insert(text(imp, "slug").to_string(), i);
+            if let Some(op) = model.operations.index_of(text(imp, "operationId")) {
+                model.implementations_by_operation.entry(op).or_default().push(i);
+            }
+            if let Some(p) = model.projects.index_of(text(imp, "projectId")) {
+                model.implementations_by_project.entry(p).or_default().push(i);
+            }
+        }
+        let mut gpus: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, run) in model.runs.rows.iter().enumerate() {
+            model.run_by_digest.insert(text(run, "runDigest").to_string(), i);
+            if let Some(w) = model.workloads.index_of(text(run, "workloadId")) {
+                model.runs_by_workload.entry(w).or_default().push(i);
+            }
+            if let Some(imp) = model.implementations.index_of(text(run, "implementationId")) {
+                model.runs_by_implementation.entry(imp).or_default().push(i);
+            }
+            model.runs_by_comparison_key.entry(text(run, "comparisonKey").to_string()).or_default().push(i);
+            if let Some(gpu) = opt_text(run, "hardwareModel") {
+                gpus.entry(gpu.to_string()).or_default().push(i);
+            }
+        }
+        model.runs_by_gpu = gpus.into_iter().collect();
+        model.runs_by_gpu.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        for m in measurements {
+            if let Some(run) = model.runs.index_of(text(&m, "runId")) {
+                model.measurements_by_run.entry(run).or_default().push(m);
+            }
+        }
+        for m in serving_measurements {
+            if let Some(run) = model.serving_runs.index_of(text(&m, "runId")) {
+                model.serving_measurements_by_run.entry(run).or_default().push(m);
+            }
+        }
+        for (i, a) in model.artifacts.rows.iter().enumerate() {
+            model.artifact_by_digest.insert(text(a, "contentDigest").to_string(), i);
+        }
+        for (i, r) in model.serving_runs.rows.iter().enumerate() {
+            model.serving_run_by_digest.insert(text(r, "runDigest").to_string(), i);
+        }
+        // Newest first, ties by id, so "recent records" needs no sort per request.
+        model.record_events.sort_by(|a, b| text(b, "at").cmp(text(a, "at")).then(text(b, "id").cmp(text(a, "id"))));
+        for (i, e) in model.record_events.iter().enumerate() {
+            model.events_by_comparison_key.entry(text(e, "comparisonKey").to_string()).or_default().push(i);
+        }
+        model.search = model.build_search();
+        Ok(model)
+    }
+}
+
+impl Tables {
+    fn build_search(&self) -> Vec<SearchEntry> {
+        let mut out = Vec::new();
+        for (i, op) in self.operations.rows.iter().enumerate() {
+            let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
+            let mut haystack = format!("{} {} {}", text(op, "name"), text(op, "slug"), text(op, "family"));
+            for a in &aliases {
+                haystack.push(' ');
+                haystack.push_str(a);
+            }
+            out.push(SearchEntry {
+                kind: "operation",
+                label: self.operation_title(i).to_string(),
+                detail: text(op, "family").to_string(),
+                href: format!("/operations/{}", text(op, "slug")),
+                haystack: haystack.to_lowercase(),
+            });
+        }
+        for imp in &self.implementations.rows {
+            out.push(SearchEntry {
+                kind: "implementation",
+                label: text(imp, "slug").to_string(),
+                detail: text(imp, "title").to_string(),
+                href: format!("/implementations/{}", text(imp, "slug")),
+                haystack: format!("{} {}", text(imp, "slug"), text(imp, "title")).to_lowercase(),
+            });
+        }
+        for p in &self.projects.rows {
+            out.push(SearchEntry {
+                kind: "project",
+                label: text(p, "name").to_string(),
+                detail: text(p, "slug").to_string(),
+                href: format!("/projects/{}", text(p, "slug")),
+                haystack: format!("{} {}", text(p, "name"), text(p, "slug")).to_lowercase(),
+            });
+        }
+        for (gpu, runs) in &self.runs_by_gpu {
+            out.push(SearchEntry {
+                kind: "hardware",
+                label: gpu.clone(),
+                detail: format!("{} runs", runs.len()),
+                href: format!("/gpus#{}", slugify(gpu)),
+                haystack: gpu.to_lowercase(),
+            });
+        }
+        out
+    }
+
+    /// Entries whose text holds every word of the query; operations first.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<&SearchEntry> {
+        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).take(8).collect();
+        if words.is_empty() {
+            return Vec::new();
+        }
+        self.search.iter().filter(|e| words.iter().all(|w| e.haystack.contains(w.as_str()))).take(limit).collect()
+    }
+
+    /// A run by uuid, by `sha256:` digest, or by the bare hex of its digest.
+    pub fn find_run(&self, id_or_digest: &str) -> Option<usize> {
+        let key = id_or_digest.trim();
+        if let Some(i) = self.runs.index_of(key) {
+            return Some(i);
+        }
+        if let Some(i) = self.run_by_digest.get(key) {
+            return Some(*i);
+        }
+        if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return self.run_by_digest.get(&format!("sha256:{}", key.to_ascii_lowercase())).copied();
+        }
+        None
+    }
+
+    pub fn find_serving_run(&self, id_or_digest: &str) -> Option<usize> {
+        self.serving_runs.index_of(id_or_digest).or_else(|| self.serving_run_by_digest.get(id_or_digest).copied())
+    }
+
+    pub fn find_operation(&self, slug_or_name: &str) -> Option<usize> {
+        self.operation_by_slug
+            .get(slug_or_name)
+            .or_else(|| self.operation_by_name.get(&slug_or_name.to_lowercase()))
+            .copied()
+    }
+
+    /// The operation's human title (its manifest title, else its name).
+    pub fn operation_title(&self, op: usize) -> &str {
+        let row = &self.operations.rows[op];
+        row.get("manifest")
+            .and_then(|m| pointer(m, &["metadata", "title"]))
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| text(row, "name"))
+    }
+
+    pub fn run_operation(&self, run: usize) -> Option<usize> {
+        let workload = self.workloads.get(text(&self.runs.rows[run], "workloadId"))?;
+        self.operations.index_of(text(workload, "operationId"))
+    }
+}
+
+/// A URL fragment or slug from free text: lowercase ASCII letters, digits and dashes.
+pub fn slugify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}

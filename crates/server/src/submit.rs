@@ -1,0 +1,130 @@
+//! Submission bundles: parsed and validated by the record model, digested, and kept as
+//! a Reported, unpublished submission until an admin publishes it.
+//!
+//! A bundle is YAML or JSON in one of three shapes: one manifest; several YAML
+//! documents, one manifest each; or the registry's bundle mapping (`projects:`,
+//! `operations:`, `workloads:`, … each a list of manifests).
+
+use serde_json::Value;
+
+use crate::problem::FieldProblem;
+use crate::store::SubmittedDocument;
+
+/// Most manifests one submission may hold.
+pub const MAX_MANIFESTS: usize = 200;
+
+#[derive(Debug)]
+pub struct ValidatedBundle {
+    pub title: String,
+    pub documents: Vec<SubmittedDocument>,
+}
+
+fn problem(pointer: impl Into<String>, detail: impl Into<String>) -> FieldProblem {
+    FieldProblem { pointer: pointer.into(), detail: detail.into() }
+}
+
+/// Validates a bundle; on failure returns every problem with its JSON pointer.
+pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem>> {
+    let documents = ki_model::parse::parse_documents(bytes).map_err(|problems| {
+        problems.into_iter().map(|p| problem(p.display_pointer().to_string(), p.to_string())).collect::<Vec<_>>()
+    })?;
+    // (pointer prefix, manifest value)
+    let mut manifests: Vec<(String, Value)> = Vec::new();
+    let many = documents.len() > 1;
+    for doc in documents {
+        let prefix = if many { format!("/documents/{}", doc.index) } else { String::new() };
+        match doc.value {
+            Value::Object(map) if !map.contains_key("apiVersion") => {
+                for (group, list) in map {
+                    let Value::Array(items) = list else {
+                        return Err(vec![problem(format!("{prefix}/{group}"), "a bundle maps each group to a list of manifests")]);
+                    };
+                    for (i, item) in items.into_iter().enumerate() {
+                        match item {
+                            // A wrapper such as {run, protocol, environment} or {projectSlug,
+                            // manifest}: each member that is a manifest; the rest annotate.
+                            Value::Object(members)
+                                if !members.contains_key("apiVersion") && members.values().any(|m| m.get("apiVersion").is_some()) =>
+                            {
+                                for (member, manifest) in members {
+                                    if manifest.get("apiVersion").is_some() {
+                                        manifests.push((format!("{prefix}/{group}/{i}/{member}"), manifest));
+                                    }
+                                }
+                            }
+                            item => manifests.push((format!("{prefix}/{group}/{i}"), item)),
+                        }
+                    }
+                }
+            }
+            value => manifests.push((prefix, value)),
+        }
+    }
+    if manifests.is_empty() {
+        return Err(vec![problem("/", "the bundle holds no manifest")]);
+    }
+    if manifests.len() > MAX_MANIFESTS {
+        return Err(vec![problem("/", format!("{} manifests; one submission takes at most {MAX_MANIFESTS}", manifests.len()))]);
+    }
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for (prefix, value) in manifests {
+        match ki_model::manifest::validate_value(value) {
+            Ok(valid) => {
+                let metadata = valid.value.get("metadata");
+                out.push(SubmittedDocument {
+                    kind: valid.kind.name().to_string(),
+                    name: metadata.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string(),
+                    title: metadata.and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_string),
+                    digest: valid.digest,
+                    manifest: valid.value,
+                });
+            }
+            Err(found) => {
+                for p in found {
+                    problems.push(problem(format!("{prefix}{}", p.pointer), p.message));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // The run's title names a submission best; else the first manifest's.
+    let title = out
+        .iter()
+        .find(|d| d.kind == "BenchmarkRun" || d.kind == "ServingRun")
+        .or(out.first())
+        .map(|d| d.title.clone().unwrap_or_else(|| d.name.clone()))
+        .unwrap_or_default();
+    Ok(ValidatedBundle { title, documents: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(path: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+    }
+
+    #[test]
+    fn the_registry_fixture_bundle_validates() {
+        let bytes = std::fs::read(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap();
+        let bundle = validate_bundle(&bytes).unwrap_or_else(|p| panic!("{p:?}"));
+        assert!(bundle.documents.len() >= 5, "{}", bundle.documents.len());
+        assert!(bundle.documents.iter().all(|d| d.digest.starts_with("sha256:") && d.digest.len() == 71));
+        assert!(bundle.documents.iter().any(|d| d.kind == "BenchmarkRun"));
+    }
+
+    #[test]
+    fn invalid_examples_are_refused_with_pointers() {
+        for name in ["bad-digest", "unknown-field", "duplicate-key", "ambiguous-duration"] {
+            let bytes = std::fs::read(shared(&format!("kernelindex-registry/registry/examples/invalid/{name}.yaml"))).unwrap();
+            let problems = validate_bundle(&bytes).expect_err(name);
+            assert!(!problems.is_empty(), "{name}");
+        }
+        assert!(validate_bundle(b"").is_err());
+        assert!(validate_bundle(b"projects: 3").is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! A real server on loopback over the shared export, shared by the tests of one binary.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+
+use ki_server::AppState;
+use ki_server::model::ReadModel;
+use ki_server::store::Store;
+
+pub const SEED_WORKLOAD_RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
+
+pub fn shared(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+}
+
+pub fn shared_export() -> PathBuf {
+    shared("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub state: Arc<AppState>,
+    pub agent: ureq::Agent,
+    _state_dir: tempfile::TempDir,
+}
+
+pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
+    let rows = ki_server::rows_from_export(&shared_export()).expect("the shared export reads");
+    let model = ReadModel::build(rows).expect("the shared export builds a read model");
+    let state_dir = tempfile::tempdir().unwrap();
+    let store = Store::open(state_dir.path()).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{addr}");
+    let state = Arc::new(AppState::new(model, store, base.clone()));
+    let served = state.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, ki_server::routes::router(served)).await.unwrap();
+        });
+    });
+    let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().new_agent();
+    TestServer { base, state, agent, _state_dir: state_dir }
+});
+
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(500)]))
+    }
+}
+
+fn reply(mut response: ureq::http::Response<ureq::Body>) -> Reply {
+    let headers: Vec<(String, String)> =
+        response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+    let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let body = response.body_mut().with_config().limit(50 * 1024 * 1024).read_to_string().unwrap_or_default();
+    Reply { status: response.status().as_u16(), content_type, headers, body }
+}
+
+pub fn get(path: &str) -> Reply {
+    let server = &*SERVER;
+    reply(server.agent.get(&format!("{}{path}", server.base)).call().expect("GET answers"))
+}
+
+pub fn get_html(path: &str) -> Reply {
+    let server = &*SERVER;
+    reply(server.agent.get(&format!("{}{path}", server.base)).header("accept", "text/html").call().expect("GET answers"))
+}
+
+pub fn post(path: &str, content_type: &str, key: Option<&str>, body: &str) -> Reply {
+    let server = &*SERVER;
+    let mut request = server.agent.post(&format!("{}{path}", server.base)).header("content-type", content_type);
+    if let Some(key) = key {
+        request = request.header("authorization", &format!("Bearer {key}"));
+    }
+    reply(request.send(body).expect("POST answers"))
+}
