@@ -47,6 +47,23 @@ fn the_shared_export_verifies_clean() {
     }
     assert!(stdout.contains("40795 rows"), "{stdout}");
     assert!(stdout.contains(" 0 mismatches"), "{stdout}");
+    assert!(stdout.contains("2948 stored, 2948 recomputed, 1828 of 1828 comparison groups match"), "{stdout}");
+}
+
+#[test]
+fn a_missing_record_event_is_reported_and_exits_1() {
+    // Every digest still holds, but the ledger lost one event: only the ledger check sees it.
+    let mut lines = shared_lines();
+    let index = lines.iter().position(|l| l.starts_with(r#"{"table":"record_events""#)).unwrap();
+    lines.remove(index);
+    let path = scratch("ledger").join("missing-event.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let output = ki_verify(&path);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "stdout:\n{stdout}");
+    assert!(stdout.contains(" 0 mismatches"), "{stdout}");
+    assert!(stdout.contains("2947 stored, 2948 recomputed"), "{stdout}");
+    assert!(stdout.contains("1 comparison groups differ"), "{stdout}");
 }
 
 #[test]
