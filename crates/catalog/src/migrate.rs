@@ -112,24 +112,5 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
 
 /// The current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub(crate) fn now_utc() -> String {
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let millis = since_epoch.as_millis() as i64;
-    let (days, day_millis) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        day_millis / 3_600_000,
-        day_millis / 60_000 % 60,
-        day_millis / 1000 % 60,
-        day_millis % 1000
-    )
+    ki_model::utc::now_millis()
 }

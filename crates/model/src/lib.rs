@@ -14,4 +14,5 @@ pub mod manifest;
 pub mod parse;
 pub mod problem;
 pub mod records;
+pub mod utc;
 pub mod schema;
