@@ -9,12 +9,14 @@
 //   WARPS         warps per CTA
 //
 // Work split. The flat index space of kv_indices (one entry per page) is cut into
-// units of `entries_per_unit` consecutive entries; each warp owns one unit for one
-// (KV head, 16-row query tile). A unit is cut by sequence boundaries into pieces. A
-// piece that holds a whole sequence writes the output directly; otherwise the warp
+// units of `entries_per_unit` consecutive entries; each CTA owns one unit for one
+// (KV head, 16-row query tile), and its warps take the unit's 16-token tiles in turn
+// (warp w: tiles w, w + WARPS, ...), each with its own cp.async pipeline, combining
+// their (O, m, l) in shared memory. A unit is cut by sequence boundaries into pieces. A
+// piece that holds a whole sequence writes the output directly; otherwise the CTA
 // writes an unnormalised partial (O, m, l) and bumps a per-(sequence, head) counter;
-// the warp that brings the counter to the sequence's piece count merges all pieces
-// and resets the counter to 0 for the next launch. Every warp therefore reads at
+// the CTA that brings the counter to the sequence's piece count merges all pieces
+// and resets the counter to 0 for the next launch. Every CTA therefore reads at
 // most `entries_per_unit` pages, whatever the batch's length skew, and one launch
 // does everything with no host-side planning: the schedule comes from kv_indptr on
 // the device.
@@ -251,8 +253,11 @@ gqa_paged_decode(const Args a) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int unit = blockIdx.x * WARPS + warp;
-    if (unit >= a.num_units) return;  // no CTA-wide barrier is used, so warps may leave
+    // All warps of the CTA work on one unit: warp w takes its pieces' tiles w, w + WARPS, ...
+    // so a unit's serial instruction path is WARPS times shorter than with one warp per unit
+    // (bench/gqa-paged-decode/NOTES.md, v5), and the warps combine in shared memory.
+    const int unit = blockIdx.x;
+    const int wfirst = warp, wstride = WARPS;
     const int hy = blockIdx.y;
     const int kvh = hy / MTILES;
     const int mt = hy % MTILES;
@@ -308,7 +313,7 @@ gqa_paged_decode(const Args a) {
         const int s = clamp_int(__ldg(a.kv_indptr + b), 0, T);
         const int e = max(s, clamp_int(__ldg(a.kv_indptr + b + 1), 0, T));
         if (s == e) {
-            write_empty(a, b, kvh, mt, lane);
+            if (warp == 0) write_empty(a, b, kvh, mt, lane);
             continue;
         }
         const int pa = max(s, e0), pz = min(e, e1);
@@ -318,6 +323,9 @@ gqa_paged_decode(const Args a) {
         const int t1 = min((pz - s) * PAGE_SIZE, seq_tokens);
         const int ntok = max(0, t1 - t0);
         const int ntiles = (ntok + 15) >> 4;
+        // This warp's tiles of the piece: local t is the piece's tile wfirst + t * wstride.
+        const int ntl = ntiles > wfirst ? (ntiles - wfirst + wstride - 1) / wstride : 0;
+        auto gtile = [&](int t) -> int { return wfirst + t * wstride; };
 
         __syncwarp();
         // Page ids of the next tile to issue are loaded one tile ahead, so that their
@@ -349,11 +357,11 @@ gqa_paged_decode(const Args a) {
         };
         // Page ids travel NSTAGE-1 tiles ahead of the rows they locate, in the same cp.async
         // groups, so no iteration waits on a plain load of kv_indices.
-        auto issue_ids = [&](int tile) {
+        auto issue_ids = [&](int t) {
             if (lane < 16) {
-                int tok = t0 + tile * 16 + lane;
+                int tok = t0 + gtile(t) * 16 + lane;
                 bool valid = tok < t1;
-                cp_async4(ids_addr + ((tile % NSTAGE) * 16 + lane) * 4, a.kv_indices + (valid ? s + tok / PAGE_SIZE : 0), valid);
+                cp_async4(ids_addr + ((t % NSTAGE) * 16 + lane) * 4, a.kv_indices + (valid ? s + tok / PAGE_SIZE : 0), valid);
             }
         };
 
@@ -363,11 +371,11 @@ gqa_paged_decode(const Args a) {
 #pragma unroll
             for (int st = 0; st < NSTAGE - 1; ++st)
 #pragma unroll
-                for (int p = 0; p < PASSES; ++p) pro[st][p] = page_of(st, p);
+                for (int p = 0; p < PASSES; ++p) pro[st][p] = page_of(gtile(st), p);
 #pragma unroll
             for (int st = 0; st < NSTAGE - 1; ++st) {
-                if (st < ntiles) issue(st, st, pro[st]);
-                if (st + NSTAGE - 1 < ntiles) issue_ids(st + NSTAGE - 1);
+                if (st < ntl) issue(gtile(st), st, pro[st]);
+                if (st + NSTAGE - 1 < ntl) issue_ids(st + NSTAGE - 1);
                 cp_async_commit();
             }
         }
@@ -392,25 +400,25 @@ gqa_paged_decode(const Args a) {
         for (int n = 0; n < NTILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
         float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.f, l1 = 0.f;
 
-        for (int j = 0; j < ntiles; ++j) {
+        for (int t = 0; t < ntl; ++t) {
             cp_async_wait<NSTAGE - 2>();
             __syncwarp();
             {
-                int jn = j + NSTAGE - 1;
-                if (jn < ntiles) {
+                int tn = t + NSTAGE - 1;
+                if (tn < ntl) {
                     int pg[PASSES];
 #pragma unroll
                     for (int p = 0; p < PASSES; ++p)
-                        pg[p] = clamp_int(ids[(jn % NSTAGE) * 16 + lane / LPR + p * RPP], 0, a.num_pages - 1);
-                    issue(jn, jn % NSTAGE, pg);
+                        pg[p] = clamp_int(ids[(tn % NSTAGE) * 16 + lane / LPR + p * RPP], 0, a.num_pages - 1);
+                    issue(gtile(tn), tn % NSTAGE, pg);
                 }
-                if (jn + NSTAGE - 1 < ntiles) issue_ids(jn + NSTAGE - 1);
+                if (tn + NSTAGE - 1 < ntl) issue_ids(tn + NSTAGE - 1);
                 cp_async_commit();
             }
-            const int slot = j % NSTAGE;
+            const int slot = t % NSTAGE;
             const u32 kt = ks_addr + slot * TILE_BYTES;
             const u32 vt = vs_addr + slot * TILE_BYTES;
-            const int nvalid = min(16, ntok - j * 16);
+            const int nvalid = min(16, ntok - gtile(t) * 16);
 
             float sc[2][4];
 #pragma unroll
@@ -490,6 +498,55 @@ gqa_paged_decode(const Args a) {
         l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
         l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
         l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+
+        {
+            // Combine the warps' (m, l, O) in shared memory; warp 0 goes on with the result. Each
+            // warp writes into its own pipeline region, free now that its tiles are consumed.
+            constexpr int CF = NTILES * 4 + 4;
+            __syncthreads();
+            float* mine = (float*)(smem_raw + warp * WARP_SMEM);
+#pragma unroll
+            for (int n = 0; n < NTILES; ++n)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) mine[(n * 4 + c) * 32 + lane] = o[n][c];
+            mine[(NTILES * 4 + 0) * 32 + lane] = m0;
+            mine[(NTILES * 4 + 1) * 32 + lane] = m1;
+            mine[(NTILES * 4 + 2) * 32 + lane] = l0;
+            mine[(NTILES * 4 + 3) * 32 + lane] = l1;
+            __syncthreads();
+            if (warp == 0) {
+                float M0 = NEG_INF, M1 = NEG_INF;
+#pragma unroll
+                for (int i = 0; i < WARPS; ++i) {
+                    const float* other = (const float*)(smem_raw + i * WARP_SMEM);
+                    M0 = fmaxf(M0, other[(NTILES * 4 + 0) * 32 + lane]);
+                    M1 = fmaxf(M1, other[(NTILES * 4 + 1) * 32 + lane]);
+                }
+                const float mu0 = M0 == NEG_INF ? 0.f : M0, mu1 = M1 == NEG_INF ? 0.f : M1;
+#pragma unroll
+                for (int n = 0; n < NTILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+                l0 = l1 = 0.f;
+#pragma unroll
+                for (int i = 0; i < WARPS; ++i) {
+                    const float* other = (const float*)(smem_raw + i * WARP_SMEM);
+                    const float w0 = fast_exp2(other[(NTILES * 4 + 0) * 32 + lane] - mu0);
+                    const float w1 = fast_exp2(other[(NTILES * 4 + 1) * 32 + lane] - mu1);
+                    l0 += w0 * other[(NTILES * 4 + 2) * 32 + lane];
+                    l1 += w1 * other[(NTILES * 4 + 3) * 32 + lane];
+#pragma unroll
+                    for (int n = 0; n < NTILES; ++n) {
+                        o[n][0] += w0 * other[(n * 4 + 0) * 32 + lane];
+                        o[n][1] += w0 * other[(n * 4 + 1) * 32 + lane];
+                        o[n][2] += w1 * other[(n * 4 + 2) * 32 + lane];
+                        o[n][3] += w1 * other[(n * 4 + 3) * 32 + lane];
+                    }
+                }
+                m0 = M0;
+                m1 = M1;
+            }
+            __syncthreads();  // warp 0 has read every region; the next piece may overwrite them
+            if (warp != 0) continue;
+        }
 
         const bool whole = s >= e0 && e <= e1;
         const size_t qrow0 = (size_t)b * (NUM_KV_HEADS * GROUP) + head0;

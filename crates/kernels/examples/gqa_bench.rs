@@ -7,7 +7,7 @@
 //! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096): graph replay after an L2
 //!                       flush and eager, median of many CUDA-event samples, per tuning variant.
 //! Options: --out DIR (logs), --samples N, --variants "w4s3,w4s4", --tpw "0,16,64" (0 = auto),
-//!          --only-seed (time only the seed and the two big cases).
+//!          --only wl32,b128x4096 (time only these cases).
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -243,7 +243,7 @@ struct Opts {
     samples: usize,
     variants: Vec<Tuning>,
     tpw: Vec<u32>,
-    only_seed: bool,
+    only: Option<Vec<String>>,
 }
 
 fn log(out: &mut impl Write, line: &str) {
@@ -397,13 +397,13 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
     let mut work: Vec<(String, Case)> = Vec::new();
     for (i, (uuid, axes)) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")?.into_iter().enumerate() {
         let case = case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, 7 + i as u64)?;
-        let is_seed = case.batch() == 16 && case.kv_indices.len() == 1020;
-        if !opts.only_seed || is_seed {
-            work.push((format!("wl{i:02}"), case));
-        }
+        work.push((format!("wl{i:02}"), case));
     }
     work.push(("b16x8192".into(), case_from_axes("b16x8192", 16, 16 * 8192, 16 * 8192, 1, 99)?));
     work.push(("b128x4096".into(), case_from_axes("b128x4096", 128, 128 * 4096, 128 * 4096, 1, 98)?));
+    if let Some(only) = &opts.only {
+        work.retain(|(id, _)| only.contains(id));
+    }
     log(logf, "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph");
     let mut kernels = Vec::new();
     for t in &opts.variants {
@@ -455,7 +455,7 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec![0], only_seed: false };
+    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec![0], only: None };
     let mut i = 2;
     let mut ptx_dir = None;
     while i < args.len() {
@@ -465,11 +465,7 @@ fn main() -> Result<()> {
             "--samples" => opts.samples = value()?.parse()?,
             "--variants" => opts.variants = parse_variants(&value()?)?,
             "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
-            "--only-seed" => {
-                opts.only_seed = true;
-                i += 1;
-                continue;
-            }
+            "--only" => opts.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
             other if mode == "ptx" && ptx_dir.is_none() => {
                 ptx_dir = Some(PathBuf::from(other));
                 i += 1;
@@ -512,7 +508,7 @@ fn main() -> Result<()> {
             log(&mut logf, &format!("check summary: all_correct={ok}"));
             run_time(&ctx, &stream, &opts, &mut logf)?;
         }
-        _ => bail!("usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only-seed]"),
+        _ => bail!("usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only wl32,...]"),
     }
     Ok(())
 }

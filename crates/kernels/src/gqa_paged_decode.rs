@@ -96,17 +96,17 @@ impl GqaConfig {
 /// Compile-time and launch choices that do not change results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tuning {
-    /// Warps per CTA; each warp works alone on its own unit.
+    /// Warps per CTA; they share the CTA's unit tile by tile.
     pub warps_per_cta: u32,
     /// cp.async pipeline depth per warp, in 16-token tiles.
     pub stages: u32,
-    /// Tokens per warp unit; None lets [`plan_launch`] choose from the problem size.
+    /// Tokens per unit (one CTA's share); None lets [`plan_launch`] choose from the problem size.
     pub tokens_per_warp: Option<u32>,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { warps_per_cta: 4, stages: 3, tokens_per_warp: None }
+        Tuning { warps_per_cta: 4, stages: 2, tokens_per_warp: None }
     }
 }
 
@@ -156,11 +156,12 @@ fn warp_shared_bytes(config: &GqaConfig, tuning: &Tuning) -> u32 {
 
 /// Chooses how many kv_indices entries each warp reads (see the comment on the choice below)
 /// and the grid and workspace that follow.
-pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_count: u32) -> Result<LaunchPlan, KernelError> {
+/// `ctas_per_sm` is how many CTAs of this kernel an SM holds at once (the driver's occupancy).
+pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_count: u32, ctas_per_sm: u32) -> Result<LaunchPlan, KernelError> {
     config.validate()?;
     tuning.validate()?;
-    if sm_count == 0 {
-        return Err(KernelError::InvalidConfig("sm_count must be positive".into()));
+    if sm_count == 0 || ctas_per_sm == 0 {
+        return Err(KernelError::InvalidConfig(format!("sm_count {sm_count} and ctas_per_sm {ctas_per_sm} must be positive")));
     }
     let total_tokens = size.num_kv_indices as u64 * config.page_size as u64;
     if total_tokens > i32::MAX as u64 {
@@ -191,18 +192,21 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
             // sequences pay a merge), until too few warps are left to keep memory busy. So
             // about 128 units, at least 64 and at most 2,048 tokens each; this also keeps a
             // sequence to at most ~128 pieces for the merging warp.
-            let per_unit = total_tokens.div_ceil(128).clamp(64, 2048);
+            // Measured on the H200 (bench/gqa-paged-decode/NOTES.md, v5): one wave of as many
+            // CTAs as can be resident, each unit as long as that makes it. Fewer, longer units
+            // mean fewer split sequences to merge; more would only queue.
+            let units = (ctas_per_sm * sm_count / head_tiles).max(1) as u64;
+            let per_unit = total_tokens.div_ceil(units).clamp(16 * tuning.warps_per_cta as u64, 8192);
             per_unit.div_ceil(16) as u32 * 16
         }
     };
     let entries_per_unit = tokens_per_warp.div_ceil(config.page_size).max(1);
     let num_units = size.num_kv_indices.div_ceil(entries_per_unit).max(1);
-    let grid_x = num_units.div_ceil(tuning.warps_per_cta);
     let record_floats = 16 * config.head_dim as usize + 32;
     Ok(LaunchPlan {
         entries_per_unit,
         num_units,
-        grid: (grid_x, head_tiles, 1),
+        grid: (num_units, head_tiles, 1),
         block: (32 * tuning.warps_per_cta, 1, 1),
         shared_bytes,
         partial_floats: num_units as usize * 2 * head_tiles as usize * record_floats,
@@ -306,6 +310,7 @@ pub struct GqaPagedDecode {
     tuning: Tuning,
     function: CudaFunction,
     sm_count: u32,
+    ctas_per_sm: u32,
 }
 
 impl GqaPagedDecode {
@@ -334,7 +339,8 @@ impl GqaPagedDecode {
         let shared = warp_shared_bytes(&config, &tuning) * tuning.warps_per_cta;
         function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
         let sm_count = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        Ok(GqaPagedDecode { config, tuning, function, sm_count })
+        let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
+        Ok(GqaPagedDecode { config, tuning, function, sm_count, ctas_per_sm })
     }
 
     /// The same compiled kernel with another unit size (None: chosen per problem size).
@@ -344,6 +350,7 @@ impl GqaPagedDecode {
             tuning: Tuning { tokens_per_warp, ..self.tuning },
             function: self.function.clone(),
             sm_count: self.sm_count,
+            ctas_per_sm: self.ctas_per_sm,
         }
     }
 
@@ -356,7 +363,7 @@ impl GqaPagedDecode {
     }
 
     pub fn plan(&self, size: &ProblemSize) -> Result<LaunchPlan, KernelError> {
-        plan_launch(&self.config, &self.tuning, size, self.sm_count)
+        plan_launch(&self.config, &self.tuning, size, self.sm_count, self.ctas_per_sm)
     }
 
     /// A workspace large enough for `size`.
@@ -480,13 +487,13 @@ mod tests {
         let config = h32kv4(1);
         for (batch, total) in [(1u32, 7u32), (16, 1020), (64, 61519), (128, 128 * 4096), (1, 150_000), (3, 0)] {
             let size = ProblemSize { batch_size: batch, num_pages: total.max(1), num_kv_indices: total };
-            let plan = plan_launch(&config, &Tuning::default(), &size, 132).unwrap();
+            let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3).unwrap();
             // Units tile [0, total) with none left over, and there is always one unit (it
             // writes the empty sequences).
             assert!(plan.num_units as u64 * plan.entries_per_unit as u64 >= total as u64);
             assert!(total == 0 || ((plan.num_units - 1) as u64 * plan.entries_per_unit as u64) < total as u64);
             assert!(plan.num_units >= 1);
-            assert!(plan.grid.0 * 4 >= plan.num_units);
+            assert_eq!(plan.grid.0, plan.num_units);
             assert_eq!(plan.grid.1, 4);
             // A sequence is cut into at most ~256 pieces (the merge reads each one).
             assert!(total.div_ceil(plan.entries_per_unit) <= 257, "{batch}x{total}: {plan:?}");
@@ -496,16 +503,16 @@ mod tests {
 
     #[test]
     fn plan_scales_pages_and_bounds() {
-        let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132).unwrap();
+        let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
         assert!(plan.entries_per_unit >= 1);
         let fixed = Tuning { tokens_per_warp: Some(256), ..Tuning::default() };
-        let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132).unwrap();
+        let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
         assert_eq!(plan.entries_per_unit, 4);
         assert_eq!(plan.num_units, 16);
         let too_many = ProblemSize { batch_size: 1, num_pages: 1 << 30, num_kv_indices: 1 << 26 };
-        assert!(matches!(plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132), Err(KernelError::InvalidSize(_))));
-        let deep = Tuning { warps_per_cta: 16, stages: 8, tokens_per_warp: None };
-        assert!(matches!(plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132), Err(KernelError::InvalidConfig(_))));
+        assert!(matches!(plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132, 3), Err(KernelError::InvalidSize(_))));
+        let deep = Tuning { warps_per_cta: 16, stages: 8, ..Tuning::default() };
+        assert!(matches!(plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 3), Err(KernelError::InvalidConfig(_))));
         // Groups above 16 query heads take several query tiles per KV head.
         let wide = GqaConfig { num_qo_heads: 40, num_kv_heads: 1, head_dim: 64, page_size: 1 };
         assert_eq!(wide.head_tiles(), 3);

@@ -8,11 +8,12 @@
 //! Chromium renders the page that shows it. Skipped, with a message, when no
 //! `chromium` is installed (.ci/run installs it).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::{http, ki, start_server};
 
 const SEED_WORKLOAD_RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
 
@@ -22,60 +23,6 @@ fn chromium() -> Option<PathBuf> {
         let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
         (!path.is_empty()).then(|| PathBuf::from(path))
     })
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn ki() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ki"))
-}
-
-/// A minimal HTTP/1.1 exchange (Connection: close); returns status, headers and body.
-fn http(addr: &str, method: &str, path: &str, content_type: &str, body: &str) -> std::io::Result<(u16, String, String)> {
-    let mut stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok((status, head.to_string(), rest.to_string()))
-}
-
-fn start_server(dir: &Path) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = ki()
-        .args(["serve", "--database", &format!("sqlite://{}", dir.join("kernelindex.db").display())])
-        .args(["--addr", &addr, "--state", &dir.join("state").display().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("ki serve starts");
-    let server = Server { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while Instant::now() < deadline {
-        if let Ok((200, _, _)) = http(&server.addr, "GET", "/healthz", "text/plain", "") {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    panic!("ki serve did not answer /healthz within 180 s");
 }
 
 struct Browser {
@@ -162,7 +109,7 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
     let secret = String::from_utf8(created.stdout).unwrap().trim().to_string();
     assert!(secret.starts_with("ki_") && secret.len() > 40);
 
-    let server = start_server(dir.path());
+    let server = start_server(dir.path(), &format!("sqlite://{}", dir.path().join("kernelindex.db").display()));
     let base = format!("http://{}", server.addr);
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots");
     std::fs::create_dir_all(&shots).unwrap();

@@ -266,7 +266,8 @@ pub fn implementation_manifest(
             )
         }
         "kernelindex-native" => (
-            json!({"repository": HARNESS_REPOSITORY}),
+            // The kernel source's digest is its revision: the runner runs the source it embeds.
+            json!({"repository": HARNESS_REPOSITORY, "version": format!("{}+src.{}", env!("CARGO_PKG_VERSION"), &sha256_of(ki_kernels::gqa_paged_decode::SOURCE.as_bytes())[7..19])}),
             json!({"language": "cuda", "path": "crates/kernels/cuda/gqa_paged_decode.cu", "symbol": "gqa_paged_decode", "interface": "kernelindex_runner"}),
             "KernelIndex native GQA paged-decode kernel, compiled by NVRTC at run time".to_string(),
             json!([{"name": "nvrtc", "install": {"kind": "source", "repository": HARNESS_REPOSITORY}}]),
@@ -274,13 +275,22 @@ pub fn implementation_manifest(
                 json!({"contentDigest": sha256_of(ki_kernels::gqa_paged_decode::SOURCE.as_bytes()), "fileName": "gqa_paged_decode.cu", "sizeBytes": ki_kernels::gqa_paged_decode::SOURCE.len()}),
             ),
         ),
-        other => (
-            json!({}),
-            json!({"language": "python", "path": other.trim_start_matches("python:"), "symbol": "run", "interface": "kernelindex_worker"}),
-            format!("Python implementation {other}"),
-            json!([]),
-            None,
-        ),
+        other => {
+            // A python:PATH file is identified by its contents (the path alone says nothing).
+            let path = other.trim_start_matches("python:");
+            let source = std::fs::read(path).ok().map(|bytes| {
+                let name = std::path::Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                json!({"contentDigest": sha256_of(&bytes), "fileName": name, "sizeBytes": bytes.len()})
+            });
+            let version = source.as_ref().and_then(|s| s["contentDigest"].as_str()).map(|d| format!("src.{}", &d[7..19])).unwrap_or_else(|| "unreadable".into());
+            (
+                json!({"version": version}),
+                json!({"language": "python", "path": path, "symbol": "run", "interface": "kernelindex_worker"}),
+                format!("Python implementation {other}"),
+                json!([]),
+                source,
+            )
+        }
     };
     let mut spec = json!({
         "projectRevision": project,
@@ -548,12 +558,11 @@ impl RecordWriter {
     pub fn write_run(&mut self, workload: &WorkloadCase, run: &WorkloadRun) -> Result<Value> {
         let workload_manifest = self.workload_manifest(&run.definition, workload);
         let workload_digest = digest(&workload_manifest)?;
-        let short = workload
-            .uuid
-            .split('-')
-            .next()
-            .unwrap_or("case")
-            .to_string();
+        // A workload given by --axis has no uuid: name its files by its digest instead.
+        let short = match workload.uuid.split('-').next() {
+            Some(head) if !head.is_empty() => head.to_string(),
+            _ => workload_digest.trim_start_matches("sha256:").chars().take(8).collect(),
+        };
         let workload_file = self
             .root
             .join(format!("manifests/workload-{}.json", slug(&short)));
@@ -979,12 +988,19 @@ impl RecordWriter {
                 .iter()
                 .filter_map(|r| r.graph.as_ref().map(|s| s.median / 1e3))
                 .collect();
+            let geomean = |v: &[f64]| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}", crate::stats::geometric_mean(v))
+                }
+            };
             md.push_str(&format!(
-                "| {label} | {} | {} | {:.2} | {:.2} |\n",
+                "| {label} | {} | {} | {} | {} |\n",
                 mine.len(),
                 mine.iter().all(|r| r.correct),
-                crate::stats::geometric_mean(&eager),
-                crate::stats::geometric_mean(&graph)
+                geomean(&eager),
+                geomean(&graph)
             ));
         }
         std::fs::write(self.root.join("results.md"), md)?;

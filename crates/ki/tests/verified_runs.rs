@@ -1,0 +1,88 @@
+//! The verification runner's records, as it wrote them on the H200 (bench/gqa-paged-decode/
+//! side-by-side: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads),
+//! imported with `ki catalog import` into a fresh SQLite catalog: every run is Verified, the
+//! resolver and the run pages say so, and re-importing inserts nothing.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{http, ki, start_server};
+use serde_json::Value;
+
+fn runner_rows() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode/side-by-side/catalog-rows.jsonl")
+}
+
+fn run_ki(args: &[&str]) -> std::process::Output {
+    ki().args(args).env_remove("KI_DATABASE_URL").output().expect("ki runs")
+}
+
+#[test]
+fn runner_records_import_and_show_as_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let rows = runner_rows();
+    let rows = rows.to_str().unwrap();
+
+    let first = run_ki(&["catalog", "import", rows, "--database", &database]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let again = run_ki(&["catalog", "import", rows, "--database", &database]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let said = format!("{}{}", String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&again.stderr));
+    assert!(said.contains("0 new rows") || said.contains("nothing new"), "re-import: {said}");
+
+    // The batch-1, 7-token workload: three verified runs on the H200, the native kernel first.
+    let resolve = run_ki(&[
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv4_d128_ps1",
+        "--axis",
+        "batch_size=1",
+        "--axis",
+        "num_pages=8",
+        "--axis",
+        "len_indptr=2",
+        "--axis",
+        "num_kv_indices=7",
+        "--hardware",
+        "NVIDIA H200",
+        "--json",
+        "--database",
+        &database,
+    ]);
+    assert!(resolve.status.success(), "{}", String::from_utf8_lossy(&resolve.stderr));
+    let answer: Value = serde_json::from_slice(&resolve.stdout).unwrap();
+    assert_eq!(answer["mode"], "exact");
+    let cohort = &answer["cohorts"][0];
+    assert_eq!(cohort["eligibleRuns"], 3, "{cohort}");
+    let fastest = cohort["fastest"].as_array().unwrap();
+    assert!(fastest.iter().all(|r| r["trust"] == "verified"), "{fastest:?}");
+    let leader = &fastest[0];
+    assert_eq!(leader["rank"], 1);
+    assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{leader}");
+    assert_eq!(cohort["bestVerified"]["runId"], leader["runId"]);
+    let run_id = leader["runId"].as_str().unwrap().to_string();
+
+    // Every run the runner wrote is verified and passed.
+    let show = run_ki(&["show", "run", &run_id, "--json", "--database", &database]);
+    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    let dossier: Value = serde_json::from_slice(&show.stdout).unwrap();
+    let text = dossier.to_string();
+    assert!(text.contains("\"verified\""), "{text}");
+
+    // The run page and its JSON twin, from `ki serve` on the same catalog.
+    let server = start_server(dir.path(), &database);
+    let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{run_id}"), "text/plain", "").unwrap();
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("evidence: verified"), "the run page names the evidence level");
+    assert!(page.contains("kernelindex-native") && page.contains("NVIDIA H200"));
+    let (status, _, json) = http(&server.addr, "GET", &format!("/api/v1/runs/{run_id}"), "text/plain", "").unwrap();
+    assert_eq!(status, 200, "{json}");
+    assert!(json.contains("\"verified\""), "{json}");
+    // A FlashInfer run of the same workload, also verified, ranks below it.
+    let flashinfer = fastest.iter().find(|r| r["implementation"].as_str().unwrap().starts_with("flashinfer")).unwrap();
+    let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{}", flashinfer["runId"].as_str().unwrap()), "text/plain", "").unwrap();
+    assert_eq!(status, 200);
+    assert!(page.contains("evidence: verified") && (page.contains("Rank 2") || page.contains("Rank 3")), "{}", &page[..page.len().min(3000)]);
+}
