@@ -42,6 +42,10 @@ pub const DATABASE_URL_ENV: &str = "KI_DATABASE_URL";
 /// The snapshot shipped in `data/`, imported into an empty catalog on first start.
 pub const BUNDLED_SNAPSHOT_NAME: &str = "catalog-2026-08-16-0022af0b.jsonl.zst";
 static BUNDLED_SNAPSHOT: &[u8] = include_bytes!("../../../data/catalog-2026-08-16-0022af0b.jsonl.zst");
+/// KernelIndex's own verified runs (the verification runner on the H200), bundled beside the
+/// public snapshot so that a fresh index shows them; see data/README.md.
+pub const BUNDLED_VERIFIED_RUNS_NAME: &str = "kernelindex-verified-h200-2026-11-30.jsonl.zst";
+static BUNDLED_VERIFIED_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
 
 /// `KI_DATABASE_URL` if set, else [`DEFAULT_DATABASE_URL`].
 pub fn default_database_url() -> String {
@@ -140,7 +144,10 @@ impl Catalog {
         let lines = tokio::task::spawn_blocking(read_bundled_snapshot)
             .await
             .map_err(|error| CatalogError::Export(format!("reading the bundled snapshot failed: {error}")))??;
-        let options = ImportOptions { origin: Some(format!("bundled {BUNDLED_SNAPSHOT_NAME}")), ..ImportOptions::default() };
+        let options = ImportOptions {
+            origin: Some(format!("bundled {BUNDLED_SNAPSHOT_NAME} + {BUNDLED_VERIFIED_RUNS_NAME}")),
+            ..ImportOptions::default()
+        };
         self.import_lines(&lines, &options).await.map(Some)
     }
 
@@ -304,9 +311,24 @@ pub(crate) async fn fetch_by(
     session.fetch_all(&sql, &[param], &storages).await.context(|| format!("cannot read {}", table.name))
 }
 
+/// The public snapshot and our verified runs as one import (one transaction). Rows the runs
+/// file shares with the snapshot (its operation and workloads) are taken once; a row with the
+/// same id but different content stays twice, so that the import refuses it.
 fn read_bundled_snapshot() -> Result<Vec<ExportLine>> {
-    let io_error = |source| CatalogError::Io { path: BUNDLED_SNAPSHOT_NAME.to_string(), source };
-    let mut file = tempfile::NamedTempFile::new().map_err(io_error)?;
-    std::io::Write::write_all(&mut file, BUNDLED_SNAPSHOT).map_err(io_error)?;
-    ki_model::export::read_export(file.path()).map_err(|error| CatalogError::Snapshot(error.to_string()))
+    let mut lines = read_embedded(BUNDLED_SNAPSHOT_NAME, BUNDLED_SNAPSHOT)?;
+    let key = |l: &ExportLine| (l.table.clone(), serde_json::to_string(&l.row).unwrap_or_default());
+    let seen: std::collections::HashSet<(String, String)> = lines.iter().map(key).collect();
+    for line in read_embedded(BUNDLED_VERIFIED_RUNS_NAME, BUNDLED_VERIFIED_RUNS)? {
+        if !seen.contains(&key(&line)) {
+            lines.push(line);
+        }
+    }
+    Ok(lines)
+}
+
+fn read_embedded(name: &str, bytes: &[u8]) -> Result<Vec<ExportLine>> {
+    let io_error = |source| CatalogError::Io { path: name.to_string(), source };
+    let mut file = tempfile::Builder::new().suffix(".jsonl.zst").tempfile().map_err(io_error)?;
+    std::io::Write::write_all(&mut file, bytes).map_err(io_error)?;
+    ki_model::export::read_export(file.path()).map_err(|error| CatalogError::Snapshot(format!("{name}: {error}")))
 }

@@ -86,3 +86,41 @@ fn runner_records_import_and_show_as_verified() {
     assert_eq!(status, 200);
     assert!(page.contains("evidence: verified") && (page.contains("Rank 2") || page.contains("Rank 3")), "{}", &page[..page.len().min(3000)]);
 }
+
+/// A fresh index (`ki serve` on an empty catalog) imports the public snapshot and our verified
+/// runs together, so the native kernel's H200 records are there from the first start.
+#[test]
+fn a_fresh_index_holds_the_bundled_verified_runs() {
+    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
+    let bundled = zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap();
+    assert_eq!(bundled, std::fs::read(runner_rows()).unwrap(), "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side");
+
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let server = start_server(dir.path(), &database);
+    let resolve = run_ki(&[
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv4_d128_ps1",
+        "--axis",
+        "batch_size=1",
+        "--axis",
+        "num_pages=8",
+        "--axis",
+        "len_indptr=2",
+        "--axis",
+        "num_kv_indices=7",
+        "--hardware",
+        "NVIDIA H200",
+        "--json",
+        "--database",
+        &database,
+    ]);
+    assert!(resolve.status.success(), "{}", String::from_utf8_lossy(&resolve.stderr));
+    let answer: Value = serde_json::from_slice(&resolve.stdout).unwrap();
+    let leader = &answer["cohorts"][0]["fastest"][0];
+    assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{answer}");
+    let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{}", leader["runId"].as_str().unwrap()), "text/plain", "").unwrap();
+    assert_eq!(status, 200);
+    assert!(page.contains("evidence: verified"));
+}
