@@ -19,6 +19,7 @@ mod import;
 pub mod json_text;
 mod migrate;
 mod rows;
+mod slice;
 pub mod schema;
 mod store;
 

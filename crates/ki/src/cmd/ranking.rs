@@ -84,6 +84,19 @@ pub struct CompareArgs {
 
 /// Loads the rows the ranking reads and builds the index.
 pub fn load_index(data: &DataArgs) -> anyhow::Result<Index> {
+    load(data, None)
+}
+
+/// The index of one operation only, when the rows come from a database: the operation's
+/// comparison groups are whole in it (a group never spans operations), so a resolve answers
+/// exactly as on the full index while reading a fraction of the catalog. An operation that
+/// is not found gives an index of every operation and no runs, so the resolver's
+/// not-found and ambiguity messages are the same.
+fn load_index_for_operation(data: &DataArgs, operation: &str) -> anyhow::Result<Index> {
+    load(data, Some(operation))
+}
+
+fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
     let mut rows = CatalogRows::new();
     if let Some(path) = &data.export {
         let lines = ki_model::export::read_export(path).with_context(|| format!("cannot read the export {}", path.display()))?;
@@ -99,14 +112,39 @@ pub fn load_index(data: &DataArgs) -> anyhow::Result<Index> {
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
             eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }
-        for table in RANKING_TABLES {
-            catalog
-                .for_each_row(table, |row| {
-                    rows.push(table, row, None);
-                    Ok(())
-                })
-                .await
-                .with_context(|| format!("cannot read {table} from {url}"))?;
+        match operation {
+            None => {
+                for table in RANKING_TABLES {
+                    catalog
+                        .for_each_row(table, |row| {
+                            rows.push(table, row, None);
+                            Ok(())
+                        })
+                        .await
+                        .with_context(|| format!("cannot read {table} from {url}"))?;
+                }
+            }
+            Some(name) => {
+                let mut names = CatalogRows::new();
+                for table in ["sources", "projects", "operations", "operation_aliases"] {
+                    catalog
+                        .for_each_row(table, |row| {
+                            names.push(table, row, None);
+                            Ok(())
+                        })
+                        .await
+                        .with_context(|| format!("cannot read {table} from {url}"))?;
+                }
+                let names = Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {url}"))?;
+                let ids: Vec<String> = names.find_operation(name).map(|op| vec![names.operations[op].id.clone()]).unwrap_or_default();
+                catalog
+                    .for_each_ranking_row_of_operations(&ids, |table, row| {
+                        rows.push(table, row, None);
+                        Ok(())
+                    })
+                    .await
+                    .with_context(|| format!("cannot read the rows of operation {name} from {url}"))?;
+            }
         }
         catalog.close().await;
         anyhow::Ok(())
@@ -146,7 +184,7 @@ pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
         hardware: args.hardware.clone(),
         framework: args.framework.clone(),
     };
-    let index = load_index(&args.data)?;
+    let index = load_index_for_operation(&args.data, &args.operation)?;
     let answer = index.resolve(&request);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
