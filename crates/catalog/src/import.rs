@@ -293,6 +293,8 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             if let Some(reason) = clash {
                 table_counts.conflicting += 1;
                 conflicts.push(conflict(reason));
+                // Rows referring to it are not dangling: the conflict is what gets reported.
+                keys.insert(key);
                 continue;
             }
             for (slot, (position, _)) in unique_columns.iter().enumerate() {
