@@ -77,6 +77,6 @@ async fn find_held(catalog: &Catalog, table: &str, row: &Map<String, Value>) -> 
 /// per table, rows new / unchanged / conflicting.
 pub async fn publish(catalog: &Catalog, plan: &ImportPlan, dry_run: bool, origin: &str) -> Result<ImportReport, CatalogError> {
     let lines = reconcile(catalog, plan).await?;
-    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), progress: None };
+    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), ..ImportOptions::default() };
     catalog.import_lines(&lines, &options).await
 }
