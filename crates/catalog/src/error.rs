@@ -69,6 +69,43 @@ pub enum CatalogError {
     Snapshot(String),
     #[error("the catalog holds a row it cannot read back: {0}")]
     Corrupt(String),
+    /// A correction or publication was refused before anything was written.
+    #[error("refused, nothing written: {0}")]
+    Refused(Refusal),
+}
+
+/// Why a correction (or the record events a publication needs) was refused. Each names
+/// the runs involved so the admin can see what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("no benchmark run has the {role} {given:?} (give a run id or its sha256: run digest)")]
+    UnknownRun { role: &'static str, given: String },
+    #[error("the {0} must not be empty")]
+    Empty(&'static str),
+    #[error("run {run} is already retracted (since {at}: {reason}); a retraction is made once")]
+    AlreadyRetracted { run: String, at: String, reason: String },
+    #[error("a run cannot supersede itself ({0})")]
+    SameRun(String),
+    #[error(
+        "run {new} cannot supersede run {old}: they are in different comparison groups ({new_key} and {old_key}); only a run of the same operation, workload, protocol, environment, correctness rule and metric replaces another"
+    )]
+    DifferentComparisonKey { old: String, new: String, old_key: String, new_key: String },
+    #[error("run {new} cannot supersede run {old}: {new} is not published")]
+    SuccessorUnpublished { old: String, new: String },
+    #[error("run {new} cannot supersede run {old}: {new} is retracted")]
+    SuccessorRetracted { old: String, new: String },
+    #[error("run {old} is already superseded by run {by}")]
+    AlreadySuperseded { old: String, by: String },
+    #[error("run {new} already supersedes run {other}; a run supersedes at most one run")]
+    SuccessorTaken { new: String, other: String },
+    #[error("run {new} cannot supersede run {old}: {old} supersedes {new}, and supersession cannot go in a circle")]
+    Cycle { old: String, new: String },
+    /// Record events are only appended; a change that would alter the stored history of
+    /// a comparison group (rather than extend it) is refused.
+    #[error(
+        "this would rewrite the record history of comparison group {comparison_key}: the stored event {event} no longer follows from its runs, and record events are only ever appended"
+    )]
+    RewritesHistory { comparison_key: String, event: String },
 }
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

@@ -44,6 +44,10 @@ pub struct ImportOptions {
     pub origin: Option<String>,
     /// Called as the import advances (from the importing task).
     pub progress: Option<ProgressFn>,
+    /// After writing, append in the same transaction the record events ranking-v1
+    /// requires for the comparison groups of the new runs (publishing new runs).
+    /// Off for snapshots, which carry their own record events.
+    pub append_record_events: bool,
 }
 
 impl std::fmt::Debug for ImportOptions {
@@ -52,6 +56,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("dry_run", &self.dry_run)
             .field("origin", &self.origin)
             .field("progress", &self.progress.is_some())
+            .field("append_record_events", &self.append_record_events)
             .finish()
     }
 }
@@ -77,6 +82,9 @@ pub struct ImportReport {
     pub tables: Vec<TableCounts>,
     /// Every conflicting row (dry run only).
     pub conflicts: Vec<Conflict>,
+    /// Record events appended for new runs (with `append_record_events`); they are
+    /// counted in the record_events table's `inserted` too.
+    pub record_events: Vec<crate::AppendedEvent>,
 }
 
 impl ImportReport {
@@ -293,6 +301,8 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             if let Some(reason) = clash {
                 table_counts.conflicting += 1;
                 conflicts.push(conflict(reason));
+                // Rows referring to it are not dangling: the conflict is what gets reported.
+                keys.insert(key);
                 continue;
             }
             for (slot, (position, _)) in unique_columns.iter().enumerate() {
@@ -334,7 +344,7 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             return Err(CatalogError::Conflicts { origin: origin_prefix(options), count: conflicts.len(), first, conflicts });
         }
         conflicts.sort_by_key(|conflict| conflict.line);
-        return Ok(ImportReport { dry_run: true, tables: counts, conflicts });
+        return Ok(ImportReport { dry_run: true, tables: counts, conflicts, record_events: Vec::new() });
     }
 
     let total: u64 = counts.iter().map(|counts| counts.inserted).sum();
@@ -347,9 +357,24 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             report_progress(options, ImportStage::Writing, Some(table.name), done, total);
         }
     }
+    let mut record_events = Vec::new();
+    if options.append_record_events {
+        let runs = TABLES.iter().position(|table| table.name == "benchmark_runs");
+        let key_column = runs.and_then(|position| TABLES[position].columns.iter().position(|column| column.json == "comparisonKey"));
+        let keys: std::collections::BTreeSet<String> = match (runs, key_column) {
+            (Some(runs), Some(column)) => {
+                to_insert[runs].iter().filter_map(|row| row.values[column].as_text().map(str::to_string)).collect()
+            }
+            _ => Default::default(),
+        };
+        record_events = crate::ledger::append_pending(&mut session, &keys).await?;
+        if let Some(events) = counts.iter_mut().find(|counts| counts.table == "record_events") {
+            events.inserted += record_events.len() as u64;
+        }
+    }
     report_progress(options, ImportStage::Committing, None, total, total);
     session.commit().await.context(|| "cannot commit the import".into())?;
-    Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new() })
+    Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new(), record_events })
 }
 
 async fn write_batch(session: &mut Session, backend: Backend, table: &'static Table, batch: &[&PreparedRow]) -> Result<()> {

@@ -13,17 +13,21 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+mod corrections;
 mod error;
 mod export;
 mod import;
 pub mod json_text;
+mod ledger;
 mod migrate;
 mod rows;
 mod slice;
 pub mod schema;
 mod store;
 
-pub use error::{CatalogError, Conflict, Result, RowProblem};
+pub use corrections::{Correction, CorrectionAction, CorrectionReport};
+pub use error::{CatalogError, Conflict, Refusal, Result, RowProblem};
+pub use ledger::AppendedEvent;
 pub use export::ExportSummary;
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
@@ -121,6 +125,61 @@ impl Catalog {
     /// [`ImportReport`] instead of raised.
     pub async fn import_lines(&self, lines: &[ExportLine], options: &ImportOptions) -> Result<ImportReport> {
         import::import_lines(&self.pool, lines, options).await
+    }
+
+    /// Retracts a benchmark run (by id or run digest) with a reason, in one transaction:
+    /// sets its `retractedAt` (now, UTC) and `retractionReason`, appends the record
+    /// events ranking-v1 now requires (the next holder takes the record when the run held
+    /// it), and writes an audit entry naming `actor`. Deletes nothing. A run already
+    /// retracted is refused ([`Refusal::AlreadyRetracted`]), as is any other problem,
+    /// with nothing written.
+    pub async fn retract_run(&self, run: &str, reason: &str, actor: &str) -> Result<CorrectionReport> {
+        corrections::retract(&self.pool, run, reason, actor).await
+    }
+
+    /// Marks run `old` as superseded by run `new` (ids or run digests), in one
+    /// transaction: `new` must be a different, published, unretracted run of the same
+    /// comparison key that supersedes nothing else yet, and `old` must not be superseded
+    /// already. Sets `new.supersedesId`, appends the record events ranking-v1 now
+    /// requires and writes an audit entry. Deletes nothing; refused, writes nothing.
+    pub async fn supersede_run(&self, old: &str, new: &str, reason: &str, actor: &str) -> Result<CorrectionReport> {
+        corrections::supersede(&self.pool, old, new, reason, actor).await
+    }
+
+    /// The audit trail of corrections, oldest first.
+    pub async fn corrections(&self) -> Result<Vec<Correction>> {
+        corrections::list(&self.pool).await
+    }
+
+    /// Appends, in one transaction, the record events ranking-v1 requires for the given
+    /// comparison keys and the store lacks; returns them. Idempotent: a second call
+    /// appends nothing. Corrections and publications call this themselves.
+    pub async fn append_pending_record_events(&self, comparison_keys: &[&str]) -> Result<Vec<AppendedEvent>> {
+        let keys = comparison_keys.iter().map(|key| key.to_string()).collect();
+        let mut session = Session::begin(&self.pool, true).await?;
+        let appended = ledger::append_pending(&mut session, &keys).await?;
+        session.commit().await.context(|| "cannot commit record events".into())?;
+        Ok(appended)
+    }
+
+    /// A number that grows with every write: rows are never deleted, and every
+    /// correction adds an audit entry. A reader compares it to know when to reload.
+    pub async fn revision(&self) -> Result<u64> {
+        let rows: u64 = self.row_counts().await?.iter().map(|(_, count)| count).sum();
+        Ok(rows + self.corrections_count().await?)
+    }
+
+    async fn corrections_count(&self) -> Result<u64> {
+        let mut session = Session::begin(&self.pool, false).await?;
+        let rows = session
+            .fetch_all("SELECT COUNT(*) FROM corrections", &[], &[rows::Storage::Int])
+            .await
+            .context(|| "cannot count corrections".into())?;
+        session.rollback().await.context(|| "cannot end a read transaction".into())?;
+        Ok(match rows.first().and_then(|row| row.first()) {
+            Some(SqlValue::Int(Some(count))) => *count as u64,
+            _ => 0,
+        })
     }
 
     /// Reads an export file (`.jsonl` or `.jsonl.zst`) and imports it with

@@ -75,6 +75,51 @@ pub struct ServeOptions {
     pub addr: SocketAddr,
     pub state_dir: PathBuf,
     pub base_url: Option<String>,
+    /// The catalog the rows came from, to reload the read model when it changes.
+    pub watch: Option<CatalogWatch>,
+}
+
+/// Reloading the read model after `ki admin` publishes or corrects runs in the catalog
+/// (another process): the catalog's revision is checked every `every`.
+pub struct CatalogWatch {
+    pub catalog: ki_catalog::Catalog,
+    /// [`ki_catalog::Catalog::revision`] read before the served rows were.
+    pub loaded_revision: u64,
+    pub every: std::time::Duration,
+}
+
+/// Rebuilds the read model whenever the catalog's revision moves, and swaps it in;
+/// readers keep the old model until the new one is ready. Runs until the process ends.
+pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
+    let mut loaded = watch.loaded_revision;
+    loop {
+        tokio::time::sleep(watch.every).await;
+        // Read before the rows: a write in between moves it again and reloads once more.
+        let revision = match watch.catalog.revision().await {
+            Ok(revision) if revision != loaded => revision,
+            Ok(_) => continue,
+            Err(error) => {
+                eprintln!("ki serve: cannot check the catalog for changes: {error}");
+                continue;
+            }
+        };
+        let rebuilt = match rows_from_catalog(&watch.catalog).await {
+            Ok(rows) => tokio::task::spawn_blocking(move || ReadModel::build(rows).map(|model| (model.runs.len(), model))).await,
+            Err(error) => {
+                eprintln!("ki serve: cannot reload the catalog: {error:#}");
+                continue;
+            }
+        };
+        match rebuilt {
+            Ok(Ok((runs, model))) => {
+                state.replace_model(model);
+                loaded = revision;
+                eprintln!("ki serve: the catalog changed; reloaded ({runs} benchmark runs)");
+            }
+            Ok(Err(error)) => eprintln!("ki serve: the changed catalog cannot be served, keeping the previous one: {error}"),
+            Err(error) => eprintln!("ki serve: reloading the catalog failed: {error}"),
+        }
+    }
 }
 
 /// Builds the state and serves until Ctrl-C.
@@ -85,6 +130,9 @@ pub async fn serve(rows: Vec<CatalogRow>, options: ServeOptions) -> anyhow::Resu
     let local = listener.local_addr()?;
     let base_url = options.base_url.unwrap_or_else(|| format!("http://{local}"));
     let state = Arc::new(AppState::new(model, store, base_url));
+    if let Some(watch) = options.watch {
+        tokio::spawn(watch_catalog(state.clone(), watch));
+    }
     eprintln!("ki serve: listening on http://{local}");
     axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(async {

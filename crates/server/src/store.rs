@@ -118,6 +118,9 @@ pub struct SubmittedDocument {
     pub title: Option<String>,
     pub digest: String,
     pub manifest: serde_json::Value,
+    /// The project an ImplementationRevision belongs to (the bundle's `projectSlug`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_slug: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

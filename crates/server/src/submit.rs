@@ -28,8 +28,8 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
     let documents = ki_model::parse::parse_documents(bytes).map_err(|problems| {
         problems.into_iter().map(|p| problem(p.display_pointer().to_string(), p.to_string())).collect::<Vec<_>>()
     })?;
-    // (pointer prefix, manifest value)
-    let mut manifests: Vec<(String, Value)> = Vec::new();
+    // (pointer prefix, manifest value, project slug of an implementation)
+    let mut manifests: Vec<(String, Value, Option<String>)> = Vec::new();
     let many = documents.len() > 1;
     for doc in documents {
         let prefix = if many { format!("/documents/{}", doc.index) } else { String::new() };
@@ -46,18 +46,19 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
                             Value::Object(members)
                                 if !members.contains_key("apiVersion") && members.values().any(|m| m.get("apiVersion").is_some()) =>
                             {
+                                let project = members.get("projectSlug").and_then(Value::as_str).map(str::to_string);
                                 for (member, manifest) in members {
                                     if manifest.get("apiVersion").is_some() {
-                                        manifests.push((format!("{prefix}/{group}/{i}/{member}"), manifest));
+                                        manifests.push((format!("{prefix}/{group}/{i}/{member}"), manifest, project.clone()));
                                     }
                                 }
                             }
-                            item => manifests.push((format!("{prefix}/{group}/{i}"), item)),
+                            item => manifests.push((format!("{prefix}/{group}/{i}"), item, None)),
                         }
                     }
                 }
             }
-            value => manifests.push((prefix, value)),
+            value => manifests.push((prefix, value, None)),
         }
     }
     if manifests.is_empty() {
@@ -68,7 +69,7 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
     }
     let mut problems = Vec::new();
     let mut out = Vec::new();
-    for (prefix, value) in manifests {
+    for (prefix, value, project_slug) in manifests {
         match ki_model::manifest::validate_value(value) {
             Ok(valid) => {
                 let metadata = valid.value.get("metadata");
@@ -78,6 +79,7 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
                     title: metadata.and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_string),
                     digest: valid.digest,
                     manifest: valid.value,
+                    project_slug,
                 });
             }
             Err(found) => {
@@ -115,6 +117,10 @@ mod tests {
         assert!(bundle.documents.len() >= 5, "{}", bundle.documents.len());
         assert!(bundle.documents.iter().all(|d| d.digest.starts_with("sha256:") && d.digest.len() == 71));
         assert!(bundle.documents.iter().any(|d| d.kind == "BenchmarkRun"));
+        // Publication needs to know whose implementation it is.
+        let implementation = bundle.documents.iter().find(|d| d.kind == "ImplementationRevision").unwrap();
+        assert_eq!(implementation.project_slug.as_deref(), Some("meridian-kernels"));
+        assert!(bundle.documents.iter().filter(|d| d.kind != "ImplementationRevision").all(|d| d.project_slug.is_none()));
     }
 
     #[test]

@@ -10,5 +10,16 @@ pub mod error;
 pub mod flashinfer;
 pub mod names;
 pub mod publish;
+pub mod submission;
 
 pub use error::{SourceError, SourceErrors};
+
+/// A row id derived from what identifies the row within its source, so that a re-import
+/// produces the same id: UUID v8 from sha256("kernelindex:<source>:<table>:<key>").
+pub fn row_id(source: &str, table: &str, key: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("kernelindex:{source}:{table}:{key}").as_bytes());
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    uuid::Uuid::new_v8(id).to_string()
+}

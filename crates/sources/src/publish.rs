@@ -14,6 +14,13 @@ use serde_json::{Map, Value};
 
 use crate::flashinfer::ImportPlan;
 
+/// One catalog row in the export format, as an importer plans it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRow {
+    pub table: &'static str,
+    pub row: Map<String, Value>,
+}
+
 /// Columns that hold the id of another row.
 const REFERENCE_COLUMNS: &[&str] =
     &["sourceId", "projectId", "operationId", "workloadId", "implementationId", "runId", "previousRunId"];
@@ -33,10 +40,10 @@ fn identity_column(table: &str) -> Option<&'static str> {
 
 /// The planned rows with every record the catalog already holds replaced by the catalog's
 /// own row, and references rewritten to the catalog's ids.
-pub async fn reconcile(catalog: &Catalog, plan: &ImportPlan) -> Result<Vec<ki_model::export::ExportLine>, CatalogError> {
+pub async fn reconcile(catalog: &Catalog, rows: &[PlannedRow]) -> Result<Vec<ki_model::export::ExportLine>, CatalogError> {
     let mut id_map: HashMap<String, String> = HashMap::new();
-    let mut lines = Vec::with_capacity(plan.rows.len());
-    for (index, planned) in plan.rows.iter().enumerate() {
+    let mut lines = Vec::with_capacity(rows.len());
+    for (index, planned) in rows.iter().enumerate() {
         let mut row = planned.row.clone();
         for column in REFERENCE_COLUMNS {
             if let Some(Value::String(id)) = row.get(*column)
@@ -73,10 +80,16 @@ async fn find_held(catalog: &Catalog, table: &str, row: &Map<String, Value>) -> 
     Ok(siblings.into_iter().find(|held| same.iter().all(|column| held.get(*column) == row.get(*column))))
 }
 
-/// Publishes a plan in one transaction (or, with `dry_run`, reports what would happen):
-/// per table, rows new / unchanged / conflicting.
+/// Publishes a FlashInfer-Bench plan in one transaction (or, with `dry_run`, reports
+/// what would happen): per table, rows new / unchanged / conflicting.
 pub async fn publish(catalog: &Catalog, plan: &ImportPlan, dry_run: bool, origin: &str) -> Result<ImportReport, CatalogError> {
-    let lines = reconcile(catalog, plan).await?;
-    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), progress: None };
-    catalog.import_lines(&lines, &options).await
+    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), ..ImportOptions::default() };
+    publish_rows(catalog, &plan.rows, &options).await
+}
+
+/// Publishes planned rows through the catalog's import, after [`reconcile`]: the one
+/// way every importer writes.
+pub async fn publish_rows(catalog: &Catalog, rows: &[PlannedRow], options: &ImportOptions) -> Result<ImportReport, CatalogError> {
+    let lines = reconcile(catalog, rows).await?;
+    catalog.import_lines(&lines, options).await
 }

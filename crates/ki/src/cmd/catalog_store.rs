@@ -99,6 +99,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         origin: Some(args.file.display().to_string()),
         progress: Some(Arc::new(on_progress)),
+        // A snapshot carries its own record events; `ki catalog verify` checks them.
+        append_record_events: false,
     };
     let report = runtime()?.block_on(async {
         let catalog = Catalog::open(&args.database).await?;

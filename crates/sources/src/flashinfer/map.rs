@@ -21,12 +21,7 @@ pub const HUMAN_AUTHORS: &[&str] = &["baseline", "flashinfer"];
 const WORKLOAD_COMPARATOR: &str = "sol_execbench_eval";
 const LICENSE: &str = "Apache-2.0";
 
-/// One catalog row in the export format.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlannedRow {
-    pub table: &'static str,
-    pub row: Map<String, Value>,
-}
+pub use crate::publish::PlannedRow;
 
 /// What to import and how to label it.
 #[derive(Debug, Clone)]
@@ -80,11 +75,7 @@ pub fn timer_change() -> DateTime<Utc> {
 
 /// A row id derived from what identifies the row, so a re-import produces the same id.
 pub fn row_id(table: &str, key: &str) -> String {
-    let digest = identity::sha256_digest(format!("kernelindex:{SOURCE_SLUG}:{table}:{key}").as_bytes());
-    let bytes = hex::decode(&digest["sha256:".len()..]).expect("hex from sha256_digest");
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&bytes[..16]);
-    uuid::Uuid::new_v8(id).to_string()
+    crate::row_id(SOURCE_SLUG, table, key)
 }
 
 fn timestamp(t: &DateTime<Utc>) -> String {

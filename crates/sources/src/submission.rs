@@ -1,0 +1,328 @@
+//! Community submissions: manifest bundles sent to the web (validated, digested and kept
+//! Reported and unpublished there) turned into catalog rows when an admin publishes
+//! them, in the shapes the public index exports. Publishing goes through
+//! [`crate::publish::publish_rows`] like every importer.
+//!
+//! A submission may name parents the catalog already holds (an operation, a workload, an
+//! implementation, a project) by digest or slug instead of carrying them; each run must
+//! carry its BenchmarkProtocol and ExecutionEnvironment, which live inside the run's row.
+//! Rows are evidence level Reported: `reported` set, nothing reproduced, no raw evidence.
+
+use std::collections::{BTreeSet, HashMap};
+
+use ki_catalog::{Catalog, CatalogError};
+use ki_model::identity::{self, API_VERSION};
+use ki_model::records::Kind;
+use serde_json::{Map, Value, json};
+
+use crate::publish::PlannedRow;
+
+/// The source community submissions are filed under.
+pub const SOURCE_SLUG: &str = "community";
+
+/// One manifest of a submission, as the web stored it.
+#[derive(Debug, Clone)]
+pub struct SubmittedManifest {
+    pub manifest: Value,
+    /// For an ImplementationRevision: the SoftwareProject (slug) it belongs to, from the
+    /// bundle's `{projectSlug, manifest}` entry.
+    pub project_slug: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmissionError {
+    #[error("manifest {index} ({kind} {name:?}): {message}")]
+    Manifest { index: usize, kind: String, name: String, message: String },
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+fn row_id(table: &str, key: &str) -> String {
+    crate::row_id(SOURCE_SLUG, table, key)
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+fn row(table: &'static str, value: Value) -> PlannedRow {
+    PlannedRow { table, row: value.as_object().cloned().unwrap_or_default() }
+}
+
+/// A validated manifest of the submission, with where it was for error messages.
+struct Entry {
+    index: usize,
+    kind: Kind,
+    value: Value,
+    digest: String,
+    project_slug: Option<String>,
+}
+
+impl Entry {
+    fn name(&self) -> &str {
+        str_at(&self.value, "/metadata/name").unwrap_or("")
+    }
+
+    fn title(&self) -> &str {
+        str_at(&self.value, "/metadata/title").unwrap_or_else(|| self.name())
+    }
+
+    fn error(&self, message: impl Into<String>) -> SubmissionError {
+        SubmissionError::Manifest { index: self.index, kind: self.kind.name().to_string(), name: self.name().to_string(), message: message.into() }
+    }
+
+    fn spec_str(&self, pointer: &str) -> Result<&str, SubmissionError> {
+        str_at(&self.value, &format!("/spec{pointer}")).ok_or_else(|| self.error(format!("spec{pointer} is missing")))
+    }
+}
+
+/// A parent row the submission's rows point at: carried by the submission or already
+/// in the catalog.
+#[derive(Clone)]
+struct Parent {
+    id: String,
+    manifest: Value,
+    row: Map<String, Value>,
+}
+
+/// Looks up a parent by its identifying column: first among the submission's own rows,
+/// then in the catalog.
+async fn parent(catalog: &Catalog, planned: &HashMap<String, Parent>, table: &str, column: &str, value: &str) -> Result<Option<Parent>, CatalogError> {
+    if let Some(found) = planned.get(value) {
+        return Ok(Some(found.clone()));
+    }
+    Ok(catalog.rows_where(table, column, value).await?.into_iter().next().map(|row| Parent {
+        id: row.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
+        row,
+    }))
+}
+
+/// Plans the catalog rows of a submission, published at `published_at` (UTC). Every
+/// manifest is validated again (the log is a file an operator could edit). Kinds the
+/// kernel catalog has no rows for yet (WorkloadSuite, serving records) are refused.
+pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_at: &str) -> Result<Vec<PlannedRow>, SubmissionError> {
+    let mut entries = Vec::with_capacity(manifests.len());
+    for (index, submitted) in manifests.iter().enumerate() {
+        let valid = ki_model::manifest::validate_value(submitted.manifest.clone()).map_err(|problems| {
+            let name = str_at(&submitted.manifest, "/metadata/name").unwrap_or("").to_string();
+            let kind = str_at(&submitted.manifest, "/kind").unwrap_or("manifest").to_string();
+            let message = problems.iter().map(|p| format!("{}: {}", p.pointer, p.message)).collect::<Vec<_>>().join("; ");
+            SubmissionError::Manifest { index, kind, name, message }
+        })?;
+        let entry = Entry { index, kind: valid.kind, value: valid.value, digest: valid.digest, project_slug: submitted.project_slug.clone() };
+        match entry.kind {
+            Kind::SoftwareProject
+            | Kind::OperationSpec
+            | Kind::WorkloadCase
+            | Kind::ImplementationRevision
+            | Kind::BenchmarkProtocol
+            | Kind::ExecutionEnvironment
+            | Kind::BenchmarkRun => entries.push(entry),
+            other => return Err(entry.error(format!("{other} manifests cannot be published into the kernel catalog yet"))),
+        }
+    }
+    let of_kind = |kind: Kind| entries.iter().filter(move |e| e.kind == kind);
+    let created = json!(published_at);
+    let source_id = row_id("sources", SOURCE_SLUG);
+    let mut rows = vec![row(
+        "sources",
+        json!({
+            "id": source_id, "slug": SOURCE_SLUG, "kind": "community", "name": "Community submissions",
+            "policy": Value::Null, "createdAt": created,
+        }),
+    )];
+
+    let mut projects: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::SoftwareProject) {
+        let slug = entry.name().to_string();
+        let name = entry.spec_str("/name")?.to_string();
+        let url = str_at(&entry.value, "/spec/repository").or_else(|| str_at(&entry.value, "/spec/homepage"));
+        let planned = row(
+            "projects",
+            json!({
+                "id": row_id("projects", &slug), "slug": slug, "name": name, "normalizedName": name.to_lowercase(),
+                "canonicalUrl": url, "licenseExpression": Value::Null, "manifest": entry.value, "createdAt": created,
+            }),
+        );
+        projects.insert(slug.clone(), Parent { id: row_id("projects", &slug), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut operations: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::OperationSpec) {
+        let family = entry.spec_str("/family")?;
+        // The slug is a page address, not an identity: when another operation already
+        // has it, this one is told apart by its digest.
+        let mut slug = entry.name().to_string();
+        let holder = catalog.rows_where("operations", "slug", &slug).await?.into_iter().next();
+        if holder.is_some_and(|held| held.get("semanticDigest").and_then(Value::as_str) != Some(entry.digest.as_str())) {
+            slug = format!("{slug}-{}", entry.digest.get(7..15).unwrap_or_default());
+        }
+        let planned = row(
+            "operations",
+            json!({
+                "id": row_id("operations", &entry.digest), "slug": slug, "family": family, "name": entry.title(),
+                "schemaVersion": API_VERSION, "semanticDigest": entry.digest, "manifest": entry.value, "tags": [family],
+                "createdAt": created, "supersedesId": Value::Null,
+            }),
+        );
+        operations.insert(entry.digest.clone(), Parent { id: row_id("operations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut workloads: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::WorkloadCase) {
+        let operation_digest = entry.spec_str("/operationSpecDigest")?;
+        let operation = parent(catalog, &operations, "operations", "semanticDigest", operation_digest)
+            .await?
+            .ok_or_else(|| entry.error(format!("names operation {operation_digest}, which neither the submission nor the catalog holds")))?;
+        let tensors = entry.value.pointer("/spec/tensors").and_then(Value::as_object).cloned().unwrap_or_default();
+        let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t.get("dtype").and_then(Value::as_str)).collect();
+        let shape_summary = tensors
+            .values()
+            .next()
+            .and_then(|t| t.get("shape").and_then(Value::as_array))
+            .map(|dims| format!("[{}]", dims.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")))
+            .unwrap_or_else(|| "[]".to_string());
+        // Layouts are declared by the operation's tensors; a workload inherits them.
+        let mut layouts: BTreeSet<&str> = BTreeSet::new();
+        for side in ["inputs", "outputs"] {
+            for item in operation.manifest.pointer(&format!("/spec/{side}")).and_then(Value::as_array).into_iter().flatten() {
+                if let Some(layout) = item.pointer("/tensor/layout").and_then(Value::as_str) {
+                    layouts.insert(layout);
+                }
+            }
+        }
+        if layouts.is_empty() {
+            layouts.insert("contiguous");
+        }
+        let planned = row(
+            "workloads",
+            json!({
+                "id": row_id("workloads", &entry.digest), "operationId": operation.id, "workloadDigest": entry.digest,
+                "schemaVersion": API_VERSION, "manifest": entry.value, "shapeSummary": shape_summary, "dtypes": dtypes,
+                "layoutKeys": layouts, "createdAt": created,
+            }),
+        );
+        workloads.insert(entry.digest.clone(), Parent { id: row_id("workloads", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let single_project = (projects.len() == 1).then(|| projects.keys().next().cloned()).flatten();
+    let mut implementations: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::ImplementationRevision) {
+        let slug = entry.project_slug.clone().or_else(|| single_project.clone()).ok_or_else(|| {
+            entry.error("names no project: give it as {projectSlug, manifest} in the bundle's implementations section")
+        })?;
+        let project = parent(catalog, &projects, "projects", "slug", &slug)
+            .await?
+            .ok_or_else(|| entry.error(format!("belongs to project {slug:?}, which neither the submission nor the catalog holds")))?;
+        let operation_digest = entry.spec_str("/operation/specDigest")?;
+        let operation = parent(catalog, &operations, "operations", "semanticDigest", operation_digest)
+            .await?
+            .ok_or_else(|| entry.error(format!("implements operation {operation_digest}, which neither the submission nor the catalog holds")))?;
+        let revision = entry.value.pointer("/spec/projectRevision");
+        let source_revision = ["commit", "version", "treeDigest"]
+            .iter()
+            .find_map(|field| revision.and_then(|r| r.get(*field)).and_then(Value::as_str))
+            .unwrap_or("unspecified");
+        let declared = str_at(&entry.value, "/spec/licensing/declared");
+        let licence = str_at(&entry.value, "/spec/licensing/concluded").or(declared);
+        let planned = row(
+            "implementations",
+            json!({
+                "id": row_id("implementations", &entry.digest), "projectId": project.id, "operationId": operation.id,
+                "slug": entry.name(), "implementationDigest": entry.digest, "sourceRevision": source_revision,
+                "language": entry.spec_str("/callable/language")?, "framework": Value::Null,
+                "targetArchitectures": entry.value.pointer("/spec/support/hardwareArchitectures").cloned().unwrap_or_else(|| json!([])),
+                "licenseExpression": licence,
+                "sourceAvailable": str_at(&entry.value, "/spec/projectRevision/repository").is_some(),
+                "installable": false, "title": entry.title(), "installKind": Value::Null, "installCommand": Value::Null,
+                "licenseDeclared": declared, "manifest": entry.value, "createdAt": created, "supersedesId": Value::Null,
+            }),
+        );
+        implementations.insert(entry.digest.clone(), Parent { id: row_id("implementations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let by_digest = |kind: Kind, digest: &str| entries.iter().find(|e| e.kind == kind && e.digest == digest);
+    let mut measurements = Vec::new();
+    for entry in of_kind(Kind::BenchmarkRun) {
+        let carried = |field: &str, kind: Kind| -> Result<&Entry, SubmissionError> {
+            let digest = entry.spec_str(&format!("/{field}"))?;
+            by_digest(kind, digest).ok_or_else(|| entry.error(format!("names {kind} {digest} as its {field}, which the submission does not carry")))
+        };
+        let protocol = carried("protocolDigest", Kind::BenchmarkProtocol)?;
+        let environment = carried("environmentDigest", Kind::ExecutionEnvironment)?;
+        let implementation_digest = entry.spec_str("/implementationDigest")?;
+        let implementation = parent(catalog, &implementations, "implementations", "implementationDigest", implementation_digest)
+            .await?
+            .ok_or_else(|| entry.error(format!("names implementation {implementation_digest}, which neither the submission nor the catalog holds")))?;
+        let workload_digest = entry.spec_str("/workloadDigest")?;
+        let workload = parent(catalog, &workloads, "workloads", "workloadDigest", workload_digest)
+            .await?
+            .ok_or_else(|| entry.error(format!("names workload {workload_digest}, which neither the submission nor the catalog holds")))?;
+        let keys = identity::benchmark_run_keys(&entry.value, &protocol.value, &environment.value, &workload.manifest)
+            .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
+        let run_id = row_id("benchmark_runs", &keys.run_digest);
+        let hardware = |field: &str| {
+            str_at(&environment.value, &format!("/spec/hardware/{field}"))
+                .ok_or_else(|| environment.error(format!("spec/hardware/{field} is missing")))
+        };
+        let software = |field: &str| str_at(&environment.value, &format!("/spec/software/{field}"));
+        let major = |version: Option<&str>| version.and_then(|v| v.split('.').next()).and_then(|m| m.trim().parse::<u64>().ok());
+        let mut summary = Vec::new();
+        if let Some(cuda) = software("cudaToolkit") {
+            summary.push(format!("CUDA {cuda}"));
+        }
+        if let (Some(name), Some(version)) = (software("framework/name"), software("framework/version")) {
+            summary.push(format!("{name} {version}"));
+        }
+        summary.push(SOURCE_SLUG.to_string());
+        let primary = keys.primary.as_ref();
+        // The run's own 95% interval, when it is the interval of the primary (latency) figure.
+        let interval = primary
+            .filter(|p| p.metric == "latency")
+            .and_then(|_| entry.value.pointer("/spec/timing/latencyNs/confidence95").and_then(Value::as_array))
+            .and_then(|pair| Some((pair.first()?.as_f64()?, pair.get(1)?.as_f64()?)))
+            .filter(|(low, high)| low <= high);
+        if let Some(p) = primary {
+            measurements.push(row(
+                "measurements",
+                json!({
+                    "id": row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key())), "runId": run_id,
+                    "metric": p.metric, "statistic": p.statistic, "unit": p.unit, "value": Value::Number(p.value.clone()),
+                    "sampleCount": p.sample_count,
+                }),
+            ));
+        }
+        rows.push(row(
+            "benchmark_runs",
+            json!({
+                "id": run_id, "runDigest": keys.run_digest, "implementationId": implementation.id, "workloadId": workload.id,
+                "sourceId": source_id, "status": entry.spec_str("/status")?, "observedAt": entry.spec_str("/observedAt")?,
+                "publishedAt": created, "hardwareVendor": hardware("vendor")?, "hardwareModel": hardware("product")?,
+                "hardwareArchitecture": hardware("architecture")?, "driverMajor": major(software("driver")),
+                "cudaMajor": major(software("cudaToolkit")), "protocolKey": keys.protocol_key,
+                "environmentKey": keys.environment_key, "correctnessKey": keys.correctness_key,
+                "comparisonKey": keys.comparison_key,
+                "primaryMetric": primary.map_or(identity::NO_METRIC, |p| p.metric.as_str()),
+                "primaryValue": primary.map_or(Value::Null, |p| Value::Number(p.value.clone())),
+                "primaryUnit": primary.map(|p| p.unit.clone()), "sampleCount": primary.and_then(|p| p.sample_count),
+                "uncertaintyLow": interval.map(|i| i.0), "uncertaintyHigh": interval.map(|i| i.1),
+                "reported": true, "reproducedByKernelindex": false, "independentReplicationCount": 0,
+                "sourceAvailable": implementation.row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
+                "installable": false,
+                "licenseExpression": implementation.row.get("licenseExpression").cloned().unwrap_or(Value::Null),
+                "primaryStatistic": primary.map(|p| p.statistic.clone()), "hasRawEvidence": false,
+                "sourceNative": entry.value.pointer("/spec/sourceNative").is_some_and(|v| !v.is_null()),
+                "environmentSummary": summary.join(" · "),
+                "manifest": {"run": entry.value, "protocol": protocol.value, "environment": environment.value},
+                "supersedesId": Value::Null, "retractedAt": Value::Null, "retractionReason": Value::Null,
+            }),
+        ));
+    }
+    rows.extend(measurements);
+    Ok(rows)
+}

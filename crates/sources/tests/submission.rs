@@ -1,0 +1,110 @@
+//! Community submissions published through the real catalog (a SQLite file): the
+//! registry's fixture bundle becomes published Reported rows plus the record event of
+//! its new comparison group, once; a later bundle may name what the catalog holds; a
+//! bundle that names what nobody holds, or kinds the kernel catalog has no rows for, is
+//! refused naming the manifest.
+
+use std::path::{Path, PathBuf};
+
+use ki_catalog::{Catalog, CatalogError, ImportOptions, ImportReport};
+use ki_sources::publish::publish_rows;
+use ki_sources::submission::{SubmissionError, SubmittedManifest, plan};
+use serde_json::Value;
+
+fn registry(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernelindex-registry/registry").join(path)
+}
+
+/// The manifests of a registry file, the way the web stores a submission of it: each
+/// implementation with the project slug its bundle entry names.
+fn manifests(path: &str) -> Vec<SubmittedManifest> {
+    let bytes = std::fs::read(registry(path)).unwrap();
+    let bundle = ki_model::parse::parse_documents(&bytes).unwrap().remove(0).value;
+    ki_model::manifest::parse_manifests(&bytes)
+        .unwrap_or_else(|problems| panic!("{path}: {problems:?}"))
+        .into_iter()
+        .map(|valid| {
+            let entry = valid.pointer.strip_suffix("/manifest").and_then(|at| bundle.pointer(at));
+            let project_slug = entry.and_then(|e| e.get("projectSlug")).and_then(Value::as_str).map(str::to_string);
+            SubmittedManifest { manifest: valid.value, project_slug }
+        })
+        .collect()
+}
+
+fn of_kind(all: &[SubmittedManifest], kinds: &[&str]) -> Vec<SubmittedManifest> {
+    all.iter().filter(|m| kinds.contains(&m.manifest["kind"].as_str().unwrap_or(""))).cloned().collect()
+}
+
+fn inserted(report: &ImportReport, table: &str) -> u64 {
+    report.table(table).map_or(0, |counts| counts.inserted)
+}
+
+const AT: &str = "2026-11-30T12:00:00.000Z";
+
+async fn publish(catalog: &Catalog, manifests: &[SubmittedManifest]) -> Result<ImportReport, String> {
+    let rows = plan(catalog, manifests, AT).await.map_err(|e| e.to_string())?;
+    let options = ImportOptions { append_record_events: true, ..ImportOptions::default() };
+    publish_rows(catalog, &rows, &options).await.map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fixture_bundle_publishes_once() {
+    let directory = tempfile::tempdir().unwrap();
+    let catalog = Catalog::open(&format!("sqlite://{}", directory.path().join("c.db").display())).await.unwrap();
+    let fixture = manifests("submissions/example-fixture.yaml");
+    // The public index already has an operation named rmsnorm-h4096 (a different one).
+    let export = ki_model::export::read_export(registry("exports/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
+    let namesake: Vec<_> = export.into_iter().filter(|l| l.table == "operations" && l.row["slug"] == "rmsnorm-h4096").collect();
+    catalog.import_lines(&namesake, &ImportOptions::default()).await.unwrap();
+
+    // Nothing held yet: a run alone names parents nobody has.
+    let run_only = of_kind(&fixture, &["BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment"]);
+    let refused = plan(&catalog, &run_only, AT).await.unwrap_err().to_string();
+    assert!(refused.contains("BenchmarkRun") && refused.contains("neither the submission nor the catalog holds"), "{refused}");
+    // A run without its protocol cannot be keyed.
+    let no_protocol = of_kind(&fixture, &["SoftwareProject", "OperationSpec", "WorkloadCase", "ImplementationRevision", "BenchmarkRun", "ExecutionEnvironment"]);
+    let refused = plan(&catalog, &no_protocol, AT).await.unwrap_err().to_string();
+    assert!(refused.contains("BenchmarkProtocol") && refused.contains("does not carry"), "{refused}");
+    assert_eq!(catalog.row_counts().await.unwrap().iter().map(|(_, n)| n).sum::<u64>(), 1, "a refused plan writes nothing");
+
+    // Had the slug been kept, the import would refuse, naming the clash (not the
+    // workload that refers to the refused operation).
+    let mut clashing = plan(&catalog, &fixture, AT).await.unwrap();
+    let operation = clashing.iter_mut().find(|row| row.table == "operations").unwrap();
+    operation.row.insert("slug".into(), Value::from("rmsnorm-h4096"));
+    match publish_rows(&catalog, &clashing, &ImportOptions::default()).await {
+        Err(CatalogError::Conflicts { first, .. }) => assert!(first.reason.contains("slug rmsnorm-h4096 is already held"), "{first}"),
+        other => panic!("a taken slug must be refused as a conflict, got {other:?}"),
+    }
+
+    let first = publish(&catalog, &fixture).await.expect("the fixture publishes");
+    for table in ["sources", "projects", "operations", "workloads", "implementations", "benchmark_runs", "measurements", "record_events"] {
+        assert_eq!(inserted(&first, table), 1, "{table}");
+    }
+    let run = &catalog.rows("benchmark_runs").await.unwrap()[0];
+    assert_eq!(run["publishedAt"], AT);
+    assert_eq!((run["reported"].as_bool(), run["hasRawEvidence"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(run["primaryValue"], 8120.0);
+    assert_eq!((run["uncertaintyLow"].as_f64(), run["uncertaintyHigh"].as_f64()), (Some(8095.0), Some(8151.0)));
+    let event = &first.record_events[0];
+    assert_eq!((event.run_id.as_str(), event.previous_run_id.as_deref(), event.cause.as_str()), (run["id"].as_str().unwrap(), None, "new_run"));
+    let operation = catalog.rows_where("operations", "semanticDigest", "sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b").await.unwrap();
+    assert_eq!(operation[0]["slug"], "rmsnorm-h4096-7a3b2563", "the namesake keeps its slug; the new one is told apart");
+    let implementation = &catalog.rows("implementations").await.unwrap()[0];
+    assert_eq!(implementation["projectId"], catalog.rows("projects").await.unwrap()[0]["id"]);
+
+    // Again, or the run alone now that its parents are held: nothing new.
+    assert_eq!(publish(&catalog, &fixture).await.unwrap().inserted(), 0);
+    assert_eq!(publish(&catalog, &run_only).await.unwrap().inserted(), 0);
+
+    // Serving records have no rows in the kernel catalog yet: refused by name.
+    let serving = manifests("examples/serving-run.yaml");
+    match plan(&catalog, &serving, AT).await {
+        Err(SubmissionError::Manifest { kind, message, .. }) => {
+            assert_eq!(kind, "ServingRun");
+            assert!(message.contains("cannot be published"), "{message}");
+        }
+        other => panic!("a serving run must be refused, got {other:?}"),
+    }
+    catalog.close().await;
+}
