@@ -206,6 +206,9 @@ impl Catalog {
             .map_err(|error| CatalogError::Export(format!("reading the bundled snapshot failed: {error}")))??;
         let options = ImportOptions {
             origin: Some(format!("bundled {BUNDLED_SNAPSHOT_NAME} + {BUNDLED_VERIFIED_RUNS_NAME}")),
+            // The snapshot brings its own ledger; our runner's rows bring none, so their groups'
+            // record events are appended (the snapshot's groups need none: nothing is pending).
+            append_record_events: true,
             ..ImportOptions::default()
         };
         self.import_lines(&lines, &options).await.map(Some)

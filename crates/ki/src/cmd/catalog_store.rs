@@ -99,8 +99,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         origin: Some(args.file.display().to_string()),
         progress: Some(Arc::new(on_progress)),
-        // A snapshot carries its own record events; `ki catalog verify` checks them.
-        append_record_events: false,
+        // A snapshot carries its own record events (`ki catalog verify` checks them); runs
+        // without any, such as the verification runner's rows, get the ones ranking-v1 requires.
+        append_record_events: lines.iter().any(|line| line.table == "benchmark_runs") && !lines.iter().any(|line| line.table == "record_events"),
     };
     let report = runtime()?.block_on(async {
         let catalog = Catalog::open(&args.database).await?;
@@ -140,6 +141,9 @@ fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, se
         println!("nothing new: all {} rows were already present ({seconds:.2} s)", report.unchanged());
     } else {
         println!("imported {} new rows in one transaction in {seconds:.2} s", report.inserted());
+    }
+    if !report.record_events.is_empty() {
+        println!("({} of them record events that ranking-v1 requires for the new runs' comparison groups)", report.record_events.len());
     }
 }
 
