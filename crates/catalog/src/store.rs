@@ -95,6 +95,11 @@ pub(crate) fn placeholder(backend: Backend, number: usize, kind: Kind) -> String
 }
 
 /// `INSERT INTO table (...) VALUES (...), (...)` for `rows` rows.
+///
+/// SQLite gets anonymous `?` placeholders: sqlx looks up the name of every parameter it
+/// binds, and SQLite finds a numbered (`?NNN`) name by scanning the statement's list of
+/// names, which makes binding a batch of thousands of numbered parameters quadratic
+/// (it was most of the import's time).
 pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String {
     let columns: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
     let mut sql = format!("INSERT INTO {} ({}) VALUES ", table.name, columns.join(", "));
@@ -108,7 +113,10 @@ pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String
             if index > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&placeholder(backend, number, column.kind));
+            match backend {
+                Backend::Sqlite => sql.push('?'),
+                Backend::Postgres => sql.push_str(&placeholder(backend, number, column.kind)),
+            }
             number += 1;
         }
         sql.push(')');
