@@ -320,3 +320,20 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_batch_inserts_use_anonymous_placeholders() {
+        let table = crate::schema::table("measurements").unwrap();
+        let rows = batch_rows(table);
+        let sql = insert_sql(Backend::Sqlite, table, rows);
+        // Numbered placeholders make sqlx's binding quadratic in the batch size.
+        assert_eq!(sql.matches('?').count(), rows * table.columns.len());
+        assert!(!sql.contains("?1"), "{}", &sql[..200]);
+        let sql = insert_sql(Backend::Postgres, table, 2);
+        assert!(sql.ends_with("($8::uuid, $9::uuid, $10, $11, $12, $13, $14)"), "{sql}");
+    }
+}
