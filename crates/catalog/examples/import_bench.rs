@@ -32,8 +32,21 @@ fn stage_index(stage: ImportStage) -> usize {
     }
 }
 
-/// Runs one import, returning (rows inserted, rows unchanged, seconds per entry of STAGES).
-async fn timed_import(catalog: &Catalog) -> Result<(u64, u64, [f64; 6]), Box<dyn std::error::Error>> {
+/// CPU seconds (user + system, all threads) this process has used so far, from
+/// /proc/self/stat (Linux; clock ticks of 1/100 s). Unlike wall time it hardly depends on
+/// what else the machine runs. PostgreSQL's own work is not in it.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return f64::NAN };
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |index: usize| fields.get(index).and_then(|field| field.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Runs one import, returning (rows inserted, rows unchanged, seconds per entry of STAGES,
+/// CPU seconds).
+async fn timed_import(catalog: &Catalog) -> Result<(u64, u64, [f64; 6], f64), Box<dyn std::error::Error>> {
+    let cpu_before = cpu_seconds();
     // When each stage was first reported.
     let marks: Arc<Mutex<[Option<Instant>; 5]>> = Arc::new(Mutex::new([None; 5]));
     let started = Instant::now();
@@ -56,7 +69,7 @@ async fn timed_import(catalog: &Catalog) -> Result<(u64, u64, [f64; 6]), Box<dyn
         seconds[stage] = (to - from).as_secs_f64();
     }
     seconds[5] = (ended - started).as_secs_f64();
-    Ok((report.inserted(), report.unchanged(), seconds))
+    Ok((report.inserted(), report.unchanged(), seconds, cpu_seconds() - cpu_before))
 }
 
 fn show(seconds: &[f64; 6]) -> String {
@@ -75,6 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runs: usize = args.next().map(|runs| runs.parse()).transpose()?.unwrap_or(5).max(1);
     let base = std::env::var("KI_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let mut firsts: Vec<[f64; 6]> = Vec::new();
+    let mut cpus: Vec<f64> = Vec::new();
     let mut agains: Vec<f64> = Vec::new();
     for run in 0..runs {
         let directory = tempfile::tempdir()?;
@@ -89,9 +103,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let catalog = Catalog::open(&url).await?;
         // Timed: read the file, verify every digest, write every row in one transaction.
-        let (inserted, _, first) = timed_import(&catalog).await?;
-        let (again_inserted, again_unchanged, again) = timed_import(&catalog).await?;
-        println!("run {}: imported {inserted} rows in {:.2} s ({})", run + 1, first[5], show(&first));
+        let (inserted, _, first, cpu) = timed_import(&catalog).await?;
+        let (again_inserted, again_unchanged, again, _) = timed_import(&catalog).await?;
+        println!("run {}: imported {inserted} rows in {:.2} s, {cpu:.2} s CPU ({})", run + 1, first[5], show(&first));
         println!(
             "       re-import inserted {again_inserted} (unchanged {again_unchanged}) in {:.2} s ({})",
             again[5],
@@ -101,6 +115,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("the re-import inserted {again_inserted} rows; it must insert none").into());
         }
         firsts.push(first);
+        cpus.push(cpu);
         agains.push(again[5]);
         catalog.close().await;
         if let Some(schema) = schema {
@@ -116,10 +131,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut totals: Vec<f64> = firsts.iter().map(|seconds| seconds[5]).collect();
     totals.sort_by(f64::total_cmp);
     println!(
-        "{backend}: median import {:.2} s over {runs} runs (min {:.2}, max {:.2}); median per stage: {}; median re-import {:.2} s",
+        "{backend}: median import {:.2} s over {runs} runs (min {:.2}, max {:.2}), median {:.2} s CPU; median per stage: {}; median re-import {:.2} s",
         medians[5],
         totals[0],
         totals[runs - 1],
+        median(&mut cpus),
         show(&medians),
         median(&mut agains)
     );
