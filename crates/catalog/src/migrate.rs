@@ -16,12 +16,20 @@ pub struct Migration {
     pub postgres: &'static str,
 }
 
-pub static MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "catalog",
-    sqlite: include_str!("../migrations/sqlite/0001_catalog.sql"),
-    postgres: include_str!("../migrations/postgres/0001_catalog.sql"),
-}];
+pub static MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "catalog",
+        sqlite: include_str!("../migrations/sqlite/0001_catalog.sql"),
+        postgres: include_str!("../migrations/postgres/0001_catalog.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "later_columns",
+        sqlite: include_str!("../migrations/sqlite/0002_later_columns.sql"),
+        postgres: include_str!("../migrations/postgres/0002_later_columns.sql"),
+    },
+];
 
 impl Migration {
     fn sql(&self, backend: Backend) -> &'static str {

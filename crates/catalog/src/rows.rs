@@ -100,9 +100,14 @@ pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>)
         })
     };
     let mut values = Vec::with_capacity(table.columns.len());
+    let mut found = 0;
     for column in table.columns {
         let value = match row.get(column.json) {
-            Some(value) => column_value(column, value),
+            Some(value) => {
+                found += 1;
+                column_value(column, value)
+            }
+            None if column.added_later => Ok(SqlValue::null(column.kind)),
             None => Err("missing column".to_string()),
         };
         match value {
@@ -111,7 +116,7 @@ pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>)
         }
     }
     // Every key that is not one of the table's columns is unknown.
-    if row.len() != table.columns.len()
+    if row.len() != found
         && let Some(unknown) = unknown_column()
     {
         return Err(unknown);
@@ -290,13 +295,19 @@ fn is_utc_timestamp(text: &str) -> bool {
 }
 
 /// The row as export text: columns in table order, JSON columns spliced in as stored,
-/// numbers in ECMAScript form. Equal rows give equal text on both backends.
+/// numbers in ECMAScript form, a null column added later left out. Equal rows give equal
+/// text on both backends.
 pub fn render_row(table: &Table, values: &[SqlValue], out: &mut String) {
     out.push('{');
-    for (index, (column, value)) in table.columns.iter().zip(values).enumerate() {
-        if index > 0 {
+    let mut first = true;
+    for (column, value) in table.columns.iter().zip(values) {
+        if column.added_later && value.is_null() {
+            continue;
+        }
+        if !first {
             out.push(',');
         }
+        first = false;
         json_text::write_string(column.json, out);
         out.push(':');
         match value {
@@ -319,10 +330,14 @@ pub fn rendered(table: &Table, values: &[SqlValue]) -> String {
     out
 }
 
-/// The row as an export-format JSON object (camelCase keys, table column order).
+/// The row as an export-format JSON object (camelCase keys, table column order, a null
+/// column added later left out, as in exports).
 pub fn to_json_row(table: &Table, values: &[SqlValue]) -> Result<Map<String, Value>, String> {
     let mut row = Map::with_capacity(table.columns.len());
     for (column, value) in table.columns.iter().zip(values) {
+        if column.added_later && value.is_null() {
+            continue;
+        }
         let json = match value {
             SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => Value::Null,
             SqlValue::Text(Some(text)) => match column.kind {
