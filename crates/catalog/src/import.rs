@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ki_model::export::ExportLine;
 use ki_model::verify::verify_export_with_progress;
+use rayon::prelude::*;
 
 use crate::error::{CatalogError, Conflict, DbContext, Result};
 use crate::rows::{self, PreparedRow, SqlValue, row_key};
@@ -118,23 +119,32 @@ struct Snapshot {
 }
 
 fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
+    let invalid = |line: &ExportLine, pointer: &str, message: String| CatalogError::InvalidRow {
+        origin: origin_prefix(options),
+        problem: crate::RowProblem { line: line.line, table: line.table.clone(), pointer: pointer.to_string(), message },
+    };
+    // Checking a row is independent of the others, so rows are checked in parallel; the
+    // results keep line order, so the problem reported is still the first by line.
+    let checked: Vec<Result<(usize, PreparedRow)>> = lines
+        .par_iter()
+        .map(|line| {
+            let Some(position) = TABLES.iter().position(|table| table.name == line.table) else {
+                let known: Vec<&str> = schema::table_names().collect();
+                return Err(invalid(line, "/table", format!("unknown table {:?} (known: {})", line.table, known.join(", "))));
+            };
+            let prepared = rows::prepare_row(&TABLES[position], line.line, &line.row)
+                .map_err(|problem| CatalogError::InvalidRow { origin: origin_prefix(options), problem })?;
+            Ok((position, prepared))
+        })
+        .collect();
     let mut tables: Vec<Vec<PreparedRow>> = TABLES.iter().map(|_| Vec::new()).collect();
     let mut seen: Vec<HashMap<String, usize>> = TABLES.iter().map(|_| HashMap::new()).collect();
-    for line in lines {
-        let invalid = |pointer: &str, message: String| CatalogError::InvalidRow {
-            origin: origin_prefix(options),
-            problem: crate::RowProblem { line: line.line, table: line.table.clone(), pointer: pointer.to_string(), message },
-        };
-        let Some(position) = TABLES.iter().position(|table| table.name == line.table) else {
-            let known: Vec<&str> = schema::table_names().collect();
-            return Err(invalid("/table", format!("unknown table {:?} (known: {})", line.table, known.join(", "))));
-        };
+    for (line, result) in lines.iter().zip(checked) {
+        let (position, prepared) = result?;
         let table = &TABLES[position];
-        let prepared = rows::prepare_row(table, line.line, &line.row)
-            .map_err(|problem| CatalogError::InvalidRow { origin: origin_prefix(options), problem })?;
         let key = row_key(table, &prepared.values);
         if let Some(earlier) = seen[position].insert(key.clone(), line.line) {
-            return Err(invalid("/row", format!("repeats the {} row {} of line {earlier}", table.name, key.replace('\u{0}', " "))));
+            return Err(invalid(line, "/row", format!("repeats the {} row {} of line {earlier}", table.name, key.replace('\u{0}', " "))));
         }
         tables[position].push(prepared);
     }
@@ -275,19 +285,17 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             table.columns.iter().enumerate().filter(|(_, column)| column.unique).collect();
         for row in incoming {
             let key = row_key(table, &row.values);
-            let text = rows::rendered(table, &row.values);
             let conflict = |reason: String| Conflict { line: row.line, table: table.name, key: show_key(&key), reason };
-            match existing.text_by_key.get(&key) {
-                Some(stored) if *stored == text => {
+            // Only a row whose key is already stored needs its text, to compare.
+            if let Some(stored) = existing.text_by_key.get(&key) {
+                let text = rows::rendered(table, &row.values);
+                if *stored == text {
                     table_counts.unchanged += 1;
-                    continue;
-                }
-                Some(stored) => {
+                } else {
                     table_counts.conflicting += 1;
                     conflicts.push(conflict(first_difference(table, stored, &text)));
-                    continue;
                 }
-                None => {}
+                continue;
             }
             let mut clash = None;
             for (slot, (position, column)) in unique_columns.iter().enumerate() {
@@ -310,7 +318,8 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
                     existing.unique_owner[slot].insert(value.to_string(), key.clone());
                 }
             }
-            existing.text_by_key.insert(key.clone(), text);
+            // No later snapshot row can have this key (prepare refuses repeats), so the
+            // row's text is not kept for comparison.
             keys.insert(key);
             table_counts.inserted += 1;
             new_rows.push(row);

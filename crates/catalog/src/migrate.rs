@@ -29,6 +29,12 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0002_corrections.sql"),
         postgres: include_str!("../migrations/postgres/0002_corrections.sql"),
     },
+    Migration {
+        version: 3,
+        name: "later_columns",
+        sqlite: include_str!("../migrations/sqlite/0003_later_columns.sql"),
+        postgres: include_str!("../migrations/postgres/0003_later_columns.sql"),
+    },
 ];
 
 impl Migration {

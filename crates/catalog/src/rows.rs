@@ -87,20 +87,39 @@ pub fn row_key(table: &Table, values: &[SqlValue]) -> String {
 /// Checks an export row against its table and turns it into column values.
 pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>) -> Result<PreparedRow, RowProblem> {
     let problem = |pointer: String, message: String| RowProblem { line, table: table.name.to_string(), pointer, message };
-    if let Some(unknown) = row.keys().find(|key| table.column(key).is_none()) {
-        let known: Vec<&str> = table.columns.iter().map(|column| column.json).collect();
-        return Err(problem(
-            format!("/row/{}", escape_pointer(unknown)),
-            format!("unknown column of {} (its columns: {})", table.name, known.join(", ")),
-        ));
-    }
+    // An unknown column is reported before anything else about the row. Searching for
+    // one costs columns × keys comparisons, so it is done only when the row is
+    // already known to be wrong or to have more keys than the table has columns.
+    let unknown_column = || {
+        row.keys().find(|key| table.column(key).is_none()).map(|unknown| {
+            let known: Vec<&str> = table.columns.iter().map(|column| column.json).collect();
+            problem(
+                format!("/row/{}", escape_pointer(unknown)),
+                format!("unknown column of {} (its columns: {})", table.name, known.join(", ")),
+            )
+        })
+    };
     let mut values = Vec::with_capacity(table.columns.len());
+    let mut found = 0;
     for column in table.columns {
-        let pointer = format!("/row/{}", column.json);
-        let Some(value) = row.get(column.json) else {
-            return Err(problem(pointer, "missing column".to_string()));
+        let value = match row.get(column.json) {
+            Some(value) => {
+                found += 1;
+                column_value(column, value)
+            }
+            None if column.added_later => Ok(SqlValue::null(column.kind)),
+            None => Err("missing column".to_string()),
         };
-        values.push(column_value(column, value).map_err(|message| problem(pointer, message))?);
+        match value {
+            Ok(value) => values.push(value),
+            Err(message) => return Err(unknown_column().unwrap_or_else(|| problem(format!("/row/{}", column.json), message))),
+        }
+    }
+    // Every key that is not one of the table's columns is unknown.
+    if row.len() != found
+        && let Some(unknown) = unknown_column()
+    {
+        return Err(unknown);
     }
     check_row_rules(table, &values).map_err(|(pointer, message)| problem(pointer, message))?;
     Ok(PreparedRow { line, values })
@@ -276,13 +295,19 @@ fn is_utc_timestamp(text: &str) -> bool {
 }
 
 /// The row as export text: columns in table order, JSON columns spliced in as stored,
-/// numbers in ECMAScript form. Equal rows give equal text on both backends.
+/// numbers in ECMAScript form, a null column added later left out. Equal rows give equal
+/// text on both backends.
 pub fn render_row(table: &Table, values: &[SqlValue], out: &mut String) {
     out.push('{');
-    for (index, (column, value)) in table.columns.iter().zip(values).enumerate() {
-        if index > 0 {
+    let mut first = true;
+    for (column, value) in table.columns.iter().zip(values) {
+        if column.added_later && value.is_null() {
+            continue;
+        }
+        if !first {
             out.push(',');
         }
+        first = false;
         json_text::write_string(column.json, out);
         out.push(':');
         match value {
@@ -305,10 +330,14 @@ pub fn rendered(table: &Table, values: &[SqlValue]) -> String {
     out
 }
 
-/// The row as an export-format JSON object (camelCase keys, table column order).
+/// The row as an export-format JSON object (camelCase keys, table column order, a null
+/// column added later left out, as in exports).
 pub fn to_json_row(table: &Table, values: &[SqlValue]) -> Result<Map<String, Value>, String> {
     let mut row = Map::with_capacity(table.columns.len());
     for (column, value) in table.columns.iter().zip(values) {
+        if column.added_later && value.is_null() {
+            continue;
+        }
         let json = match value {
             SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => Value::Null,
             SqlValue::Text(Some(text)) => match column.kind {
@@ -359,6 +388,11 @@ mod tests {
         let mut unknown = good.clone();
         unknown.insert("extra".into(), Value::Null);
         assert_eq!(prepare_row(table, 7, &unknown).unwrap_err().pointer, "/row/extra");
+        // An unknown column is named before a missing one.
+        unknown.shift_remove("value");
+        assert_eq!(prepare_row(table, 7, &unknown).unwrap_err().pointer, "/row/extra");
+        unknown.shift_remove("extra");
+        assert_eq!(prepare_row(table, 7, &unknown).unwrap_err().pointer, "/row/value");
 
         let mut upper = good;
         upper.insert("id".into(), Value::from("01A0032E-D5DF-7898-9560-E4836C2AF4EF"));

@@ -42,6 +42,12 @@ pub struct Column {
     pub references: Option<&'static str>,
     /// Unique across the table (besides the key).
     pub unique: bool,
+    /// Added after the shared export was made (migration 0003): a snapshot row may lack
+    /// the key, which then reads as null, and rows are written (exports, the read API)
+    /// without the key while it is null, so snapshots from before the column still
+    /// round-trip byte for byte. Always nullable. The SQL column comes after the
+    /// table's version-1 columns; in export rows it has its place in `columns`.
+    pub added_later: bool,
 }
 
 #[derive(Debug)]
@@ -91,19 +97,23 @@ pub const LOAD_GENERATIONS: &[&str] = &["open_loop", "closed_loop", "offline"];
 pub const INSTALL_KINDS: &[&str] = &["git", "pip", "package", "container", "source"];
 
 const fn col(json: &'static str, sql: &'static str, kind: Kind) -> Column {
-    Column { json, sql, kind, nullable: false, references: None, unique: false }
+    Column { json, sql, kind, nullable: false, references: None, unique: false, added_later: false }
 }
 const fn opt(json: &'static str, sql: &'static str, kind: Kind) -> Column {
-    Column { json, sql, kind, nullable: true, references: None, unique: false }
+    Column { json, sql, kind, nullable: true, references: None, unique: false, added_later: false }
 }
 const fn uniq(json: &'static str, sql: &'static str, kind: Kind) -> Column {
-    Column { json, sql, kind, nullable: false, references: None, unique: true }
+    Column { json, sql, kind, nullable: false, references: None, unique: true, added_later: false }
 }
 const fn fk(json: &'static str, sql: &'static str, table: &'static str) -> Column {
-    Column { json, sql, kind: Kind::Uuid, nullable: false, references: Some(table), unique: false }
+    Column { json, sql, kind: Kind::Uuid, nullable: false, references: Some(table), unique: false, added_later: false }
 }
 const fn opt_fk(json: &'static str, sql: &'static str, table: &'static str) -> Column {
-    Column { json, sql, kind: Kind::Uuid, nullable: true, references: Some(table), unique: false }
+    Column { json, sql, kind: Kind::Uuid, nullable: true, references: Some(table), unique: false, added_later: false }
+}
+/// A column of migration 0003 (see [`Column::added_later`]).
+const fn later(json: &'static str, sql: &'static str, kind: Kind) -> Column {
+    Column { json, sql, kind, nullable: true, references: None, unique: false, added_later: true }
 }
 
 const ID: Column = col("id", "id", Kind::Uuid);
@@ -138,6 +148,8 @@ pub static TABLES: &[Table] = &[
             col("normalizedName", "normalized_name", Kind::Text),
             opt("canonicalUrl", "canonical_url", Kind::Text),
             opt("licenseExpression", "license_expression", Kind::Text),
+            // library, individual or vendor in the public index (its migration 0017).
+            later("kind", "kind", Kind::Text),
             MANIFEST,
             CREATED_AT,
         ],
@@ -206,6 +218,8 @@ pub static TABLES: &[Table] = &[
             opt("installKind", "install_kind", Kind::Enum(INSTALL_KINDS)),
             opt("installCommand", "install_command", Kind::Text),
             opt("licenseDeclared", "license_declared", Kind::Text),
+            // "baseline" for a source's reference solution, else null (its migration 0015).
+            later("role", "role", Kind::Text),
             MANIFEST,
             CREATED_AT,
             opt_fk("supersedesId", "supersedes_id", "implementations"),
@@ -250,6 +264,8 @@ pub static TABLES: &[Table] = &[
             col("hasRawEvidence", "has_raw_evidence", Kind::Bool),
             col("sourceNative", "source_native", Kind::Bool),
             col("environmentSummary", "environment_summary", Kind::Text),
+            // The source's published SOL score, when it publishes one (its migration 0015).
+            later("solScore", "sol_score", Kind::Measure),
             MANIFEST,
             opt_fk("supersedesId", "supersedes_id", "benchmark_runs"),
             opt("retractedAt", "retracted_at", Kind::Timestamp),

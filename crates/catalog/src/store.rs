@@ -95,6 +95,11 @@ pub(crate) fn placeholder(backend: Backend, number: usize, kind: Kind) -> String
 }
 
 /// `INSERT INTO table (...) VALUES (...), (...)` for `rows` rows.
+///
+/// SQLite gets anonymous `?` placeholders: sqlx looks up the name of every parameter it
+/// binds, and SQLite finds a numbered (`?NNN`) name by scanning the statement's list of
+/// names, which makes binding a batch of thousands of numbered parameters quadratic
+/// (it was most of the import's time).
 pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String {
     let columns: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
     let mut sql = format!("INSERT INTO {} ({}) VALUES ", table.name, columns.join(", "));
@@ -108,7 +113,10 @@ pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String
             if index > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&placeholder(backend, number, column.kind));
+            match backend {
+                Backend::Sqlite => sql.push('?'),
+                Backend::Postgres => sql.push_str(&placeholder(backend, number, column.kind)),
+            }
             number += 1;
         }
         sql.push(')');
@@ -310,5 +318,22 @@ impl Session {
             Session::Sqlite(tx) => tx.rollback().await,
             Session::Postgres(tx) => tx.rollback().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_batch_inserts_use_anonymous_placeholders() {
+        let table = crate::schema::table("measurements").unwrap();
+        let rows = batch_rows(table);
+        let sql = insert_sql(Backend::Sqlite, table, rows);
+        // Numbered placeholders make sqlx's binding quadratic in the batch size.
+        assert_eq!(sql.matches('?').count(), rows * table.columns.len());
+        assert!(!sql.contains("?1"), "{}", &sql[..200]);
+        let sql = insert_sql(Backend::Postgres, table, 2);
+        assert!(sql.ends_with("($8::uuid, $9::uuid, $10, $11, $12, $13, $14)"), "{sql}");
     }
 }

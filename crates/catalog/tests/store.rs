@@ -239,24 +239,145 @@ async fn readers_keep_reading_during_import(db: TestDb) {
 }
 on_both_backends!(readers_keep_reading_during_import);
 
-/// The migration's tables have exactly the spec's columns, in order; the spec's columns are
+/// The migrations' tables have exactly the spec's columns, in order (those added later
+/// last, as ALTER TABLE appends them); the spec's columns, less those added later, are
 /// exactly the shared export's; reopening applies nothing again.
 async fn schema_matches_spec_and_export(db: TestDb) {
     let catalog = db.open().await;
     let reopened = db.open().await;
     for table in ki_catalog::schema::TABLES {
-        let expected: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
+        let (later, first): (Vec<&ki_catalog::schema::Column>, Vec<_>) =
+            table.columns.iter().partition(|column| column.added_later);
+        let expected: Vec<&str> = first.iter().chain(&later).map(|column| column.sql).collect();
         let found = column_names(&db, table.name).await;
         assert_eq!(found.iter().map(String::as_str).filter(|name| *name != "seq").collect::<Vec<_>>(), expected, "{}", table.name);
-        let first = shared_lines().iter().find(|line| line.table == table.name).unwrap();
-        let json: Vec<&str> = table.columns.iter().map(|column| column.json).collect();
-        assert_eq!(first.row.keys().map(String::as_str).collect::<Vec<_>>(), json, "{}", table.name);
+        let first_line = shared_lines().iter().find(|line| line.table == table.name).unwrap();
+        let json: Vec<&str> = first.iter().map(|column| column.json).collect();
+        assert_eq!(first_line.row.keys().map(String::as_str).collect::<Vec<_>>(), json, "{}", table.name);
     }
     assert!(catalog.is_empty().await.unwrap());
     reopened.close().await;
     catalog.close().await;
 }
 on_both_backends!(schema_matches_spec_and_export);
+
+/// `row` with `key: value` inserted right after the key `after`, where newer snapshots of
+/// the public index put it.
+fn with_key_after(row: &serde_json::Map<String, Value>, after: &str, key: &str, value: Value) -> serde_json::Map<String, Value> {
+    let mut row = row.clone();
+    let position = row.keys().position(|name| name == after).unwrap_or_else(|| panic!("the row has {after}")) + 1;
+    row.shift_insert(position, key.to_string(), value);
+    row
+}
+
+/// Newer snapshots carry projects.kind, implementations.role and benchmark_runs.solScore:
+/// rows with them import, read back and export exactly as they came; rows without them
+/// (the shared export) still round-trip unchanged, and an explicit null is left out.
+async fn later_columns_round_trip(db: TestDb) {
+    let catalog = db.open().await;
+    let mut snapshot = small_snapshot();
+    let project = snapshot.iter_mut().find(|line| line.table == "projects").unwrap();
+    project.row = with_key_after(&project.row, "licenseExpression", "kind", Value::from("library"));
+    let project_row = project.row.clone();
+    let run = snapshot
+        .iter_mut()
+        .find(|line| line.table == "benchmark_runs" && !line.row["publishedAt"].is_null())
+        .expect("a published run");
+    run.row = with_key_after(&run.row, "environmentSummary", "solScore", Value::from(0.8125));
+    let run_row = run.row.clone();
+    let implementation_id = run_row["implementationId"].clone();
+    let implementation =
+        snapshot.iter_mut().find(|line| line.table == "implementations" && line.row["id"] == implementation_id).unwrap();
+    implementation.row = with_key_after(&implementation.row, "licenseDeclared", "role", Value::from("baseline"));
+    let implementation_row = implementation.row.clone();
+    // An explicit null in a newer snapshot reads as the column being absent.
+    let other = snapshot.iter_mut().filter(|line| line.table == "projects").nth(1).unwrap();
+    let other_row = other.row.clone();
+    other.row = with_key_after(&other.row, "licenseExpression", "kind", Value::Null);
+
+    let report = catalog.import_lines(&snapshot, &ImportOptions::default()).await.expect("a snapshot with the later columns");
+    assert_eq!(report.inserted(), snapshot.len() as u64);
+    let again = catalog.import_lines(&snapshot, &ImportOptions::default()).await.unwrap();
+    assert_eq!((again.inserted(), again.unchanged()), (0, snapshot.len() as u64), "{}: a re-import", db.name);
+
+    let id = run_row["id"].as_str().unwrap();
+    assert_eq!(catalog.run_by_id(id).await.unwrap().as_ref(), Some(&run_row), "{}", db.name);
+    let exported = String::from_utf8(export_text(&catalog).await).unwrap();
+    let line_of = |table: &str, row: &serde_json::Map<String, Value>| {
+        format!("{{\"table\":\"{table}\",\"row\":{}}}", ki_catalog::json_text::to_text(&Value::Object(row.clone())))
+    };
+    for (table, row) in [
+        ("projects", &project_row),
+        ("implementations", &implementation_row),
+        ("benchmark_runs", &run_row),
+        ("projects", &other_row),
+    ] {
+        let expected = line_of(table, row);
+        assert!(exported.lines().any(|line| line == expected), "{}: the export lacks {expected}", db.name);
+    }
+    assert!(exported.contains("\"solScore\":0.8125,\"manifest\""), "{}", db.name);
+
+    // A changed later column on a stored row is a conflict like any other.
+    let mut changed = snapshot.clone();
+    let run = changed.iter_mut().find(|line| line.row.get("solScore").is_some()).unwrap();
+    run.row.insert("solScore".into(), Value::from(0.5));
+    match catalog.import_lines(&changed, &ImportOptions::default()).await {
+        Err(CatalogError::Conflicts { count, first, .. }) => {
+            assert_eq!(count, 1);
+            assert!(first.reason.contains("solScore"), "{}", first.reason);
+        }
+        other => panic!("{}: a changed solScore must conflict, got {other:?}", db.name),
+    }
+    // A negative SOL score is refused like any other measure.
+    let mut negative = small_snapshot();
+    let run = negative.iter_mut().find(|line| line.table == "benchmark_runs").unwrap();
+    run.row = with_key_after(&run.row, "environmentSummary", "solScore", Value::from(-1.0));
+    let line_number = run.line;
+    match catalog.import_lines(&negative, &ImportOptions::default()).await {
+        Err(CatalogError::InvalidRow { problem, .. }) => assert_eq!((problem.line, problem.pointer.as_str()), (line_number, "/row/solScore")),
+        other => panic!("{}: a negative solScore must be refused, got {other:?}", db.name),
+    }
+    catalog.close().await;
+}
+on_both_backends!(later_columns_round_trip);
+
+/// A catalog made before migration 0003 (version 1 only) is brought up to date when opened,
+/// and then imports and exports the shared snapshot unchanged.
+async fn version_1_catalog_is_migrated(db: TestDb) {
+    use sha2::Digest;
+    let (sql, backend_dir) = if db.name == "sqlite" {
+        (include_str!("../migrations/sqlite/0001_catalog.sql"), "sqlite")
+    } else {
+        (include_str!("../migrations/postgres/0001_catalog.sql"), "postgres")
+    };
+    let checksum = hex::encode(sha2::Sha256::digest(sql.as_bytes()));
+    let ledger = format!(
+        "CREATE TABLE ki_schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL); \
+         INSERT INTO ki_schema_migrations VALUES (1, 'catalog', '{checksum}', '2026-11-30T00:00:00.000Z');"
+    );
+    if backend_dir == "sqlite" {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(db.url.trim_start_matches("sqlite://"))
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ledger)).execute(&pool).await.unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ledger)).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+    assert!(!column_names(&db, "benchmark_runs").await.contains(&"sol_score".to_string()));
+    let catalog = db.open().await;
+    assert!(column_names(&db, "benchmark_runs").await.contains(&"sol_score".to_string()), "{}", db.name);
+    let report = catalog.import_lines(shared_lines(), &ImportOptions::default()).await.unwrap();
+    assert_eq!(report.inserted(), shared_lines().len() as u64);
+    assert!(export_text(&catalog).await == shared_export_text(), "{}: the export differs from the shared snapshot", db.name);
+    catalog.close().await;
+}
+on_both_backends!(version_1_catalog_is_migrated);
 
 async fn column_names(db: &TestDb, table: &str) -> Vec<String> {
     use sqlx::Row;
