@@ -19,7 +19,9 @@
 // and resets the counter to 0 for the next launch. Every CTA therefore reads at
 // most `entries_per_unit` pages, whatever the batch's length skew, and one launch
 // does everything with no host-side planning: the schedule comes from kv_indptr on
-// the device.
+// the device. When sequences are short on average (the host knows only batch and
+// num_kv_indices), units are whole sequences instead (`per_sequence`): one CTA per
+// (sequence, head tile), no partials and no merge.
 //
 // Math per 16-token tile, per warp: S = Q K^T with mma.m16n8k16 (query heads of the
 // group as the M dimension, head_dim as K), online softmax in base 2 in fp32, then
@@ -135,6 +137,7 @@ struct Args {
     int num_pages;
     int entries_per_unit;
     int num_units;
+    int per_sequence;  // 1: one unit per sequence (grid.x = batch); 0: fixed-size units
 };
 
 // Writes zeros and -inf for the query rows of one (sequence, head tile): an empty sequence.
@@ -263,8 +266,17 @@ gqa_paged_decode(const Args a) {
     const int mt = hy % MTILES;
     const int C = a.entries_per_unit;
     const int T = a.num_entries;
-    const int e0 = unit * C;
-    const int e1 = min(e0 + C, T);
+    // Per-sequence schedule: the unit is sequence `unit`'s whole entry range, so its one piece
+    // writes the output directly (no partials, no merge), at the price of one kv_indptr load
+    // before the page ids. The host chooses it for short average sequences.
+    int e0, e1;
+    if (a.per_sequence) {
+        e0 = clamp_int(__ldg(a.kv_indptr + unit), 0, T);
+        e1 = max(e0, clamp_int(__ldg(a.kv_indptr + unit + 1), 0, T));
+    } else {
+        e0 = unit * C;
+        e1 = min(e0 + C, T);
+    }
     const bool last_unit = unit == a.num_units - 1;
     const float NEG_INF = -__int_as_float(0x7f800000);
 
@@ -286,7 +298,7 @@ gqa_paged_decode(const Args a) {
     // Which sequences does this unit touch? Count, over kv_indptr, the entries below e0,
     // at most e0, and below e1 (kv_indptr is non-decreasing).
     int below_e0 = 0, upto_e0 = 0, below_e1 = 0;
-    for (int j = lane; j <= a.batch; j += 32) {
+    for (int j = a.per_sequence ? a.batch + 1 : lane; j <= a.batch; j += 32) {
         int v = clamp_int(__ldg(a.kv_indptr + j), 0, T);
         below_e0 += v < e0;
         upto_e0 += v <= e0;
@@ -301,8 +313,8 @@ gqa_paged_decode(const Args a) {
     // A sequence lies before this unit when it starts below e0 and ends at or below e0;
     // an empty sequence belongs to the unit its position falls in (the last unit takes
     // the ones at the very end).
-    const int b_start = max(0, min(below_e0, upto_e0 - 1));
-    const int b_end = last_unit ? a.batch : below_e1;
+    const int b_start = a.per_sequence ? unit : max(0, min(below_e0, upto_e0 - 1));
+    const int b_end = a.per_sequence ? unit + 1 : (last_unit ? a.batch : below_e1);
 
     const int g = lane >> 2;  // mma row group
     const int t4 = lane & 3;  // mma thread in group

@@ -6,7 +6,7 @@
 //!                       CPU reference (flashinfer_bench_eval atol=rtol=1e-2, relative L2 <= 1e-2).
 //! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096): graph replay after an L2
 //!                       flush and eager, median of many CUDA-event samples, per tuning variant.
-//! Options: --out DIR (logs), --samples N, --variants "w4s3,w4s4", --tpw "0,16,64" (0 = auto),
+//! Options: --out DIR (logs), --samples N, --variants "w4s3,w4s4", --tpw "0,16,64,seq" (0 = auto, seq = one unit per sequence),
 //!          --only wl32,b128x4096 (time only these cases).
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -227,13 +227,22 @@ fn reference_for(config: &GqaConfig, case: &Case, dc: &DeviceCase) -> Result<ki_
     gqa_paged_decode_reference(&shape, &inputs).map_err(|e| anyhow!("reference: {e}"))
 }
 
+/// A unit schedule: `0` auto, `seq` one unit per sequence, N fixed units of N tokens.
+fn schedule(spec: &str) -> Result<(Option<u32>, Option<bool>)> {
+    Ok(match spec {
+        "0" => (None, None),
+        "seq" => (None, Some(true)),
+        n => (Some(n.parse().map_err(|_| anyhow!("--tpw `{n}`: expected 0, seq or a token count"))?), Some(false)),
+    })
+}
+
 fn parse_variants(spec: &str) -> Result<Vec<Tuning>> {
     spec.split(',')
         .filter(|s| !s.is_empty())
         .map(|s| {
             let s = s.trim();
             let (w, st) = s.strip_prefix('w').and_then(|r| r.split_once('s')).ok_or_else(|| anyhow!("variant `{s}`: expected w<warps>s<stages>"))?;
-            Ok(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, tokens_per_warp: None })
+            Ok(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, tokens_per_warp: None, per_sequence: None })
         })
         .collect()
 }
@@ -242,7 +251,7 @@ struct Opts {
     out: PathBuf,
     samples: usize,
     variants: Vec<Tuning>,
-    tpw: Vec<u32>,
+    tpw: Vec<String>,
     only: Option<Vec<String>>,
 }
 
@@ -277,11 +286,11 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
     let mut all_ok = true;
     let mut kernels: std::collections::HashMap<(GqaConfig, Tuning), GqaPagedDecode> = Default::default();
     let mut get = |config: GqaConfig, tuning: Tuning| -> Result<GqaPagedDecode> {
-        let key = (config, Tuning { tokens_per_warp: None, ..tuning });
+        let key = (config, Tuning { tokens_per_warp: None, per_sequence: None, ..tuning });
         if !kernels.contains_key(&key) {
             kernels.insert(key, GqaPagedDecode::new(ctx, config, key.1)?);
         }
-        Ok(kernels[&key].retuned(tuning.tokens_per_warp))
+        Ok(kernels[&key].retuned(tuning.tokens_per_warp, tuning.per_sequence))
     };
     log(logf, "check | definition | case | variant | tpw | pass | out_relL2 | out_maxabs | lse_relL2 | lse_maxabs | mismatches");
     let mut seed = 1000u64;
@@ -296,8 +305,9 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
             let mut dc = upload(stream, config, &case, seed, true)?;
             let reference = reference_for(config, &case, &dc)?;
             for tuning in &opts.variants {
-                for &tpw in &[0u32, 16, 48] {
-                    let tuning = Tuning { tokens_per_warp: if tpw == 0 { None } else { Some(tpw) }, ..*tuning };
+                for tpw in ["0", "16", "48", "seq"] {
+                    let (tokens_per_warp, per_sequence) = schedule(tpw)?;
+                    let tuning = Tuning { tokens_per_warp, per_sequence, ..*tuning };
                     let kernel = get(*config, tuning)?;
                     let ws = kernel.workspace(stream, &dc.size)?;
                     // Twice on the same workspace: the counters must come back to zero.
@@ -417,9 +427,10 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
         // Floor: launch floor 3.2 µs (issue 8) or the bytes at the 4.41 TB/s gather rate.
         let floor = (min_bytes / 4.41e12 * 1e6).max(3.2);
         for base in &kernels {
-            for &tpw in &opts.tpw {
-                let tuning = Tuning { tokens_per_warp: if tpw == 0 { None } else { Some(tpw) }, ..*base.tuning() };
-                let kernel = base.retuned(tuning.tokens_per_warp);
+            for tpw in &opts.tpw {
+                let (tokens_per_warp, per_sequence) = schedule(tpw)?;
+                let kernel = base.retuned(tokens_per_warp, per_sequence);
+                let tuning = *kernel.tuning();
                 let ws = kernel.workspace(stream, &dc.size)?;
                 let p = pointers(&dc, stream);
                 stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
@@ -455,7 +466,7 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec![0], only: None };
+    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec!["0".into()], only: None };
     let mut i = 2;
     let mut ptx_dir = None;
     while i < args.len() {
@@ -464,7 +475,7 @@ fn main() -> Result<()> {
             "--out" => opts.out = PathBuf::from(value()?),
             "--samples" => opts.samples = value()?.parse()?,
             "--variants" => opts.variants = parse_variants(&value()?)?,
-            "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
+            "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().to_string()).collect(),
             "--only" => opts.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
             other if mode == "ptx" && ptx_dir.is_none() => {
                 ptx_dir = Some(PathBuf::from(other));
