@@ -83,7 +83,8 @@ async fn find_held(catalog: &Catalog, table: &str, row: &Map<String, Value>) -> 
 /// Publishes a FlashInfer-Bench plan in one transaction (or, with `dry_run`, reports
 /// what would happen): per table, rows new / unchanged / conflicting.
 pub async fn publish(catalog: &Catalog, plan: &ImportPlan, dry_run: bool, origin: &str) -> Result<ImportReport, CatalogError> {
-    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), ..ImportOptions::default() };
+    // Traces become runs with no record events of their own: append the ones ranking-v1 requires.
+    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), append_record_events: true, ..ImportOptions::default() };
     publish_rows(catalog, &plan.rows, &options).await
 }
 

@@ -377,3 +377,31 @@ fn a_trace_naming_an_unknown_solution_is_refused() {
     let text = refused(dir.path(), &format!("{target}:2:"));
     assert!(text.contains("unknown solution \"no_such_solution\""), "{text}");
 }
+
+/// Traces become runs with no record events of their own; publishing them appends the events
+/// ranking-v1 requires, so the catalog's ledger equals the recomputed one, and publishing
+/// again appends nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn published_traces_get_their_record_events() {
+    let data = full_dataset();
+    let mut with_agents = options();
+    with_agents.authors = vec!["gpt-5.2".into()];
+    let plan = plan_import(data.path(), &with_agents).expect("the full data set imports");
+    let runs = count(&plan, "benchmark_runs");
+    assert!(runs > 1, "the fixture traces give runs");
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = ki_catalog::Catalog::open(&format!("sqlite://{}", dir.path().join("catalog.db").display())).await.unwrap();
+    let first = ki_sources::publish::publish(&catalog, &plan, false, "full data set").await.unwrap();
+    assert!(!first.record_events.is_empty(), "{first:?}");
+    let mut rows = ki_ranking::CatalogRows::new();
+    for table in ki_ranking::rows::RANKING_TABLES {
+        for row in catalog.rows(table).await.unwrap() {
+            rows.push(table, row, None);
+        }
+    }
+    let index = ki_ranking::Index::from_owned_rows(rows).unwrap();
+    assert!(index.pending_ledger_events().is_empty(), "the stored ledger is complete");
+    let again = ki_sources::publish::publish(&catalog, &plan_import(data.path(), &with_agents).unwrap(), false, "full data set").await.unwrap();
+    assert!(again.record_events.is_empty() && again.inserted() == 0, "{again:?}");
+    catalog.close().await;
+}

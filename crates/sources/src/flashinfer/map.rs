@@ -612,7 +612,9 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
                 ("operationId", json!(operation_id)),
                 ("slug", json!(format!("flashinfer-{}", names::slug(&solution.name)))),
                 ("implementationDigest", json!(d)),
-                ("sourceRevision", json!(options.revision)),
+                // Without --revision the solution's own source digest names what was measured
+                // (the catalog needs a revision for every implementation).
+                ("sourceRevision", json!(options.revision.clone().or_else(|| m["spec"]["source"]["contentDigest"].as_str().map(str::to_string)))),
                 ("language", json!(solution.language)),
                 ("framework", Value::Null),
                 ("targetArchitectures", architectures),
