@@ -92,8 +92,17 @@ fn runner_records_import_and_show_as_verified() {
 #[test]
 fn a_fresh_index_holds_the_bundled_verified_runs() {
     let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
-    let bundled = zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap();
-    assert_eq!(bundled, std::fs::read(runner_rows()).unwrap(), "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side");
+    let bundled = String::from_utf8(zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap()).unwrap();
+    // The h32/kv4 and h32/kv8 runs, each line once (the two sessions share their source and projects).
+    let mut expected: Vec<String> = Vec::new();
+    for file in [runner_rows(), runner_rows().parent().unwrap().join("../kv8/catalog-rows.jsonl")] {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            if !expected.iter().any(|held| held == line) {
+                expected.push(line.to_string());
+            }
+        }
+    }
+    assert_eq!(bundled.lines().collect::<Vec<_>>(), expected, "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side and kv8");
 
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
@@ -120,7 +129,24 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     let answer: Value = serde_json::from_slice(&resolve.stdout).unwrap();
     let leader = &answer["cohorts"][0]["fastest"][0];
     assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{answer}");
+    // The kv8 definition's runs are there too.
+    let kv8 = run_ki(&["resolve", "--operation", "gqa_paged_decode_h32_kv8_d128_ps1", "--hardware", "NVIDIA H200", "--json", "--database", &database]);
+    let kv8: Value = serde_json::from_slice(&kv8.stdout).unwrap();
+    assert!(kv8["cohorts"].as_array().is_some_and(|c| c.iter().any(|c| c["fastest"][0]["trust"] == "verified")), "{kv8}");
     let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{}", leader["runId"].as_str().unwrap()), "text/plain", "").unwrap();
     assert_eq!(status, 200);
     assert!(page.contains("evidence: verified"));
+}
+
+/// Two runner sessions (h32/kv4 at 08:45, h32/kv8 at 08:49) import into one catalog: the rows both
+/// write (the rerun source, its projects) are the same rows, not conflicts.
+#[test]
+fn two_runner_sessions_import_into_one_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let kv8 = runner_rows().parent().unwrap().join("../kv8/catalog-rows.jsonl");
+    for file in [runner_rows(), kv8] {
+        let output = run_ki(&["catalog", "import", file.to_str().unwrap(), "--database", &database]);
+        assert!(output.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&output.stderr));
+    }
 }

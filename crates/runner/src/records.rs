@@ -41,6 +41,9 @@ pub fn utc_from_unix(seconds: i64) -> String {
     ki_model::utc::from_unix_seconds(seconds)
 }
 
+
+/// See [`RecordWriter::entity_created_at`]: when KernelIndex's runner first wrote records.
+const ENTITY_CREATED_AT: &str = "2026-11-30T00:00:00Z";
 pub fn sha256_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
@@ -681,8 +684,11 @@ impl RecordWriter {
         Ok(manifest)
     }
 
-    fn created_at(&self) -> Value {
-        json!(self.facts.started_at)
+    /// createdAt of the rows every session writes alike (the source, projects, implementations):
+    /// one fixed time, so that a second session's rows equal the first's and import as unchanged
+    /// instead of conflicting on their creation time. Runs carry their own times.
+    fn entity_created_at(&self) -> Value {
+        json!(ENTITY_CREATED_AT)
     }
 
     fn source_id(&self) -> String {
@@ -717,7 +723,7 @@ impl RecordWriter {
             )
         };
         let project_id = row_id("projects", project_slug);
-        let created = self.created_at();
+        let created = self.entity_created_at();
         let operation_id = operation_row["id"].clone();
         let projects = self.rows.entry("projects").or_default();
         if !projects.iter().any(|r| r["row"]["id"] == json!(project_id)) {
@@ -867,7 +873,7 @@ impl RecordWriter {
             "sources",
             json!({
                 "id": self.source_id(), "slug": "kernelindex-rerun", "kind": "benchmark",
-                "name": "KernelIndex controlled re-runs", "policy": Value::Null, "createdAt": self.created_at()
+                "name": "KernelIndex controlled re-runs", "policy": Value::Null, "createdAt": self.entity_created_at()
             }),
         )];
         lines.extend(self.rows.get("projects").cloned().unwrap_or_default());
