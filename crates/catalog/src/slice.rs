@@ -52,13 +52,14 @@ impl Catalog {
             }
             (1..=ids.len()).map(|n| store::placeholder(backend, n, Kind::Uuid)).collect::<Vec<_>>().join(", ")
         };
-        let runs = format!("SELECT id FROM benchmark_runs WHERE workload_id IN (SELECT id FROM workloads WHERE operation_id IN ({}))", list());
+        let workloads = format!("SELECT id FROM workloads WHERE operation_id IN ({})", list());
+        let runs = format!("SELECT id FROM benchmark_runs WHERE workload_id IN ({workloads})");
         for (name, scope) in SLICE {
             let spec = known_table(name)?;
             let filter = match scope {
                 Scope::All => String::new(),
                 Scope::Operation => format!(" WHERE operation_id IN ({})", list()),
-                Scope::Run => format!(" WHERE workload_id IN (SELECT id FROM workloads WHERE operation_id IN ({}))", list()),
+                Scope::Run => format!(" WHERE workload_id IN ({workloads})"),
                 Scope::RunChild => format!(" WHERE run_id IN ({runs})"),
             };
             let params: Vec<SqlValue> = match scope {

@@ -18,6 +18,18 @@ fn run_ki(args: &[&str]) -> std::process::Output {
     ki().args(args).env_remove("KI_DATABASE_URL").output().expect("ki runs")
 }
 
+/// `ki resolve --json` of the batch-1, 7-token h32/kv4 workload on the H200.
+fn resolve_batch1_on_h200(database: &str) -> Value {
+    let axes = ["batch_size=1", "num_pages=8", "len_indptr=2", "num_kv_indices=7"];
+    let mut args = vec!["resolve", "--operation", "gqa_paged_decode_h32_kv4_d128_ps1", "--hardware", "NVIDIA H200", "--json", "--database", database];
+    for axis in &axes {
+        args.extend(["--axis", axis]);
+    }
+    let output = run_ki(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[test]
 fn runner_records_import_and_show_as_verified() {
     let dir = tempfile::tempdir().unwrap();
@@ -33,26 +45,7 @@ fn runner_records_import_and_show_as_verified() {
     assert!(said.contains("0 new rows") || said.contains("nothing new"), "re-import: {said}");
 
     // The batch-1, 7-token workload: three verified runs on the H200, the native kernel first.
-    let resolve = run_ki(&[
-        "resolve",
-        "--operation",
-        "gqa_paged_decode_h32_kv4_d128_ps1",
-        "--axis",
-        "batch_size=1",
-        "--axis",
-        "num_pages=8",
-        "--axis",
-        "len_indptr=2",
-        "--axis",
-        "num_kv_indices=7",
-        "--hardware",
-        "NVIDIA H200",
-        "--json",
-        "--database",
-        &database,
-    ]);
-    assert!(resolve.status.success(), "{}", String::from_utf8_lossy(&resolve.stderr));
-    let answer: Value = serde_json::from_slice(&resolve.stdout).unwrap();
+    let answer = resolve_batch1_on_h200(&database);
     assert_eq!(answer["mode"], "exact");
     let cohort = &answer["cohorts"][0];
     assert_eq!(cohort["eligibleRuns"], 3, "{cohort}");
@@ -107,26 +100,7 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
     let server = start_server(dir.path(), &database);
-    let resolve = run_ki(&[
-        "resolve",
-        "--operation",
-        "gqa_paged_decode_h32_kv4_d128_ps1",
-        "--axis",
-        "batch_size=1",
-        "--axis",
-        "num_pages=8",
-        "--axis",
-        "len_indptr=2",
-        "--axis",
-        "num_kv_indices=7",
-        "--hardware",
-        "NVIDIA H200",
-        "--json",
-        "--database",
-        &database,
-    ]);
-    assert!(resolve.status.success(), "{}", String::from_utf8_lossy(&resolve.stderr));
-    let answer: Value = serde_json::from_slice(&resolve.stdout).unwrap();
+    let answer = resolve_batch1_on_h200(&database);
     let leader = &answer["cohorts"][0]["fastest"][0];
     assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{answer}");
     // The kv8 definition's runs are there too.

@@ -112,29 +112,23 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
             eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }
-        match operation {
-            None => {
-                for table in RANKING_TABLES {
-                    catalog
-                        .for_each_row(table, |row| {
-                            rows.push(table, row, None);
-                            Ok(())
-                        })
-                        .await
-                        .with_context(|| format!("cannot read {table} from {url}"))?;
-                }
+        let read_tables = async |tables: &[&'static str], into: &mut CatalogRows| -> anyhow::Result<()> {
+            for &table in tables {
+                catalog
+                    .for_each_row(table, |row| {
+                        into.push(table, row, None);
+                        Ok(())
+                    })
+                    .await
+                    .with_context(|| format!("cannot read {table} from {url}"))?;
             }
+            Ok(())
+        };
+        match operation {
+            None => read_tables(&RANKING_TABLES, &mut rows).await?,
             Some(name) => {
                 let mut names = CatalogRows::new();
-                for table in ["sources", "projects", "operations", "operation_aliases"] {
-                    catalog
-                        .for_each_row(table, |row| {
-                            names.push(table, row, None);
-                            Ok(())
-                        })
-                        .await
-                        .with_context(|| format!("cannot read {table} from {url}"))?;
-                }
+                read_tables(&["sources", "projects", "operations", "operation_aliases"], &mut names).await?;
                 let names = Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {url}"))?;
                 let ids: Vec<String> = names.find_operation(name).map(|op| vec![names.operations[op].id.clone()]).unwrap_or_default();
                 catalog
