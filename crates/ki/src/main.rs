@@ -45,6 +45,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and the like: end quietly when the reader goes away, as Unix
+    // tools do, instead of panicking on the failed write (Rust ignores SIGPIPE by default).
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Manifest(c) => cmd::manifest::run(c),
