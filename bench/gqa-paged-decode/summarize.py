@@ -5,11 +5,15 @@ then, per variant, the best unit size per workload. Usage: summarize.py gqa_benc
 import math, sys
 from collections import defaultdict
 rows = defaultdict(dict)  # (variant, tpw) -> id -> (graph_us, tbps)
+col = None  # column positions, from the header line (later logs have a `plan` column)
 for line in open(sys.argv[1]):
     f = [x.strip() for x in line.split("|")]
-    if len(f) < 13 or f[0] != "time" or f[1] == "id":
+    if len(f) < 13 or f[0] != "time":
         continue
-    rows[(f[6], f[7])][f[1]] = (float(f[8]), float(f[12]))
+    if f[1] == "id":
+        col = {name: i for i, name in enumerate(f)}
+        continue
+    rows[(f[col["variant"]], f[col["tpw"]])][f[1]] = (float(f[col["graph_med_us"]]), float(f[col["TB/s_graph"]]))
 def geo(vals):
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 print("variant | tpw | geomean48_us | seed_us | b16x8192_us | b128x4096_TB/s | b1_geo | b64_geo | b16_geo")

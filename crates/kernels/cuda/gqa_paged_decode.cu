@@ -20,8 +20,11 @@
 // most `entries_per_unit` pages, whatever the batch's length skew, and one launch
 // does everything with no host-side planning: the schedule comes from kv_indptr on
 // the device. When sequences are short on average (the host knows only batch and
-// num_kv_indices), units are whole sequences instead (`per_sequence`): one CTA per
-// (sequence, head tile), no partials and no merge.
+// num_kv_indices), units follow sequences instead (`max_parts` > 0): CTA row
+// b * max_parts + p takes part p of sequence b, whose entries are cut into
+// min(max_parts, ceil(n / entries_per_unit)) equal parts; a sequence of one part
+// writes its output directly (no partials, no merge), and rows past a sequence's part
+// count exit at once.
 //
 // Math per 16-token tile, per warp: S = Q K^T with mma.m16n8k16 (query heads of the
 // group as the M dimension, head_dim as K), online softmax in base 2 in fp32, then
@@ -135,9 +138,9 @@ struct Args {
     int batch;
     int num_entries;   // length of kv_indices
     int num_pages;
-    int entries_per_unit;
+    int entries_per_unit;  // fixed units: entries per unit; per sequence: least entries per part
     int num_units;
-    int per_sequence;  // 1: one unit per sequence (grid.x = batch); 0: fixed-size units
+    int max_parts;     // > 0: per-sequence schedule, grid.x = batch * max_parts; 0: fixed-size units
 };
 
 // Writes zeros and -inf for the query rows of one (sequence, head tile): an empty sequence.
@@ -151,22 +154,17 @@ static __device__ void write_empty(const Args& a, int b, int kvh, int mt, int la
     if (lane < rows) a.lse[(size_t)b * (NUM_KV_HEADS * GROUP) + head0 + lane] = -__int_as_float(0x7f800000);
 }
 
-// Merges every partial record of sequence b (units u0..u1) into the final output. All rows
-// of a piece are read at once (lanes own columns), so the loop over pieces, not rows × pieces,
-// sets the number of dependent L2 round trips. `scratch` is this warp's idle shared memory.
-static __device__ void merge_pieces(const Args& a, int b, int s, int e, int hy, int kvh, int mt, int lane, float* scratch) {
-    const int C = a.entries_per_unit;
-    const int u0 = s / C, u1 = (e - 1) / C;
-    const int npieces = u1 - u0 + 1;
+// Merges the `npieces` partial records of sequence b (`record(i)` is piece i's) into the final
+// output. All rows of a piece are read at once (lanes own columns), so the loop over pieces,
+// not rows × pieces, sets the number of dependent L2 round trips. `scratch` is this warp's idle
+// shared memory.
+template <typename Record>
+static __device__ void merge_pieces(const Args& a, int b, int npieces, Record record, int kvh, int mt, int lane, float* scratch) {
     const int rows = min(16, GROUP - mt * 16);
     const int head0 = kvh * GROUP + mt * 16;
     const float NEG_INF = -__int_as_float(0x7f800000);
     constexpr int VEC = HEAD_DIM / 32;
     constexpr int WCAP = WARP_SMEM / (16 * 4);  // pieces whose weights fit in scratch
-    auto record = [&](int i) -> const float* {
-        int u = u0 + i;
-        return a.partial + ((size_t)(u * 2 + (u == u0 ? 1 : 0)) * HY + hy) * REC_FLOATS;
-    };
     // Pass 1: each lane holds its first piece's m and l (one round trip when npieces <= 32).
     float M[16], L[16], m_own[16], l_own[16];
     const float* own = record(lane);
@@ -266,13 +264,20 @@ gqa_paged_decode(const Args a) {
     const int mt = hy % MTILES;
     const int C = a.entries_per_unit;
     const int T = a.num_entries;
-    // Per-sequence schedule: the unit is sequence `unit`'s whole entry range, so its one piece
-    // writes the output directly (no partials, no merge), at the price of one kv_indptr load
-    // before the page ids. The host chooses it for short average sequences.
-    int e0, e1;
-    if (a.per_sequence) {
-        e0 = clamp_int(__ldg(a.kv_indptr + unit), 0, T);
-        e1 = max(e0, clamp_int(__ldg(a.kv_indptr + unit + 1), 0, T));
+    // Per-sequence schedule: the unit is one part of sequence `seq`'s entry range, at the price
+    // of one kv_indptr load before the page ids; a sequence of one part writes its output
+    // directly. The host chooses it for short average sequences.
+    const bool per_sequence = a.max_parts > 0;
+    int e0, e1, seq = 0, part = 0, nparts = 1;
+    if (per_sequence) {
+        seq = unit / a.max_parts;
+        part = unit % a.max_parts;
+        const int s = clamp_int(__ldg(a.kv_indptr + seq), 0, T);
+        const int n = max(s, clamp_int(__ldg(a.kv_indptr + seq + 1), 0, T)) - s;
+        nparts = clamp_int((n + C - 1) / C, 1, a.max_parts);
+        if (part >= nparts) return;  // the whole CTA leaves before any barrier
+        e0 = s + (int)((long long)n * part / nparts);
+        e1 = s + (int)((long long)n * (part + 1) / nparts);
     } else {
         e0 = unit * C;
         e1 = min(e0 + C, T);
@@ -298,7 +303,7 @@ gqa_paged_decode(const Args a) {
     // Which sequences does this unit touch? Count, over kv_indptr, the entries below e0,
     // at most e0, and below e1 (kv_indptr is non-decreasing).
     int below_e0 = 0, upto_e0 = 0, below_e1 = 0;
-    for (int j = a.per_sequence ? a.batch + 1 : lane; j <= a.batch; j += 32) {
+    for (int j = per_sequence ? a.batch + 1 : lane; j <= a.batch; j += 32) {
         int v = clamp_int(__ldg(a.kv_indptr + j), 0, T);
         below_e0 += v < e0;
         upto_e0 += v <= e0;
@@ -313,8 +318,8 @@ gqa_paged_decode(const Args a) {
     // A sequence lies before this unit when it starts below e0 and ends at or below e0;
     // an empty sequence belongs to the unit its position falls in (the last unit takes
     // the ones at the very end).
-    const int b_start = a.per_sequence ? unit : max(0, min(below_e0, upto_e0 - 1));
-    const int b_end = a.per_sequence ? unit + 1 : (last_unit ? a.batch : below_e1);
+    const int b_start = per_sequence ? seq : max(0, min(below_e0, upto_e0 - 1));
+    const int b_end = per_sequence ? seq + 1 : (last_unit ? a.batch : below_e1);
 
     const int g = lane >> 2;  // mma row group
     const int t4 = lane & 3;  // mma thread in group
@@ -577,10 +582,15 @@ gqa_paged_decode(const Args a) {
                 if (g + 8 < rows_here) a.lse[qrow0 + g + 8] = l1 > 0.f ? m1 + log2f(l1) : NEG_INF;
             }
         } else {
-            // Slot 0: the sequence that began before this unit; slot 1: the one that
-            // begins here and runs past it. At most one of each per unit.
-            const int rslot = s < e0 ? 0 : 1;
-            float* rec = a.partial + ((size_t)(unit * 2 + rslot) * HY + hy) * REC_FLOATS;
+            // Per sequence: one record per part. Fixed units: slot 0 holds the sequence that
+            // began before this unit, slot 1 the one that begins here and runs past it (at
+            // most one of each per unit).
+            auto record = [&](int i) -> float* {
+                if (per_sequence) return a.partial + ((size_t)(b * a.max_parts + i) * HY + hy) * REC_FLOATS;
+                const int u = s / C + i;
+                return a.partial + ((size_t)(u * 2 + (u == s / C ? 1 : 0)) * HY + hy) * REC_FLOATS;
+            };
+            float* rec = record(per_sequence ? part : unit - s / C);
 #pragma unroll
             for (int n = 0; n < NTILES; ++n) {
                 int c = n * 8 + t4 * 2;
@@ -599,10 +609,10 @@ gqa_paged_decode(const Args a) {
             int* counter = a.counters + (size_t)b * HY + hy;
             if (lane == 0) arrived = atomicAdd(counter, 1);
             arrived = __shfl_sync(0xffffffffu, arrived, 0);
-            const int npieces = (e - 1) / C - s / C + 1;
+            const int npieces = per_sequence ? nparts : (e - 1) / C - s / C + 1;
             if (arrived == npieces - 1) {
                 __threadfence();
-                merge_pieces(a, b, s, e, hy, kvh, mt, lane, (float*)ks);
+                merge_pieces(a, b, npieces, record, kvh, mt, lane, (float*)ks);
                 if (lane == 0) *counter = 0;  // ready for the next launch
             }
         }

@@ -6,8 +6,10 @@
 //!                       CPU reference (flashinfer_bench_eval atol=rtol=1e-2, relative L2 <= 1e-2).
 //! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096): graph replay after an L2
 //!                       flush and eager, median of many CUDA-event samples, per tuning variant.
-//! Options: --out DIR (logs), --samples N, --variants "w4s3,w4s4", --tpw "0,16,64,seq" (0 = auto, seq = one unit per sequence),
-//!          --only wl32,b128x4096 (time only these cases).
+//! Options: --out DIR (logs), --samples N, --variants "auto,w4s3,w8s3" (auto = the variant set the runner
+//!          uses, chosen per call), --tpw "0,256,seq,fill:128" (schedules:
+//!          0 = automatic, N = fixed units of N tokens, seq = one whole sequence per CTA, fill:M = sequences
+//!          cut into parts of at least M tokens to fill one wave), --only wl32,b128x4096 (time only these cases).
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUstreamCaptureMode, CUgraphInstantiate_flags};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
-use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Tuning};
+use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Schedule, Tuning};
 use ki_runner::compare::{Tolerance, compare_values};
 use ki_runner::materialize::{standard_normal_bf16, synthesize_page_table};
 use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
@@ -227,22 +229,51 @@ fn reference_for(config: &GqaConfig, case: &Case, dc: &DeviceCase) -> Result<ki_
     gqa_paged_decode_reference(&shape, &inputs).map_err(|e| anyhow!("reference: {e}"))
 }
 
-/// A unit schedule: `0` auto, `seq` one unit per sequence, N fixed units of N tokens.
-fn schedule(spec: &str) -> Result<(Option<u32>, Option<bool>)> {
+/// A schedule spec (module docs) for one kernel and problem.
+fn schedule(spec: &str, kernel: &GqaPagedDecode, size: &ProblemSize) -> Result<Option<Schedule>> {
+    let bad = || anyhow!("--tpw `{spec}`: expected 0, seq, fill:M or a token count");
     Ok(match spec {
-        "0" => (None, None),
-        "seq" => (None, Some(true)),
-        n => (Some(n.parse().map_err(|_| anyhow!("--tpw `{n}`: expected 0, seq or a token count"))?), Some(false)),
+        "0" => None,
+        "seq" => Some(Schedule::PerSequence { max_parts: 1, min_part_tokens: 1 }),
+        _ => match spec.strip_prefix("fill:") {
+            Some(m) => Some(kernel.parts_to_fill(size, m.parse().map_err(|_| bad())?)),
+            None => Some(Schedule::FixedUnits { unit_tokens: spec.parse().map_err(|_| bad())? }),
+        },
     })
 }
 
-fn parse_variants(spec: &str) -> Result<Vec<Tuning>> {
+/// A short name for a schedule in the logs: `U<tokens>` fixed units, `P<parts>/<min tokens>`.
+fn plan_label(schedule: &Schedule) -> String {
+    match schedule {
+        Schedule::FixedUnits { unit_tokens } => format!("U{unit_tokens}"),
+        Schedule::PerSequence { max_parts, min_part_tokens } => format!("P{max_parts}/{min_part_tokens}"),
+    }
+}
+
+/// A compiled variant to check or time: one tuning, or None for [`GqaPagedDecode::automatic`].
+type Variant = Option<Tuning>;
+
+fn variant_label(variant: &Variant) -> String {
+    variant.map_or("auto".into(), |t| format!("w{}s{}", t.warps_per_cta, t.stages))
+}
+
+fn build(ctx: &Arc<CudaContext>, config: GqaConfig, variant: &Variant) -> Result<GqaPagedDecode> {
+    Ok(match variant {
+        Some(tuning) => GqaPagedDecode::new(ctx, config, *tuning)?,
+        None => GqaPagedDecode::automatic(ctx, config)?,
+    })
+}
+
+fn parse_variants(spec: &str) -> Result<Vec<Variant>> {
     spec.split(',')
         .filter(|s| !s.is_empty())
         .map(|s| {
             let s = s.trim();
+            if s == "auto" {
+                return Ok(None);
+            }
             let (w, st) = s.strip_prefix('w').and_then(|r| r.split_once('s')).ok_or_else(|| anyhow!("variant `{s}`: expected w<warps>s<stages>"))?;
-            Ok(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, tokens_per_warp: None, per_sequence: None })
+            Ok(Some(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, schedule: None }))
         })
         .collect()
 }
@@ -250,7 +281,7 @@ fn parse_variants(spec: &str) -> Result<Vec<Tuning>> {
 struct Opts {
     out: PathBuf,
     samples: usize,
-    variants: Vec<Tuning>,
+    variants: Vec<Variant>,
     tpw: Vec<String>,
     only: Option<Vec<String>>,
 }
@@ -284,13 +315,13 @@ fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
 
 fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<bool> {
     let mut all_ok = true;
-    let mut kernels: std::collections::HashMap<(GqaConfig, Tuning), GqaPagedDecode> = Default::default();
-    let mut get = |config: GqaConfig, tuning: Tuning| -> Result<GqaPagedDecode> {
-        let key = (config, Tuning { tokens_per_warp: None, per_sequence: None, ..tuning });
+    let mut kernels: std::collections::HashMap<(GqaConfig, Variant), GqaPagedDecode> = Default::default();
+    let mut get = |config: GqaConfig, variant: Variant| -> Result<GqaPagedDecode> {
+        let key = (config, variant);
         if !kernels.contains_key(&key) {
-            kernels.insert(key, GqaPagedDecode::new(ctx, config, key.1)?);
+            kernels.insert(key, build(ctx, config, &variant)?);
         }
-        Ok(kernels[&key].retuned(tuning.tokens_per_warp, tuning.per_sequence))
+        Ok(kernels[&key].rescheduled(None))
     };
     log(logf, "check | definition | case | variant | tpw | pass | out_relL2 | out_maxabs | lse_relL2 | lse_maxabs | mismatches");
     let mut seed = 1000u64;
@@ -304,11 +335,10 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
             seed += 17;
             let mut dc = upload(stream, config, &case, seed, true)?;
             let reference = reference_for(config, &case, &dc)?;
-            for tuning in &opts.variants {
-                for tpw in ["0", "16", "48", "seq"] {
-                    let (tokens_per_warp, per_sequence) = schedule(tpw)?;
-                    let tuning = Tuning { tokens_per_warp, per_sequence, ..*tuning };
-                    let kernel = get(*config, tuning)?;
+            for variant in &opts.variants {
+                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64"] {
+                    let base = get(*config, *variant)?;
+                    let kernel = base.rescheduled(schedule(tpw, &base, &dc.size)?);
                     let ws = kernel.workspace(stream, &dc.size)?;
                     // Twice on the same workspace: the counters must come back to zero.
                     for rep in 0..2 {
@@ -320,8 +350,8 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
                         log(
                             logf,
                             &format!(
-                                "check | {name} | {} rep{rep} | w{}s{} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
-                                case.label, tuning.warps_per_cta, tuning.stages, tpw, r.pass, r.out_l2, r.out_max_abs, r.lse_l2, r.lse_max_abs, r.mismatches
+                                "check | {name} | {} rep{rep} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
+                                case.label, variant_label(variant), tpw, r.pass, r.out_l2, r.out_max_abs, r.lse_l2, r.lse_max_abs, r.mismatches
                             ),
                         );
                     }
@@ -329,7 +359,7 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
             }
         }
     }
-    // The 48 h32/kv4 workloads, index arrays synthesized to their axes, default tuning.
+    // The 48 h32/kv4 workloads, index arrays synthesized to their axes, the first variant's own choices.
     let config = GqaConfig::from_definition_name("gqa_paged_decode_h32_kv4_d128_ps1")?;
     for (uuid, axes) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")? {
         seed += 17;
@@ -411,13 +441,16 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
     }
     work.push(("b16x8192".into(), case_from_axes("b16x8192", 16, 16 * 8192, 16 * 8192, 1, 99)?));
     work.push(("b128x4096".into(), case_from_axes("b128x4096", 128, 128 * 4096, 128 * 4096, 1, 98)?));
+    // The tokens of wl33 (16 sequences, 15,463 tokens), nearly all in one sequence.
+    work.push(("skew16".into(), case_from_lengths("skew16", &[[13_963].as_slice(), &[100; 15]].concat(), 1, 2, 97)));
     if let Some(only) = &opts.only {
         work.retain(|(id, _)| only.contains(id));
     }
-    log(logf, "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph");
+    log(logf, "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | plan | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph");
+    let kernel_variants = &opts.variants;
     let mut kernels = Vec::new();
-    for t in &opts.variants {
-        kernels.push(GqaPagedDecode::new(ctx, config, *t)?);
+    for variant in &opts.variants {
+        kernels.push(build(ctx, config, variant)?);
     }
     for (id, case) in &work {
         let dc = upload(stream, &config, case, 5, false)?;
@@ -426,11 +459,10 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
         let min_bytes = kv_bytes + case.batch() as f64 * 32.0 * 128.0 * 2.0 * 2.0 + case.kv_indices.len() as f64 * 4.0;
         // Floor: launch floor 3.2 µs (issue 8) or the bytes at the 4.41 TB/s gather rate.
         let floor = (min_bytes / 4.41e12 * 1e6).max(3.2);
-        for base in &kernels {
+        for (vi, base) in kernels.iter().enumerate() {
             for tpw in &opts.tpw {
-                let (tokens_per_warp, per_sequence) = schedule(tpw)?;
-                let kernel = base.retuned(tokens_per_warp, per_sequence);
-                let tuning = *kernel.tuning();
+                let kernel = base.rescheduled(schedule(tpw, base, &dc.size)?);
+                let plan = kernel.plan(&dc.size)?;
                 let ws = kernel.workspace(stream, &dc.size)?;
                 let p = pointers(&dc, stream);
                 stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
@@ -442,14 +474,14 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
                 log(
                     logf,
                     &format!(
-                        "time | {id} | {} | {} | {:.1} | {:.2} | w{}s{} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
+                        "time | {id} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
                         case.batch(),
                         tokens,
                         kv_bytes / 1e6,
                         floor,
-                        tuning.warps_per_cta,
-                        tuning.stages,
+                        variant_label(&kernel_variants[vi]),
                         tpw,
+                        format!("w{}s{} {}", plan.warps_per_cta, plan.stages, plan_label(&plan.schedule)),
                         g,
                         g10,
                         g90,
@@ -466,7 +498,7 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![Tuning::default()], tpw: vec!["0".into()], only: None };
+    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![None], tpw: vec!["0".into()], only: None };
     let mut i = 2;
     let mut ptx_dir = None;
     while i < args.len() {
@@ -491,7 +523,8 @@ fn main() -> Result<()> {
         std::fs::create_dir_all(&dir)?;
         for name in definition_names()? {
             let config = GqaConfig::from_definition_name(&name)?;
-            for t in &opts.variants {
+            let tunings: Vec<Tuning> = opts.variants.iter().flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t])).collect();
+            for t in &tunings {
                 let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90")?;
                 std::fs::write(dir.join(format!("{name}_w{}s{}.ptx", t.warps_per_cta, t.stages)), ptx.to_src())?;
             }

@@ -15,8 +15,13 @@ use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 
 /// The kernel's CUDA C source, compiled by NVRTC with the configuration as `-D` defines.
 pub const SOURCE: &str = include_str!("../cuda/gqa_paged_decode.cu");
+/// This file: the launcher that picks each call's variant and schedule (part of the kernel's
+/// revision in the runner's records).
+pub const LAUNCHER_SOURCE: &str = include_str!("gqa_paged_decode.rs");
 const KERNEL_NAME: &str = "gqa_paged_decode";
 const MAX_SMEM_PER_CTA: u32 = 227 * 1024;
+/// Most parts one sequence is cut into under [`Schedule::PerSequence`].
+pub const MAX_PARTS: u32 = 128;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
@@ -100,16 +105,24 @@ pub struct Tuning {
     pub warps_per_cta: u32,
     /// cp.async pipeline depth per warp, in 16-token tiles.
     pub stages: u32,
-    /// Tokens per unit (one CTA's share); None lets [`plan_launch`] choose from the problem size.
-    pub tokens_per_warp: Option<u32>,
-    /// One unit per sequence (Some(true)) or fixed-size units (Some(false)); None lets
-    /// [`plan_launch`] choose by the average sequence length.
-    pub per_sequence: Option<bool>,
+    /// How work is cut into CTAs; None lets [`plan_launch`] choose from the problem size.
+    pub schedule: Option<Schedule>,
+}
+
+/// How the kernel cuts a batch into units, one CTA (per head tile) each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Consecutive slices of `unit_tokens` tokens of the flat kv_indices range, whatever the
+    /// sequences: balanced under any length skew, at the price of merging split sequences.
+    FixedUnits { unit_tokens: u32 },
+    /// Each sequence cut on the device into min(`max_parts`, ⌈tokens ÷ `min_part_tokens`⌉)
+    /// equal parts; a sequence of one part needs no merge.
+    PerSequence { max_parts: u32, min_part_tokens: u32 },
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { warps_per_cta: 4, stages: 2, tokens_per_warp: None, per_sequence: None }
+        Tuning { warps_per_cta: 4, stages: 2, schedule: None }
     }
 }
 
@@ -121,10 +134,13 @@ impl Tuning {
         if !(2..=8).contains(&self.stages) {
             return Err(KernelError::InvalidConfig(format!("stages {} is outside 2..=8", self.stages)));
         }
-        if self.tokens_per_warp == Some(0) {
-            return Err(KernelError::InvalidConfig("tokens_per_warp must be positive".into()));
+        match self.schedule {
+            Some(Schedule::FixedUnits { unit_tokens: 0 }) => Err(KernelError::InvalidConfig("unit_tokens must be positive".into())),
+            Some(Schedule::PerSequence { max_parts, min_part_tokens }) if !(1..=MAX_PARTS).contains(&max_parts) || min_part_tokens == 0 => Err(
+                KernelError::InvalidConfig(format!("max_parts {max_parts} must be in 1..={MAX_PARTS} and min_part_tokens {min_part_tokens} positive")),
+            ),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -140,10 +156,14 @@ pub struct ProblemSize {
 /// Launch geometry and workspace needs, computed on the host from shapes alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchPlan {
-    /// kv_indices entries (pages) per unit (unused when `per_sequence`).
+    /// The compiled configuration that runs the call.
+    pub warps_per_cta: u32,
+    pub stages: u32,
+    /// The schedule chosen (the tuning's, or the automatic one).
+    pub schedule: Schedule,
+    /// kv_indices entries (pages) per fixed unit, or the least per sequence part.
     pub entries_per_unit: u32,
-    /// One unit (CTA row) per sequence.
-    pub per_sequence: bool,
+    /// CTA rows: fixed units, or batch × max_parts.
     pub num_units: u32,
     pub grid: (u32, u32, u32),
     pub block: (u32, u32, u32),
@@ -189,41 +209,74 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
         )));
     }
     let head_tiles = config.head_tiles();
-    let tokens_per_warp = match tuning.tokens_per_warp {
-        Some(t) => t,
-        None => {
-            // Measured on the H200 over the h32/kv4 workloads (bench/gqa-paged-decode/NOTES.md):
-            // long units win (each warp pays ~two memory round trips to start, and split
-            // sequences pay a merge), until too few warps are left to keep memory busy. So
-            // about 128 units, at least 64 and at most 2,048 tokens each; this also keeps a
-            // sequence to at most ~128 pieces for the merging warp.
-            // Measured on the H200 (bench/gqa-paged-decode/NOTES.md, v5): one wave of as many
-            // CTAs as can be resident, each unit as long as that makes it. Fewer, longer units
-            // mean fewer split sequences to merge; more would only queue.
-            let units = (ctas_per_sm * sm_count / head_tiles).max(1) as u64;
-            let per_unit = total_tokens.div_ceil(units).clamp(16 * tuning.warps_per_cta as u64, 8192);
-            per_unit.div_ceil(16) as u32 * 16
+    // One wave: as many CTAs as can be resident at once.
+    let wave_units = (ctas_per_sm * sm_count / head_tiles).max(1) as u64;
+    let schedule = match tuning.schedule {
+        Some(schedule) => schedule,
+        None => auto_schedule(tuning, size, total_tokens, wave_units),
+    };
+    let (entries_per_unit, num_units) = match schedule {
+        Schedule::FixedUnits { unit_tokens } => {
+            let entries = unit_tokens.div_ceil(config.page_size).max(1);
+            (entries, size.num_kv_indices.div_ceil(entries).max(1))
+        }
+        Schedule::PerSequence { max_parts, min_part_tokens } => {
+            let rows = size.batch_size as u64 * max_parts as u64;
+            if rows > i32::MAX as u64 {
+                return Err(KernelError::InvalidSize(format!("batch {} × max_parts {max_parts} CTA rows exceed int32", size.batch_size)));
+            }
+            (min_part_tokens.div_ceil(config.page_size).max(1), rows as u32)
         }
     };
-    // Measured on the H200 (bench/gqa-paged-decode/NOTES.md, v6): up to ~16 tiles per warp on
-    // average (1,024 tokens at 4 warps) a CTA per sequence, which never merges, beats fixed
-    // units by up to 1.8×; above that, fixed units keep more of the GPU busy. A skewed batch
-    // still gets the right answer, only less parallelism on its long sequence.
-    let per_sequence = size.batch_size > 0
-        && tuning.per_sequence.unwrap_or(tuning.tokens_per_warp.is_none() && total_tokens <= size.batch_size as u64 * 256 * tuning.warps_per_cta as u64);
-    let entries_per_unit = tokens_per_warp.div_ceil(config.page_size).max(1);
-    let num_units = if per_sequence { size.batch_size } else { size.num_kv_indices.div_ceil(entries_per_unit).max(1) };
     let record_floats = 16 * config.head_dim as usize + 32;
+    let records = match schedule {
+        Schedule::FixedUnits { .. } => num_units as usize * 2,
+        Schedule::PerSequence { max_parts: 1, .. } => 0,
+        Schedule::PerSequence { .. } => num_units as usize,
+    };
     Ok(LaunchPlan {
+        warps_per_cta: tuning.warps_per_cta,
+        stages: tuning.stages,
+        schedule,
         entries_per_unit,
-        per_sequence,
         num_units,
         grid: (num_units, head_tiles, 1),
         block: (32 * tuning.warps_per_cta, 1, 1),
         shared_bytes,
-        partial_floats: if per_sequence { 0 } else { num_units as usize * 2 * head_tiles as usize * record_floats },
+        partial_floats: records * head_tiles as usize * record_floats,
         counter_count: (size.batch_size as usize * head_tiles as usize).max(1),
     })
+}
+
+/// The schedule [`plan_launch`] chooses from shapes alone; `wave_units` is how many CTA rows
+/// (all head tiles each) are resident at once. Measured on the H200 (bench/gqa-paged-decode/NOTES.md):
+/// - v6: up to 256 tokens per warp on average (1,024 at 4 warps), a CTA per sequence, which never
+///   merges, beats fixed units by up to 1.8×; cutting such sequences into parts only adds a merge
+///   (~3 µs). So sequences up to that length stay whole, and only longer ones (a skewed batch,
+///   which the host cannot see) are cut into parts, up to one wave of CTA rows: 16 sequences with
+///   one of 13,963 tokens took 182 µs whole and 47 µs in 6 parts (v7).
+/// - v5: for longer sequences on average, fixed units sized to fill one wave.
+fn auto_schedule(tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64) -> Schedule {
+    let average = total_tokens.div_ceil(size.batch_size.max(1) as u64);
+    let whole_tokens = 256 * tuning.warps_per_cta;
+    if average <= whole_tokens as u64 {
+        parts_to_fill(size, total_tokens, wave_units, whole_tokens)
+    } else {
+        // Fewer, longer units mean fewer split sequences to merge; more would only queue.
+        let warps = tuning.warps_per_cta as u64;
+        let unit_tokens = total_tokens.div_ceil(wave_units).clamp(16 * warps, 8192).div_ceil(16) * 16;
+        Schedule::FixedUnits { unit_tokens: unit_tokens as u32 }
+    }
+}
+
+/// The per-sequence schedule with parts of at least `min_part_tokens`, and as many parts as one
+/// wave of `wave_units` CTA rows holds, but no more than the batch's tokens could fill.
+fn parts_to_fill(size: &ProblemSize, total_tokens: u64, wave_units: u64, min_part_tokens: u32) -> Schedule {
+    let min_part_tokens = min_part_tokens.max(1);
+    let fill = (wave_units / size.batch_size.max(1) as u64).max(1);
+    let useful = total_tokens.div_ceil(min_part_tokens as u64).max(1);
+    let max_parts = fill.min(useful).min(MAX_PARTS as u64) as u32;
+    Schedule::PerSequence { max_parts, min_part_tokens }
 }
 
 /// Device addresses of one call's tensors, in the definitions' layouts:
@@ -285,7 +338,7 @@ struct KernelArgs {
     num_pages: i32,
     entries_per_unit: i32,
     num_units: i32,
-    per_sequence: i32,
+    max_parts: i32,
 }
 
 // SAFETY: plain-old-data with the C layout of `struct Args`.
@@ -317,21 +370,55 @@ pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str) -> Resul
     compile_ptx_with_opts(SOURCE, options).map_err(|e| KernelError::Compile { name, log: e.to_string() })
 }
 
-/// A compiled kernel for one [`GqaConfig`] and [`Tuning`].
-pub struct GqaPagedDecode {
-    config: GqaConfig,
+/// The configurations [`GqaPagedDecode::automatic`] compiles: 4 warps with 2 stages (3 CTAs per
+/// SM), and 8 warps with 3 stages (1 CTA per SM, four times the bytes in flight per CTA).
+pub const AUTOMATIC_VARIANTS: [Tuning; 2] =
+    [Tuning { warps_per_cta: 4, stages: 2, schedule: None }, Tuning { warps_per_cta: 8, stages: 3, schedule: None }];
+
+/// Which of [`AUTOMATIC_VARIANTS`] serves a call, from shapes alone. Measured on the H200
+/// (bench/gqa-paged-decode/NOTES.md, v7): when the batch leaves most SMs without a CTA (at most
+/// one CTA row per two SMs) and its sequences are 384–2,048 tokens on average, each CTA must
+/// keep more bytes in flight, and 8 warps × 3 stages beat 4 × 2 by up to 25% (16 sequences of
+/// ~1,000–1,450 tokens: 25–33 µs → 20–25 µs); shorter sequences do not fill the deeper pipeline,
+/// and larger batches fill the GPU with small CTAs already.
+pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32) -> Tuning {
+    let rows = size.batch_size as u64 * config.head_tiles() as u64;
+    let average = (size.num_kv_indices as u64 * config.page_size as u64).div_ceil(size.batch_size.max(1) as u64);
+    if 2 * rows <= sm_count as u64 && (384..=2048).contains(&average) { AUTOMATIC_VARIANTS[1] } else { AUTOMATIC_VARIANTS[0] }
+}
+
+/// One compiled configuration of the kernel.
+#[derive(Clone)]
+struct Variant {
     tuning: Tuning,
     function: CudaFunction,
-    sm_count: u32,
     ctas_per_sm: u32,
+}
+
+/// The kernel compiled for one [`GqaConfig`]: one [`Tuning`] ([`GqaPagedDecode::new`]), or the
+/// measured set that [`automatic_tuning`] chooses from per call ([`GqaPagedDecode::automatic`]).
+pub struct GqaPagedDecode {
+    config: GqaConfig,
+    variants: Vec<Variant>,
+    schedule: Option<Schedule>,
+    sm_count: u32,
 }
 
 impl GqaPagedDecode {
     /// Compiles the kernel with NVRTC for the context's device (compute capability 8.0 or
     /// newer: mma.sync bf16, ldmatrix and cp.async).
     pub fn new(ctx: &Arc<CudaContext>, config: GqaConfig, tuning: Tuning) -> Result<GqaPagedDecode, KernelError> {
+        Self::compiled(ctx, config, &[tuning], tuning.schedule)
+    }
+
+    /// Compiles every one of [`AUTOMATIC_VARIANTS`]; each call runs the one [`automatic_tuning`]
+    /// picks, with the schedule [`plan_launch`] picks. What the runner's `native` implementation uses.
+    pub fn automatic(ctx: &Arc<CudaContext>, config: GqaConfig) -> Result<GqaPagedDecode, KernelError> {
+        Self::compiled(ctx, config, &AUTOMATIC_VARIANTS, None)
+    }
+
+    fn compiled(ctx: &Arc<CudaContext>, config: GqaConfig, tunings: &[Tuning], schedule: Option<Schedule>) -> Result<GqaPagedDecode, KernelError> {
         config.validate()?;
-        tuning.validate()?;
         let (major, minor) = ctx.compute_capability()?;
         let arch: &'static str = match (major, minor) {
             (8, 0) => "compute_80",
@@ -346,37 +433,55 @@ impl GqaPagedDecode {
             }
             (m, n) => return Err(KernelError::UnsupportedDevice(format!("compute capability {m}.{n} < 8.0"))),
         };
-        let ptx = compile(&config, &tuning, arch)?;
-        let module = ctx.load_module(ptx)?;
-        let function = module.load_function(KERNEL_NAME)?;
-        let shared = warp_shared_bytes(&config, &tuning) * tuning.warps_per_cta;
-        function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
         let sm_count = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
-        Ok(GqaPagedDecode { config, tuning, function, sm_count, ctas_per_sm })
+        let mut variants = Vec::with_capacity(tunings.len());
+        for tuning in tunings {
+            let tuning = Tuning { schedule: None, ..*tuning };
+            tuning.validate()?;
+            let ptx = compile(&config, &tuning, arch)?;
+            let module = ctx.load_module(ptx)?;
+            let function = module.load_function(KERNEL_NAME)?;
+            let shared = warp_shared_bytes(&config, &tuning) * tuning.warps_per_cta;
+            function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+            let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
+            variants.push(Variant { tuning, function, ctas_per_sm });
+        }
+        if let Some(schedule) = schedule {
+            Tuning { schedule: Some(schedule), ..Tuning::default() }.validate()?;
+        }
+        Ok(GqaPagedDecode { config, variants, schedule, sm_count })
     }
 
     /// The same compiled kernel with another schedule (None: chosen per problem size).
-    pub fn retuned(&self, tokens_per_warp: Option<u32>, per_sequence: Option<bool>) -> GqaPagedDecode {
-        GqaPagedDecode {
-            config: self.config,
-            tuning: Tuning { tokens_per_warp, per_sequence, ..self.tuning },
-            function: self.function.clone(),
-            sm_count: self.sm_count,
-            ctas_per_sm: self.ctas_per_sm,
-        }
+    pub fn rescheduled(&self, schedule: Option<Schedule>) -> GqaPagedDecode {
+        GqaPagedDecode { config: self.config, variants: self.variants.clone(), schedule, sm_count: self.sm_count }
     }
 
     pub fn config(&self) -> &GqaConfig {
         &self.config
     }
 
-    pub fn tuning(&self) -> &Tuning {
-        &self.tuning
+    /// The compiled variant that serves `size`.
+    fn variant(&self, size: &ProblemSize) -> &Variant {
+        if let [only] = self.variants.as_slice() {
+            return only;
+        }
+        let chosen = automatic_tuning(&self.config, size, self.sm_count);
+        self.variants.iter().find(|v| v.tuning == chosen).unwrap_or(&self.variants[0])
     }
 
+    /// The per-sequence schedule that fills one wave on this device, with parts of at least
+    /// `min_part_tokens` (for benchmarks that compare schedules).
+    pub fn parts_to_fill(&self, size: &ProblemSize, min_part_tokens: u32) -> Schedule {
+        let variant = self.variant(size);
+        let wave_units = (variant.ctas_per_sm * self.sm_count / self.config.head_tiles()).max(1) as u64;
+        parts_to_fill(size, size.num_kv_indices as u64 * self.config.page_size as u64, wave_units, min_part_tokens)
+    }
+
+    /// The variant, schedule, grid and workspace of a call of this size.
     pub fn plan(&self, size: &ProblemSize) -> Result<LaunchPlan, KernelError> {
-        plan_launch(&self.config, &self.tuning, size, self.sm_count, self.ctas_per_sm)
+        let variant = self.variant(size);
+        plan_launch(&self.config, &Tuning { schedule: self.schedule, ..variant.tuning }, size, self.sm_count, variant.ctas_per_sm)
     }
 
     /// A workspace large enough for `size`.
@@ -438,13 +543,16 @@ impl GqaPagedDecode {
             num_entries: size.num_kv_indices as i32,
             num_pages: size.num_pages as i32,
             entries_per_unit: plan.entries_per_unit as i32,
-            per_sequence: plan.per_sequence as i32,
             num_units: plan.num_units as i32,
+            max_parts: match plan.schedule {
+                Schedule::PerSequence { max_parts, .. } => max_parts as i32,
+                Schedule::FixedUnits { .. } => 0,
+            },
         };
         let config = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
         // SAFETY: the argument block matches the kernel's signature; the caller vouches for
         // the buffers (see above).
-        unsafe { stream.launch_builder(&self.function).arg(&args).launch(config)? };
+        unsafe { stream.launch_builder(&self.variant(size).function).arg(&args).launch(config)? };
         Ok(())
     }
 }
@@ -494,30 +602,77 @@ mod tests {
         assert!(GqaConfig { num_qo_heads: 0, ..h32kv4(1) }.validate().is_err());
         assert!(Tuning { stages: 1, ..Tuning::default() }.validate().is_err());
         assert!(Tuning { warps_per_cta: 0, ..Tuning::default() }.validate().is_err());
+        for schedule in [
+            Schedule::FixedUnits { unit_tokens: 0 },
+            Schedule::PerSequence { max_parts: 0, min_part_tokens: 64 },
+            Schedule::PerSequence { max_parts: MAX_PARTS + 1, min_part_tokens: 64 },
+            Schedule::PerSequence { max_parts: 4, min_part_tokens: 0 },
+        ] {
+            assert!(Tuning { schedule: Some(schedule), ..Tuning::default() }.validate().is_err(), "{schedule:?}");
+        }
     }
 
     #[test]
     fn plan_covers_every_entry_once() {
         let config = h32kv4(1);
-        for (batch, total) in [(1u32, 7u32), (16, 1020), (64, 61519), (128, 128 * 4096), (1, 150_000), (3, 0)] {
+        // 132 SMs × 3 CTAs ÷ 4 head tiles = 99 CTA rows in one wave.
+        for (batch, total) in [(1u32, 7u32), (1, 546), (16, 1020), (16, 15463), (64, 61519), (128, 128 * 4096), (300, 300 * 2000), (1, 150_000), (3, 0)] {
             let size = ProblemSize { batch_size: batch, num_pages: total.max(1), num_kv_indices: total };
             let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3).unwrap();
-            // Short sequences on average: one unit per sequence, and no merge space.
-            assert_eq!(plan.per_sequence, total <= batch * 1024, "{batch}x{total}");
-            if plan.per_sequence {
-                assert_eq!((plan.num_units, plan.partial_floats), (batch, 0));
-                continue;
-            }
-            // Units tile [0, total) with none left over, and there is always one unit (it
-            // writes the empty sequences).
-            assert!(plan.num_units as u64 * plan.entries_per_unit as u64 >= total as u64);
-            assert!(total == 0 || ((plan.num_units - 1) as u64 * plan.entries_per_unit as u64) < total as u64);
-            assert!(plan.num_units >= 1);
-            assert_eq!(plan.grid.0, plan.num_units);
-            assert_eq!(plan.grid.1, 4);
-            // A sequence is cut into at most ~256 pieces (the merge reads each one).
-            assert!(total.div_ceil(plan.entries_per_unit) <= 257, "{batch}x{total}: {plan:?}");
+            assert_eq!(plan.grid, (plan.num_units, 4, 1));
             assert_eq!(plan.counter_count, (batch as usize * 4).max(1));
+            match plan.schedule {
+                Schedule::PerSequence { max_parts, min_part_tokens } => {
+                    // Short sequences on average stay whole; parts only for longer ones.
+                    assert!(total <= batch * 1024, "{batch}x{total}");
+                    assert_eq!(min_part_tokens, 1024);
+                    assert_eq!(plan.num_units, batch * max_parts);
+                    // At most one wave of CTA rows (or one per sequence), and no more parts than
+                    // the batch's tokens could fill.
+                    assert!(max_parts == 1 || (plan.num_units <= 99 && (max_parts - 1) * 1024 < total), "{batch}x{total}: {plan:?}");
+                    let records = if max_parts == 1 { 0 } else { plan.num_units as usize * 4 };
+                    assert_eq!(plan.partial_floats, records * (16 * 128 + 32));
+                }
+                Schedule::FixedUnits { .. } => {
+                    assert!(total > batch * 1024, "{batch}x{total}");
+                    // Units tile [0, total) with none left over, and there is always one unit
+                    // (it writes the empty sequences).
+                    assert!(plan.num_units as u64 * plan.entries_per_unit as u64 >= total as u64);
+                    assert!(total == 0 || ((plan.num_units - 1) as u64 * plan.entries_per_unit as u64) < total as u64);
+                    assert!(plan.num_units >= 1);
+                    // A sequence is cut into at most ~256 pieces (the merge reads each one).
+                    assert!(total.div_ceil(plan.entries_per_unit) <= 257, "{batch}x{total}: {plan:?}");
+                }
+            }
+        }
+        let plan = |batch, total| plan_launch(&config, &Tuning::default(), &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3).unwrap();
+        // The seed's 16 short sequences stay whole and never merge.
+        assert_eq!(plan(16, 1020).schedule, Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 });
+        // 16 sequences of ~1,000 tokens: a sequence longer than 1,024 (skew) may take 6 parts.
+        assert_eq!(plan(16, 15463).schedule, Schedule::PerSequence { max_parts: 6, min_part_tokens: 1024 });
+        assert!(matches!(plan(128, 1 << 19).schedule, Schedule::FixedUnits { .. }));
+    }
+
+    #[test]
+    fn automatic_tuning_deepens_the_pipeline_only_for_few_long_sequences() {
+        let config = h32kv4(1);
+        let pick = |batch, total| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132);
+        let (small, deep) = (AUTOMATIC_VARIANTS[0], AUTOMATIC_VARIANTS[1]);
+        assert_eq!((small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages), (4, 2, 8, 3));
+        assert_eq!(pick(16, 1020), small); // the seed: 64 tokens per sequence
+        assert_eq!(pick(16, 15463), deep);
+        assert_eq!(pick(16, 23079), deep);
+        assert_eq!(pick(16, 16 * 8192), small); // longer than 2,048: fixed units
+        assert_eq!(pick(1, 546), deep);
+        assert_eq!(pick(1, 252), small);
+        assert_eq!(pick(64, 61519), small); // 256 CTAs fill the GPU already
+        assert_eq!(pick(0, 0), small);
+        // Every automatic variant fits in shared memory for every configuration of the family.
+        for variant in AUTOMATIC_VARIANTS {
+            for head_dim in [64, 128] {
+                let config = GqaConfig { head_dim, ..config };
+                assert!(plan_launch(&config, &variant, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 1).is_ok());
+            }
         }
     }
 
@@ -525,7 +680,7 @@ mod tests {
     fn plan_scales_pages_and_bounds() {
         let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
         assert!(plan.entries_per_unit >= 1);
-        let fixed = Tuning { tokens_per_warp: Some(256), ..Tuning::default() };
+        let fixed = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 256 }), ..Tuning::default() };
         let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
         assert_eq!(plan.entries_per_unit, 4);
         assert_eq!(plan.num_units, 16);

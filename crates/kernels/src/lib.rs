@@ -6,5 +6,6 @@
 pub mod gqa_paged_decode;
 
 pub use gqa_paged_decode::{
-    GqaConfig, GqaPagedDecode, GqaPointers, KernelError, LaunchPlan, ProblemSize, Tuning, Workspace, compile, plan_launch,
+    AUTOMATIC_VARIANTS, GqaConfig, GqaPagedDecode, GqaPointers, KernelError, LaunchPlan, ProblemSize, Schedule, Tuning, Workspace, automatic_tuning, compile,
+    plan_launch,
 };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr};
 use half::bf16;
-use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Tuning};
+use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Schedule, Tuning};
 use ki_runner::compare::{Tolerance, compare_values};
 use ki_runner::materialize::{SplitMix64, standard_normal_bf16};
 use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
@@ -78,7 +78,8 @@ fn problem(lengths: &[usize], page_size: usize, seed: u64) -> Problem {
     Problem { indptr, indices: pool, last, num_pages }
 }
 
-fn run_and_compare(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, config: GqaConfig, tuning: Tuning, lengths: &[usize], seed: u64) {
+/// Checks one kernel against the CPU reference; `tuning` None is [`GqaPagedDecode::automatic`].
+fn run_and_compare(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, config: GqaConfig, tuning: impl Into<Option<Tuning>>, lengths: &[usize], seed: u64) {
     let (hq, hkv, d, ps) = (config.num_qo_heads as usize, config.num_kv_heads as usize, config.head_dim as usize, config.page_size as usize);
     let p = problem(lengths, ps, seed);
     let batch = lengths.len();
@@ -96,7 +97,10 @@ fn run_and_compare(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, config: Gqa
     // NaN-filled outputs: an element the kernel does not write fails the comparison.
     let dout = stream.clone_htod(&vec![0x7fc1u16; batch * hq * d]).unwrap();
     let dlse = stream.clone_htod(&vec![f32::NAN; batch * hq]).unwrap();
-    let kernel = GqaPagedDecode::new(ctx, config, tuning).unwrap();
+    let kernel = match tuning.into() {
+        Some(tuning) => GqaPagedDecode::new(ctx, config, tuning).unwrap(),
+        None => GqaPagedDecode::automatic(ctx, config).unwrap(),
+    };
     let size = ProblemSize { batch_size: batch as u32, num_pages: p.num_pages as u32, num_kv_indices: p.indices.len() as u32 };
     let ws = kernel.workspace(stream, &size).unwrap();
     let ptrs = GqaPointers {
@@ -141,7 +145,8 @@ fn matches_the_reference_on_edge_cases() {
         return;
     };
     let h32kv4 = |ps| GqaConfig { num_qo_heads: 32, num_kv_heads: 4, head_dim: 128, page_size: ps };
-    let small = Tuning { tokens_per_warp: Some(32), ..Tuning::default() };
+    let small = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 32 }), ..Tuning::default() };
+    let parts = Tuning { schedule: Some(Schedule::PerSequence { max_parts: 5, min_part_tokens: 16 }), ..Tuning::default() };
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[64, 0, 1, 300, 0], 11);
     run_and_compare(&ctx, &stream, h32kv4(1), small, &[64, 0, 1, 300, 0, 17, 33], 12);
     run_and_compare(&ctx, &stream, h32kv4(64), small, &[64, 0, 1, 300, 129, 65], 13);
@@ -149,4 +154,16 @@ fn matches_the_reference_on_edge_cases() {
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[100_000], 15);
     run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, small, &[5, 90, 0, 257], 16);
     run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 6, num_kv_heads: 1, head_dim: 128, page_size: 1 }, small, &[7, 200], 17);
+    // Sequences cut into parts on the device (fewer parts than max_parts when short).
+    run_and_compare(&ctx, &stream, h32kv4(1), parts, &[64, 0, 1, 300, 0, 17, 33, 5000], 18);
+    run_and_compare(&ctx, &stream, h32kv4(64), parts, &[64, 0, 1, 300, 129, 65, 2000], 19);
+    run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, parts, &[5, 90, 0, 257], 20);
+    // The automatic choice: 4 warps for the seed's shape, 8 warps × 3 stages for 16 sequences of
+    // ~1,000 tokens, and parts for the long one of a skewed batch.
+    let seedlike: Vec<usize> = (0..16).map(|i| 40 + 5 * i).collect();
+    let long16: Vec<usize> = (0..16).map(|i| 900 + 37 * i).collect();
+    let skewed: Vec<usize> = [[13_963].as_slice(), &[100; 15]].concat();
+    for (i, lengths) in [seedlike, long16, skewed].iter().enumerate() {
+        run_and_compare(&ctx, &stream, h32kv4(1), None, lengths, 21 + i as u64);
+    }
 }

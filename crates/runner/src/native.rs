@@ -1,7 +1,7 @@
 //! `--implementation native`: the project's own CUDA kernels (crates/kernels) as a
 //! [`GpuImplementation`]. Inputs are uploaded once per trial; a call is one kernel launch.
 use anyhow::{Result, anyhow};
-use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Tuning, Workspace};
+use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Workspace};
 
 use crate::definition::Definition;
 use crate::gpu::{DeviceTensors, GpuImplementation, GpuSession};
@@ -26,7 +26,7 @@ impl NativeGqaPagedDecode {
     pub fn new(session: &GpuSession, definition: &Definition) -> Result<NativeGqaPagedDecode> {
         let config = GqaConfig::from_definition_name(&definition.name)
             .map_err(|e| anyhow!("native: {e}"))?;
-        let kernel = GqaPagedDecode::new(&session.context, config, Tuning::default())
+        let kernel = GqaPagedDecode::automatic(&session.context, config)
             .map_err(|e| anyhow!("native: {e}"))?;
         Ok(NativeGqaPagedDecode {
             definition: definition.clone(),

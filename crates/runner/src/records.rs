@@ -44,6 +44,12 @@ pub fn utc_from_unix(seconds: i64) -> String {
 
 /// See [`RecordWriter::entity_created_at`]: when KernelIndex's runner first wrote records.
 const ENTITY_CREATED_AT: &str = "2026-11-30T00:00:00Z";
+/// The digest of the native kernel's CUDA source and of the Rust launcher that compiles it and
+/// picks its variant and schedule per call.
+fn native_source_digest() -> String {
+    sha256_of(&[ki_kernels::gqa_paged_decode::SOURCE.as_bytes(), ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE.as_bytes()].concat())
+}
+
 pub fn sha256_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
@@ -269,8 +275,9 @@ pub fn implementation_manifest(
             )
         }
         "kernelindex-native" => (
-            // The kernel source's digest is its revision: the runner runs the source it embeds.
-            json!({"repository": HARNESS_REPOSITORY, "version": format!("{}+src.{}", env!("CARGO_PKG_VERSION"), &sha256_of(ki_kernels::gqa_paged_decode::SOURCE.as_bytes())[7..19])}),
+            // The kernel's and its launcher's sources are its revision: the runner runs the CUDA
+            // source it embeds, with the variant and schedule the launcher picks.
+            json!({"repository": HARNESS_REPOSITORY, "version": format!("{}+src.{}", env!("CARGO_PKG_VERSION"), &native_source_digest()[7..19])}),
             json!({"language": "cuda", "path": "crates/kernels/cuda/gqa_paged_decode.cu", "symbol": "gqa_paged_decode", "interface": "kernelindex_runner"}),
             "KernelIndex native GQA paged-decode kernel, compiled by NVRTC at run time".to_string(),
             json!([{"name": "nvrtc", "install": {"kind": "source", "repository": HARNESS_REPOSITORY}}]),
