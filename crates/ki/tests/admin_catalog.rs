@@ -32,25 +32,29 @@ fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
 }
 
 /// Two comparison groups of the shared export with three or more eligible runs and a
-/// stored record: (key, record holder) each, and every row those groups need.
-fn two_groups() -> (Vec<(String, String)>, Vec<ExportLine>) {
+/// stored record: (key, record holder, an eligible run observed after the group's last
+/// record event, which may supersede the holder) each, and every row those groups need.
+fn two_groups() -> (Vec<(String, String, String)>, Vec<ExportLine>) {
     let lines = ki_model::export::read_export(shared("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
     let eligible = |run: &Map<String, Value>| text(run, "status") == "passed" && run["primaryValue"].is_number() && !run["publishedAt"].is_null();
-    let mut chosen: Vec<(String, String)> = Vec::new();
+    let mut chosen: Vec<(String, String, String)> = Vec::new();
     for line in lines.iter().filter(|line| line.table == "record_events") {
         let key = text(&line.row, "comparisonKey");
-        if chosen.len() == 2 || chosen.iter().any(|(k, _)| k == key) {
+        if chosen.len() == 2 || chosen.iter().any(|(k, _, _)| k == key) {
             continue;
         }
-        let runs = lines.iter().filter(|l| l.table == "benchmark_runs" && text(&l.row, "comparisonKey") == key && eligible(&l.row)).count();
+        let runs: Vec<&Map<String, Value>> =
+            lines.iter().filter(|l| l.table == "benchmark_runs" && text(&l.row, "comparisonKey") == key && eligible(&l.row)).map(|l| &l.row).collect();
         let events: Vec<&Map<String, Value>> =
             lines.iter().filter(|l| l.table == "record_events" && text(&l.row, "comparisonKey") == key).map(|l| &l.row).collect();
-        let holder = events.iter().max_by_key(|event| text(event, "at")).map(|event| text(event, "runId").to_string());
-        if let (true, Some(holder)) = (runs >= 3, holder) {
-            chosen.push((key.to_string(), holder));
+        let Some(last) = events.iter().max_by_key(|event| text(event, "at")) else { continue };
+        let holder = text(last, "runId");
+        let later = runs.iter().find(|run| text(run, "id") != holder && text(run, "observedAt") > text(last, "at"));
+        if let (true, Some(later)) = (runs.len() >= 3, later) {
+            chosen.push((key.to_string(), holder.to_string(), text(later, "id").to_string()));
         }
     }
-    let keys: BTreeSet<&str> = chosen.iter().map(|(key, _)| key.as_str()).collect();
+    let keys: BTreeSet<&str> = chosen.iter().map(|(key, _, _)| key.as_str()).collect();
     let runs: Vec<&ExportLine> = lines.iter().filter(|l| l.table == "benchmark_runs" && keys.contains(text(&l.row, "comparisonKey"))).collect();
     let of_runs = |column: &str| -> BTreeSet<String> { runs.iter().map(|l| text(&l.row, column).to_string()).collect() };
     let (run_ids, implementation_ids, workload_ids, source_ids) = (of_runs("id"), of_runs("implementationId"), of_runs("workloadId"), of_runs("sourceId"));
@@ -193,7 +197,7 @@ async fn publish_and_correct_while_serving() {
     assert!(page.contains("reported"), "{page}");
 
     // Retract the record holder of a shared-export group.
-    let (key, holder) = &groups[0];
+    let (key, holder, _) = &groups[0];
     let reason = "the kernel skipped the softmax scaling";
     let retracted = ki(&["admin", "retract", holder, "--reason", reason, "--actor", "test-admin", "--database", &url]);
     assert!(retracted.status.success(), "{}", out(&retracted));
@@ -209,13 +213,34 @@ async fn publish_and_correct_while_serving() {
     wait_for(&server.addr, &format!("/runs/{holder}"), "the retraction banner", |status, body| status == 200 && body.contains(reason));
 
     // Superseding across comparison groups, or an unknown run: refused, named.
-    let (_, other_holder) = &groups[1];
+    let (_, other_holder, successor) = &groups[1];
     let across = ki(&["admin", "supersede", other_holder, "--by", holder, "--reason", "x", "--actor", "a", "--database", &url]);
     assert!(!across.status.success());
     assert!(out(&across).contains("different comparison groups"), "{}", out(&across));
     let unknown = ki(&["admin", "retract", "01a00000-0000-7000-8000-000000000000", "--reason", "x", "--actor", "a", "--database", &url]);
     assert!(!unknown.status.success());
     assert!(out(&unknown).contains("no benchmark run has the id or digest"), "{}", out(&unknown));
+
+    // A supersession within a group: the old run's page says by whom and why.
+    let why = "rerun under the fixed timing harness";
+    let superseded = ki(&["admin", "supersede", other_holder, "--by", successor, "--reason", why, "--actor", "test-admin", "--database", &url]);
+    assert!(superseded.status.success(), "{}", out(&superseded));
+    assert!(out(&superseded).contains(&format!("is superseded by run {successor}")), "{}", out(&superseded));
+    let page = wait_for(&server.addr, &format!("/runs/{other_holder}"), "the supersession banner", |status, body| status == 200 && body.contains(why));
+    assert!(page.contains(&format!("/runs/{successor}")), "the banner links the superseding run");
+
+    // The audit trail lists both corrections, oldest first, as lines and as JSON.
+    let listed = ki(&["admin", "corrections", "--database", &url]);
+    assert!(listed.status.success(), "{}", out(&listed));
+    let lines: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("retract") && lines[0].contains(holder.as_str()) && lines[0].ends_with(reason), "{lines:?}");
+    assert!(lines[1].contains("supersede") && lines[1].contains(&format!("{other_holder} by {successor}")) && lines[1].ends_with(why), "{lines:?}");
+    let json = ki(&["admin", "corrections", "--json", "--database", &url]);
+    let entries: Vec<Value> = serde_json::from_slice(&json.stdout).expect("--json prints a JSON array");
+    assert_eq!(entries.iter().map(|e| e["action"].as_str().unwrap()).collect::<Vec<_>>(), ["retract", "supersede"]);
+    assert_eq!(entries[1]["byRunId"], successor.as_str());
+    assert_eq!(entries[1]["actor"], "test-admin");
 
     // The corrected catalog's export still verifies, record-event ledger included.
     let export = directory.path().join("corrected.jsonl.zst");

@@ -57,7 +57,8 @@ pub fn rows_from_export(path: &Path) -> anyhow::Result<Vec<CatalogRow>> {
 }
 
 /// Reads every table of the catalog (unpublished runs included: the ranking names them
-/// ineligible) into catalog rows, in export order.
+/// ineligible) into catalog rows, in export order, then the corrections' audit trail as
+/// rows of a `corrections` table (pages show why a run was superseded).
 pub async fn rows_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<Vec<CatalogRow>> {
     let mut rows = Vec::new();
     for table in ki_catalog::schema::table_names() {
@@ -67,6 +68,11 @@ pub async fn rows_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<
                 Ok(())
             })
             .await?;
+    }
+    for correction in catalog.corrections().await? {
+        if let serde_json::Value::Object(row) = serde_json::to_value(&correction)? {
+            rows.push(CatalogRow { table: "corrections".into(), row });
+        }
     }
     Ok(rows)
 }

@@ -99,6 +99,9 @@ pub struct Tables {
     pub serving_configurations: Table,
     pub serving_workloads: Table,
     pub serving_runs: Table,
+    /// Superseded run id → the audit entry of its supersession (only from a catalog; an
+    /// export carries no audit trail).
+    pub supersessions: HashMap<String, Row>,
 
     pub operation_by_slug: HashMap<String, usize>,
     /// Lower-cased name, slug and every alias → operation.
@@ -191,6 +194,7 @@ impl Tables {
                 "serving_workloads" => drop(model.serving_workloads.push(row)),
                 "serving_runs" => drop(model.serving_runs.push(row)),
                 "serving_measurements" => serving_measurements.push(row),
+                "corrections" if text(&row, "action") == "supersede" => drop(model.supersessions.insert(text(&row, "runId").to_string(), row)),
                 // Tables the web does not show (source snapshots, links) are skipped.
                 _ => {}
             }

@@ -305,9 +305,13 @@ impl ReadModel {
         }
         for reason in &self.judgement.facts[run].ineligibility {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
+                let message = match self.supersessions.get(text(row, "id")) {
+                    Some(entry) => format!("Superseded on {} by a newer published run: {}", format::date_of(text(entry, "at")), text(entry, "reason")),
+                    None => "Superseded by a newer published run.".into(),
+                };
                 banners.push(Banner {
                     kind: "superseded",
-                    message: "Superseded by a newer published run.".into(),
+                    message,
                     link: Some(Link { label: format!("Run {}", short_id(by)), href: format!("/runs/{by}") }),
                 });
             }

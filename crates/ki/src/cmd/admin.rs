@@ -90,6 +90,16 @@ pub enum AdminCommand {
         #[command(flatten)]
         correction: CorrectionArgs,
     },
+    /// List the corrections' audit trail, oldest first: who retracted or superseded which
+    /// run, when and why.
+    Corrections {
+        /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE` (default: KI_DATABASE_URL or sqlite://kernelindex.db).
+        #[arg(long)]
+        database: Option<String>,
+        /// One JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -185,6 +195,19 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
                 c.reason
             );
             print_record_change(&report);
+        }
+        AdminCommand::Corrections { database, json } => {
+            let corrections = with_catalog(&database, |catalog| async move { Ok(catalog.corrections().await?) })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&corrections)?);
+            } else if corrections.is_empty() {
+                println!("no corrections");
+            } else {
+                for c in &corrections {
+                    let by = c.by_run_id.as_deref().map(|by| format!(" by {by}")).unwrap_or_default();
+                    println!("{}  {:<9}  {}{by}  ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
