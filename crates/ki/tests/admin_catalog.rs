@@ -196,6 +196,23 @@ async fn publish_and_correct_while_serving() {
     let page = wait_for(&server.addr, &format!("/api/v1/runs/{run_digest}"), "the published run", |status, _| status == 200);
     assert!(page.contains("reported"), "{page}");
 
+    // A serving submission (the registry's five serving examples as one multi-document
+    // bundle) publishes into the serving tables and shows on its page.
+    let serving_bundle = ["model-revision", "serving-stack-revision", "serving-configuration", "serving-workload", "serving-run"]
+        .iter()
+        .map(|name| std::fs::read_to_string(shared(&format!("kernelindex-registry/registry/examples/{name}.yaml"))).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let (status, body) = http(&server.addr, "POST", "/api/v1/submissions", &auth, &serving_bundle).unwrap();
+    assert_eq!(status, 201, "{body}");
+    let serving: Value = serde_json::from_str(&body).unwrap();
+    let serving_digest = serving["documents"].as_array().unwrap().iter().find(|d| d["kind"] == "ServingRun").unwrap()["digest"].as_str().unwrap().to_string();
+    let published = ki(&["admin", "publish", serving["id"].as_str().unwrap(), "--database", &url, "--state", &state_arg]);
+    assert!(published.status.success(), "{}", out(&published));
+    assert!(out(&published).contains("serving_runs"), "{}", out(&published));
+    let page = wait_for(&server.addr, &format!("/serving/runs/{serving_digest}"), "the published serving run", |status, _| status == 200);
+    assert!(page.contains("NVIDIA B200"), "the serving run page names its accelerator");
+
     // Retract the record holder of a shared-export group.
     let (key, holder, _) = &groups[0];
     let reason = "the kernel skipped the softmax scaling";

@@ -99,8 +99,9 @@ async fn parent(catalog: &Catalog, planned: &HashMap<String, Parent>, table: &st
 }
 
 /// Plans the catalog rows of a submission, published at `published_at` (UTC). Every
-/// manifest is validated again (the log is a file an operator could edit). Kinds the
-/// kernel catalog has no rows for yet (WorkloadSuite, serving records) are refused.
+/// manifest is validated again (the log is a file an operator could edit). Kernel records
+/// and serving records (ModelRevision, ServingStackRevision, ServingConfiguration,
+/// ServingWorkload, ServingRun) become rows; a WorkloadSuite, which has no table, is refused.
 pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_at: &str) -> Result<Vec<PlannedRow>, SubmissionError> {
     let mut entries = Vec::with_capacity(manifests.len());
     for (index, submitted) in manifests.iter().enumerate() {
@@ -118,7 +119,12 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
             | Kind::ImplementationRevision
             | Kind::BenchmarkProtocol
             | Kind::ExecutionEnvironment
-            | Kind::BenchmarkRun => entries.push(entry),
+            | Kind::BenchmarkRun
+            | Kind::ModelRevision
+            | Kind::ServingStackRevision
+            | Kind::ServingConfiguration
+            | Kind::ServingWorkload
+            | Kind::ServingRun => entries.push(entry),
             other => return Err(entry.error(format!("{other} manifests cannot be published into the kernel catalog yet"))),
         }
     }
@@ -324,5 +330,185 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
         ));
     }
     rows.extend(measurements);
+    plan_serving(catalog, &entries, &projects, &source_id, &created, &mut rows).await?;
     Ok(rows)
+}
+
+/// A slug for a new row: the manifest's name, told apart by its digest when another row of
+/// `table` already has that slug for a different digest (a slug is a page address, not an
+/// identity).
+async fn free_slug(catalog: &Catalog, table: &str, digest_column: &str, name: &str, digest: &str) -> Result<String, CatalogError> {
+    let holder = catalog.rows_where(table, "slug", name).await?.into_iter().next();
+    Ok(match holder {
+        Some(held) if held.get(digest_column).and_then(Value::as_str) != Some(digest) => format!("{name}-{}", digest.get(7..15).unwrap_or_default()),
+        _ => name.to_string(),
+    })
+}
+
+/// The serving records' rows, in the shapes of the public index's serving tables. A
+/// ServingStackRevision's project is the submission's SoftwareProject of that name, the
+/// catalog's project of that slug, or else a project row made from the stack's own
+/// `spec.project` (as the public index files MLPerf submitters). A run's scenario is its
+/// source-native scenario when it has one, otherwise its workload's load generation.
+async fn plan_serving(
+    catalog: &Catalog,
+    entries: &[Entry],
+    projects: &HashMap<String, Parent>,
+    source_id: &str,
+    created: &Value,
+    rows: &mut Vec<PlannedRow>,
+) -> Result<(), SubmissionError> {
+    let of_kind = |kind: Kind| entries.iter().filter(move |e| e.kind == kind);
+
+    let mut models: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::ModelRevision) {
+        let slug = free_slug(catalog, "model_revisions", "modelDigest", entry.name(), &entry.digest).await?;
+        let planned = row(
+            "model_revisions",
+            json!({
+                "id": row_id("model_revisions", &entry.digest), "slug": slug, "modelDigest": entry.digest,
+                "name": entry.spec_str("/model")?, "parameterCount": entry.value.pointer("/spec/parameterCount").cloned().unwrap_or(Value::Null),
+                "contextLength": entry.value.pointer("/spec/contextLength").cloned().unwrap_or(Value::Null),
+                "tokenizer": str_at(&entry.value, "/spec/tokenizer/name"), "license": str_at(&entry.value, "/spec/license"),
+                "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
+            }),
+        );
+        models.insert(entry.digest.clone(), Parent { id: row_id("model_revisions", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut new_projects: HashMap<String, String> = HashMap::new();
+    let mut stacks: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::ServingStackRevision) {
+        let project_name = entry.spec_str("/project/name")?;
+        let carried = projects.values().find(|p| p.row.get("name").and_then(Value::as_str) == Some(project_name));
+        let project_slug = crate::names::slug(project_name);
+        let project_id = match carried {
+            Some(project) => project.id.clone(),
+            None => match catalog.rows_where("projects", "slug", &project_slug).await?.into_iter().next() {
+                Some(held) => held.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                None => {
+                    let id = row_id("projects", &project_slug);
+                    if new_projects.insert(project_slug.clone(), id.clone()).is_none() {
+                        let repository = str_at(&entry.value, "/spec/project/repository");
+                        let mut spec = json!({"name": project_name});
+                        if let Some(url) = repository {
+                            spec["repository"] = json!(url);
+                        }
+                        rows.push(row(
+                            "projects",
+                            json!({
+                                "id": id, "slug": project_slug, "name": project_name, "normalizedName": project_name.to_lowercase(),
+                                "canonicalUrl": repository, "licenseExpression": Value::Null,
+                                "manifest": {"apiVersion": API_VERSION, "kind": "SoftwareProject", "metadata": {"name": project_slug}, "spec": spec},
+                                "createdAt": created,
+                            }),
+                        ));
+                    }
+                    id
+                }
+            },
+        };
+        let version = ["version", "commit"]
+            .iter()
+            .find_map(|field| str_at(&entry.value, &format!("/spec/revision/{field}")))
+            .ok_or_else(|| entry.error("spec/revision has neither a version nor a commit"))?;
+        let slug = free_slug(catalog, "serving_stack_revisions", "stackDigest", entry.name(), &entry.digest).await?;
+        let planned = row(
+            "serving_stack_revisions",
+            json!({
+                "id": row_id("serving_stack_revisions", &entry.digest), "projectId": project_id, "slug": slug,
+                "stackDigest": entry.digest, "name": entry.title(), "version": version, "schemaVersion": API_VERSION,
+                "manifest": entry.value, "createdAt": created,
+            }),
+        );
+        stacks.insert(entry.digest.clone(), Parent { id: row_id("serving_stack_revisions", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut configurations: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::ServingConfiguration) {
+        let stack_digest = entry.spec_str("/stackDigest")?;
+        let stack = parent(catalog, &stacks, "serving_stack_revisions", "stackDigest", stack_digest)
+            .await?
+            .ok_or_else(|| entry.error(format!("names serving stack {stack_digest}, which neither the submission nor the catalog holds")))?;
+        let planned = row(
+            "serving_configurations",
+            json!({
+                "id": row_id("serving_configurations", &entry.digest), "stackRevisionId": stack.id,
+                "configurationDigest": entry.digest, "dtype": entry.spec_str("/dtype")?,
+                "quantization": str_at(&entry.value, "/spec/quantization").or_else(|| str_at(&entry.value, "/spec/quantization/method")),
+                "tensorParallel": entry.value.pointer("/spec/parallelism/tensor").cloned().unwrap_or(Value::Null),
+                "summary": entry.title(), "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
+            }),
+        );
+        configurations.insert(entry.digest.clone(), Parent { id: row_id("serving_configurations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut workloads: HashMap<String, Parent> = HashMap::new();
+    for entry in of_kind(Kind::ServingWorkload) {
+        let slug = free_slug(catalog, "serving_workloads", "workloadDigest", entry.name(), &entry.digest).await?;
+        let streaming = entry.value.pointer("/spec/streaming").and_then(Value::as_bool).ok_or_else(|| entry.error("spec/streaming is missing"))?;
+        let planned = row(
+            "serving_workloads",
+            json!({
+                "id": row_id("serving_workloads", &entry.digest), "workloadDigest": entry.digest, "slug": slug,
+                "name": entry.title(), "streaming": streaming, "loadGeneration": entry.spec_str("/loadGeneration")?,
+                "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
+            }),
+        );
+        workloads.insert(entry.digest.clone(), Parent { id: row_id("serving_workloads", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
+        rows.push(planned);
+    }
+
+    let mut measurements = Vec::new();
+    for entry in of_kind(Kind::ServingRun) {
+        let named = |field: &str| entry.spec_str(&format!("/{field}"));
+        let missing = |what: &str, digest: &str| entry.error(format!("names {what} {digest}, which neither the submission nor the catalog holds"));
+        let model_digest = named("modelDigest")?;
+        let model = parent(catalog, &models, "model_revisions", "modelDigest", model_digest).await?.ok_or_else(|| missing("model", model_digest))?;
+        let configuration_digest = named("configurationDigest")?;
+        let configuration = parent(catalog, &configurations, "serving_configurations", "configurationDigest", configuration_digest)
+            .await?
+            .ok_or_else(|| missing("serving configuration", configuration_digest))?;
+        let workload_digest = named("workloadDigest")?;
+        let workload = parent(catalog, &workloads, "serving_workloads", "workloadDigest", workload_digest)
+            .await?
+            .ok_or_else(|| missing("serving workload", workload_digest))?;
+        let keys = identity::serving_run_keys(&entry.value, &model.manifest, &workload.manifest)
+            .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
+        let run_id = row_id("serving_runs", &keys.run_digest);
+        let count = |field: &str| entry.value.pointer(&format!("/spec/topology/{field}")).and_then(Value::as_u64).unwrap_or(0);
+        let (per_node, nodes) = (count("acceleratorsPerNode"), count("nodeCount"));
+        let scenario = str_at(&entry.value, "/spec/sourceNative/scenario")
+            .or_else(|| str_at(&workload.manifest, "/spec/loadGeneration"))
+            .ok_or_else(|| entry.error("has no scenario: neither spec/sourceNative/scenario nor its workload's loadGeneration"))?;
+        for (index, measurement) in entry.value.pointer("/spec/measurements").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let field = |name: &str| measurement.get(name).cloned().unwrap_or(Value::Null);
+            let (metric, statistic) = (str_at(measurement, "/metric").unwrap_or_default(), str_at(measurement, "/statistic").unwrap_or_default());
+            measurements.push(row(
+                "serving_measurements",
+                json!({
+                    "id": row_id("serving_measurements", &format!("{}:{index}:{metric}:{statistic}", keys.run_digest)), "runId": run_id,
+                    "metric": metric, "statistic": statistic, "unit": field("unit"), "value": field("value"), "sampleCount": field("sampleCount"),
+                }),
+            ));
+        }
+        rows.push(row(
+            "serving_runs",
+            json!({
+                "id": run_id, "runDigest": keys.run_digest, "modelRevisionId": model.id, "configurationId": configuration.id,
+                "workloadId": workload.id, "sourceId": source_id, "status": named("status")?, "observedAt": named("observedAt")?,
+                "publishedAt": created, "cohortKey": keys.cohort_key, "protocolKey": keys.protocol_key,
+                "qualityPolicy": named("qualityPolicy")?, "metricSetKey": keys.metric_set_key, "scenario": scenario,
+                "acceleratorVendor": str_at(&entry.value, "/spec/topology/acceleratorVendor"),
+                "acceleratorModel": named("topology/acceleratorModel")?, "acceleratorCount": per_node, "nodeCount": nodes,
+                "totalAccelerators": per_node * nodes, "reported": true, "schemaVersion": API_VERSION, "manifest": entry.value,
+                "supersedesId": Value::Null, "retractedAt": Value::Null, "retractionReason": Value::Null, "createdAt": created,
+            }),
+        ));
+    }
+    rows.extend(measurements);
+    Ok(())
 }

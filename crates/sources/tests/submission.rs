@@ -1,8 +1,9 @@
 //! Community submissions published through the real catalog (a SQLite file): the
 //! registry's fixture bundle becomes published Reported rows plus the record event of
 //! its new comparison group, once; a later bundle may name what the catalog holds; a
-//! bundle that names what nobody holds, or kinds the kernel catalog has no rows for, is
-//! refused naming the manifest.
+//! bundle that names what nobody holds, or a kind the catalog has no table for, is
+//! refused naming the manifest. The registry's serving examples publish as serving rows
+//! whose digests and keys `ki catalog verify` recomputes.
 
 use std::path::{Path, PathBuf};
 
@@ -97,14 +98,67 @@ async fn the_fixture_bundle_publishes_once() {
     assert_eq!(publish(&catalog, &fixture).await.unwrap().inserted(), 0);
     assert_eq!(publish(&catalog, &run_only).await.unwrap().inserted(), 0);
 
-    // Serving records have no rows in the kernel catalog yet: refused by name.
-    let serving = manifests("examples/serving-run.yaml");
-    match plan(&catalog, &serving, AT).await {
+    // A WorkloadSuite has no table: refused by name, nothing written.
+    let before = catalog.row_counts().await.unwrap();
+    match plan(&catalog, &manifests("examples/workload-suite.yaml"), AT).await {
         Err(SubmissionError::Manifest { kind, message, .. }) => {
-            assert_eq!(kind, "ServingRun");
+            assert_eq!(kind, "WorkloadSuite");
             assert!(message.contains("cannot be published"), "{message}");
         }
-        other => panic!("a serving run must be refused, got {other:?}"),
+        other => panic!("a workload suite must be refused, got {other:?}"),
     }
+    assert_eq!(catalog.row_counts().await.unwrap(), before);
+    catalog.close().await;
+}
+
+/// The registry's five serving examples (a closed digest chain) as one submission.
+fn serving_examples() -> Vec<SubmittedManifest> {
+    ["model-revision", "serving-stack-revision", "serving-configuration", "serving-workload", "serving-run"]
+        .iter()
+        .flat_map(|name| manifests(&format!("examples/{name}.yaml")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serving_records_publish_once_and_verify() {
+    let directory = tempfile::tempdir().unwrap();
+    let catalog = Catalog::open(&format!("sqlite://{}", directory.path().join("c.db").display())).await.unwrap();
+    let all = serving_examples();
+
+    // The run alone names a model, configuration and workload nobody holds.
+    let run_only = of_kind(&all, &["ServingRun"]);
+    let refused = plan(&catalog, &run_only, AT).await.unwrap_err().to_string();
+    assert!(refused.contains("ServingRun") && refused.contains("neither the submission nor the catalog holds"), "{refused}");
+
+    let report = publish(&catalog, &all).await.unwrap();
+    for table in ["model_revisions", "serving_stack_revisions", "serving_configurations", "serving_workloads", "serving_runs", "projects"] {
+        assert_eq!(inserted(&report, table), 1, "{table}");
+    }
+    assert_eq!(inserted(&report, "serving_measurements"), 2);
+    let run = &catalog.rows("serving_runs").await.unwrap()[0];
+    assert_eq!(run["status"], "valid");
+    assert_eq!(run["scenario"], "open_loop", "no source-native scenario: the workload's load generation");
+    assert_eq!((run["acceleratorModel"].as_str(), run["acceleratorCount"].as_u64(), run["totalAccelerators"].as_u64()), (Some("NVIDIA B200"), Some(2), Some(2)));
+    assert_eq!(run["reported"], true);
+    assert_eq!(run["protocolKey"], "example_loadgen/1.2.0/unspecified/streaming/open_loop");
+    assert!(!run["publishedAt"].is_null());
+    // The stack's project did not exist: it is made from the stack's spec.project.
+    let project = &catalog.rows("projects").await.unwrap()[0];
+    assert_eq!((project["slug"].as_str(), project["name"].as_str()), (Some("meridian-serve"), Some("meridian-serve")));
+    let stack = &catalog.rows("serving_stack_revisions").await.unwrap()[0];
+    assert_eq!(stack["projectId"], project["id"]);
+    assert_eq!(stack["version"], "0.4.1");
+
+    // Again, or the run alone now that its parents are held: nothing new.
+    assert_eq!(publish(&catalog, &all).await.unwrap().inserted(), 0);
+    assert_eq!(publish(&catalog, &run_only).await.unwrap().inserted(), 0);
+
+    // The export recomputes every serving digest and key.
+    let export = directory.path().join("serving.jsonl.zst");
+    catalog.export_to(&export).await.unwrap();
+    let lines = ki_model::export::read_export(&export).unwrap();
+    let report = ki_model::verify::verify_export(&lines);
+    assert!(report.is_clean(), "{report:?}");
+    assert!(lines.iter().any(|l| l.table == "serving_runs"));
     catalog.close().await;
 }
