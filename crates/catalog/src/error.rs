@@ -39,12 +39,10 @@ impl fmt::Display for Conflict {
 pub enum CatalogError {
     #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://USER@HOST[:PORT]/DATABASE")]
     Url(String),
-    #[error("{context}: {source}")]
-    Database {
-        context: String,
-        #[source]
-        source: sqlx::Error,
-    },
+    /// The driver's message is part of this one's, so the driver error is not also a
+    /// `source` (an error chain printed whole would say it twice).
+    #[error("{context}: {cause}")]
+    Database { context: String, cause: sqlx::Error },
     #[error("{0}")]
     Migration(String),
     /// The snapshot failed digest/key verification; nothing was written.
@@ -117,6 +115,6 @@ pub(crate) trait DbContext<T> {
 
 impl<T> DbContext<T> for std::result::Result<T, sqlx::Error> {
     fn context(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| CatalogError::Database { context: context(), source })
+        self.map_err(|cause| CatalogError::Database { context: context(), cause })
     }
 }

@@ -251,8 +251,8 @@ async fn load_existing(session: &mut Session, table: &'static Table) -> Result<E
 }
 
 impl From<sqlx::Error> for CatalogError {
-    fn from(source: sqlx::Error) -> Self {
-        CatalogError::Database { context: "catalog query failed".into(), source }
+    fn from(cause: sqlx::Error) -> Self {
+        CatalogError::Database { context: "catalog query failed".into(), cause }
     }
 }
 

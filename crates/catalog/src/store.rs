@@ -4,7 +4,8 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::error::{CatalogError, DbContext, Result};
@@ -44,6 +45,10 @@ pub(crate) async fn connect(url: &str) -> Result<Pool> {
         Ok(Pool::Sqlite(pool))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let options = PgConnectOptions::from_str(url).map_err(|_| CatalogError::Url(redact(url)))?;
+        // A pool retries a refused connection until its acquire timeout (30 s) and then says
+        // only "pool timed out"; one direct connection first fails at once, with the reason.
+        let probe = PgConnection::connect_with(&options).await.context(|| format!("cannot connect to {}", redact(url)))?;
+        let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .connect_with(options)

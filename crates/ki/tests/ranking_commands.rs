@@ -178,3 +178,17 @@ fn the_postgresql_catalog_answers_the_same() {
     let from_export = resolve_json(&["--export", path.to_str().unwrap()]);
     assert_eq!(from_database["cohorts"], from_export["cohorts"]);
 }
+
+#[test]
+fn an_unreachable_catalog_fails_at_once_naming_why_without_the_password() {
+    // Port 1 refuses connections: the error must say so (a pool alone would retry for 30 s and
+    // then say only "pool timed out"), and must not print the password.
+    let output = ki(&["resolve", "--database", "postgres://reader:hunter2@127.0.0.1:1/catalog", "--operation", "x"]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(message.contains("Connection refused") && message.contains("postgres://reader:***@127.0.0.1:1/catalog"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+    let sqlite = ki(&["resolve", "--database", "sqlite:///no/such/directory/k.db", "--operation", "x"]);
+    assert!(!sqlite.status.success());
+    assert!(stderr(&sqlite).contains("cannot open sqlite:///no/such/directory/k.db"), "{}", stderr(&sqlite));
+}

@@ -222,7 +222,7 @@ where
     let url = database.clone().unwrap_or_else(ki_catalog::default_database_url);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let catalog = Catalog::open(&url).await.with_context(|| format!("cannot open the catalog {}", Catalog::redacted_url(&url)))?;
+        let catalog = Catalog::open(&url).await.context("cannot open the catalog")?;
         let result = work(catalog.clone()).await;
         catalog.close().await;
         result

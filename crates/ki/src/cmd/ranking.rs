@@ -108,7 +108,7 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
     let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await.with_context(|| format!("cannot open the catalog {url}"))?;
+        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
             eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }

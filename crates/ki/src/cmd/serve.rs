@@ -43,7 +43,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
             None => {
                 let url = args.database.clone().unwrap_or_else(ki_catalog::default_database_url);
-                let catalog = ki_catalog::Catalog::open(&url).await.with_context(|| format!("cannot open the catalog {url}"))?;
+                let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
                 if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
                     eprintln!("ki serve: empty catalog: imported the bundled snapshot ({} rows)", report.inserted());
                 }
