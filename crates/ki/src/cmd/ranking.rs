@@ -106,6 +106,8 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
         return Index::from_owned_rows(rows).with_context(|| format!("cannot rank the rows of {}", path.display()));
     }
     let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
+    // Messages name the catalog without its password.
+    let shown = ki_catalog::Catalog::redacted_url(&url);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
@@ -120,7 +122,7 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
                         Ok(())
                     })
                     .await
-                    .with_context(|| format!("cannot read {table} from {url}"))?;
+                    .with_context(|| format!("cannot read {table} from {shown}"))?;
             }
             Ok(())
         };
@@ -129,7 +131,7 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
             Some(name) => {
                 let mut names = CatalogRows::new();
                 read_tables(&["sources", "projects", "operations", "operation_aliases"], &mut names).await?;
-                let names = Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {url}"))?;
+                let names = Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {shown}"))?;
                 let ids: Vec<String> = names.find_operation(name).map(|op| vec![names.operations[op].id.clone()]).unwrap_or_default();
                 catalog
                     .for_each_ranking_row_of_operations(&ids, |table, row| {
@@ -137,13 +139,13 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
                         Ok(())
                     })
                     .await
-                    .with_context(|| format!("cannot read the rows of operation {name} from {url}"))?;
+                    .with_context(|| format!("cannot read the rows of operation {name} from {shown}"))?;
             }
         }
         catalog.close().await;
         anyhow::Ok(())
     })?;
-    Index::from_owned_rows(rows).with_context(|| format!("cannot rank the rows of {url}"))
+    Index::from_owned_rows(rows).with_context(|| format!("cannot rank the rows of {shown}"))
 }
 
 /// `NAME=VALUE`, the value a JSON number or boolean when it reads as one, else text.

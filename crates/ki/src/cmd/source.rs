@@ -102,9 +102,9 @@ fn import_flashinfer(
         println!("conflict: {conflict}");
     }
     if dry_run {
-        println!("dry run: nothing written to {url}");
+        println!("dry run: nothing written to {}", ki_catalog::Catalog::redacted_url(&url));
     } else {
-        println!("{} rows written to {url} ({} already there)", report.inserted(), report.unchanged());
+        println!("{} rows written to {} ({} already there)", report.inserted(), ki_catalog::Catalog::redacted_url(&url), report.unchanged());
     }
     Ok(ExitCode::SUCCESS)
 }
