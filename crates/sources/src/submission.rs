@@ -151,8 +151,7 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
                 "canonicalUrl": url, "licenseExpression": Value::Null, "manifest": entry.value, "createdAt": created,
             }),
         );
-        projects.insert(slug.clone(), Parent { id: row_id("projects", &slug), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(&mut rows, &mut projects, slug.clone(), entry, planned);
     }
 
     let mut operations: HashMap<String, Parent> = HashMap::new();
@@ -173,16 +172,13 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
                 "createdAt": created, "supersedesId": Value::Null,
             }),
         );
-        operations.insert(entry.digest.clone(), Parent { id: row_id("operations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(&mut rows, &mut operations, entry.digest.clone(), entry, planned);
     }
 
     let mut workloads: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::WorkloadCase) {
         let operation_digest = entry.spec_str("/operationSpecDigest")?;
-        let operation = parent(catalog, &operations, "operations", "semanticDigest", operation_digest)
-            .await?
-            .ok_or_else(|| entry.error(format!("names operation {operation_digest}, which neither the submission nor the catalog holds")))?;
+        let operation = required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation").await?;
         let tensors = entry.value.pointer("/spec/tensors").and_then(Value::as_object).cloned().unwrap_or_default();
         let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t.get("dtype").and_then(Value::as_str)).collect();
         let shape_summary = tensors
@@ -211,8 +207,7 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
                 "layoutKeys": layouts, "createdAt": created,
             }),
         );
-        workloads.insert(entry.digest.clone(), Parent { id: row_id("workloads", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(&mut rows, &mut workloads, entry.digest.clone(), entry, planned);
     }
 
     let single_project = (projects.len() == 1).then(|| projects.keys().next().cloned()).flatten();
@@ -221,13 +216,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
         let slug = entry.project_slug.clone().or_else(|| single_project.clone()).ok_or_else(|| {
             entry.error("names no project: give it as {projectSlug, manifest} in the bundle's implementations section")
         })?;
-        let project = parent(catalog, &projects, "projects", "slug", &slug)
-            .await?
-            .ok_or_else(|| entry.error(format!("belongs to project {slug:?}, which neither the submission nor the catalog holds")))?;
+        let project = required_parent(catalog, &projects, "projects", "slug", &slug, entry, "project").await?;
         let operation_digest = entry.spec_str("/operation/specDigest")?;
-        let operation = parent(catalog, &operations, "operations", "semanticDigest", operation_digest)
-            .await?
-            .ok_or_else(|| entry.error(format!("implements operation {operation_digest}, which neither the submission nor the catalog holds")))?;
+        let operation = required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation").await?;
         let revision = entry.value.pointer("/spec/projectRevision");
         let source_revision = ["commit", "version", "treeDigest"]
             .iter()
@@ -248,8 +239,7 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
                 "licenseDeclared": declared, "manifest": entry.value, "createdAt": created, "supersedesId": Value::Null,
             }),
         );
-        implementations.insert(entry.digest.clone(), Parent { id: row_id("implementations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(&mut rows, &mut implementations, entry.digest.clone(), entry, planned);
     }
 
     let by_digest = |kind: Kind, digest: &str| entries.iter().find(|e| e.kind == kind && e.digest == digest);
@@ -262,13 +252,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
         let protocol = carried("protocolDigest", Kind::BenchmarkProtocol)?;
         let environment = carried("environmentDigest", Kind::ExecutionEnvironment)?;
         let implementation_digest = entry.spec_str("/implementationDigest")?;
-        let implementation = parent(catalog, &implementations, "implementations", "implementationDigest", implementation_digest)
-            .await?
-            .ok_or_else(|| entry.error(format!("names implementation {implementation_digest}, which neither the submission nor the catalog holds")))?;
+        let implementation = required_parent(catalog, &implementations, "implementations", "implementationDigest", implementation_digest, entry, "implementation").await?;
         let workload_digest = entry.spec_str("/workloadDigest")?;
-        let workload = parent(catalog, &workloads, "workloads", "workloadDigest", workload_digest)
-            .await?
-            .ok_or_else(|| entry.error(format!("names workload {workload_digest}, which neither the submission nor the catalog holds")))?;
+        let workload = required_parent(catalog, &workloads, "workloads", "workloadDigest", workload_digest, entry, "workload").await?;
         let keys = identity::benchmark_run_keys(&entry.value, &protocol.value, &environment.value, &workload.manifest)
             .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
         let run_id = row_id("benchmark_runs", &keys.run_digest);
@@ -334,6 +320,30 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
     Ok(rows)
 }
 
+/// [`parent`], or an error saying which `what` the entry names that neither the submission
+/// nor the catalog holds.
+async fn required_parent(
+    catalog: &Catalog,
+    planned: &HashMap<String, Parent>,
+    table: &str,
+    column: &str,
+    value: &str,
+    entry: &Entry,
+    what: &str,
+) -> Result<Parent, SubmissionError> {
+    parent(catalog, planned, table, column, value)
+        .await?
+        .ok_or_else(|| entry.error(format!("names {what} {value:?}, which neither the submission nor the catalog holds")))
+}
+
+/// Adds a planned row, remembering it as the parent that `key` (its digest or slug) names for
+/// the rows after it.
+fn keep_parent(rows: &mut Vec<PlannedRow>, parents: &mut HashMap<String, Parent>, key: String, entry: &Entry, planned: PlannedRow) {
+    let id = planned.row.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    parents.insert(key, Parent { id, manifest: entry.value.clone(), row: planned.row.clone() });
+    rows.push(planned);
+}
+
 /// A slug for a new row: the manifest's name, told apart by its digest when another row of
 /// `table` already has that slug for a different digest (a slug is a page address, not an
 /// identity).
@@ -373,8 +383,7 @@ async fn plan_serving(
                 "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
             }),
         );
-        models.insert(entry.digest.clone(), Parent { id: row_id("model_revisions", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(rows, &mut models, entry.digest.clone(), entry, planned);
     }
 
     let mut new_projects: HashMap<String, String> = HashMap::new();
@@ -422,16 +431,13 @@ async fn plan_serving(
                 "manifest": entry.value, "createdAt": created,
             }),
         );
-        stacks.insert(entry.digest.clone(), Parent { id: row_id("serving_stack_revisions", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(rows, &mut stacks, entry.digest.clone(), entry, planned);
     }
 
     let mut configurations: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::ServingConfiguration) {
         let stack_digest = entry.spec_str("/stackDigest")?;
-        let stack = parent(catalog, &stacks, "serving_stack_revisions", "stackDigest", stack_digest)
-            .await?
-            .ok_or_else(|| entry.error(format!("names serving stack {stack_digest}, which neither the submission nor the catalog holds")))?;
+        let stack = required_parent(catalog, &stacks, "serving_stack_revisions", "stackDigest", stack_digest, entry, "serving stack").await?;
         let planned = row(
             "serving_configurations",
             json!({
@@ -442,8 +448,7 @@ async fn plan_serving(
                 "summary": entry.title(), "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
             }),
         );
-        configurations.insert(entry.digest.clone(), Parent { id: row_id("serving_configurations", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(rows, &mut configurations, entry.digest.clone(), entry, planned);
     }
 
     let mut workloads: HashMap<String, Parent> = HashMap::new();
@@ -458,24 +463,17 @@ async fn plan_serving(
                 "schemaVersion": API_VERSION, "manifest": entry.value, "createdAt": created,
             }),
         );
-        workloads.insert(entry.digest.clone(), Parent { id: row_id("serving_workloads", &entry.digest), manifest: entry.value.clone(), row: planned.row.clone() });
-        rows.push(planned);
+        keep_parent(rows, &mut workloads, entry.digest.clone(), entry, planned);
     }
 
     let mut measurements = Vec::new();
     for entry in of_kind(Kind::ServingRun) {
         let named = |field: &str| entry.spec_str(&format!("/{field}"));
-        let missing = |what: &str, digest: &str| entry.error(format!("names {what} {digest}, which neither the submission nor the catalog holds"));
-        let model_digest = named("modelDigest")?;
-        let model = parent(catalog, &models, "model_revisions", "modelDigest", model_digest).await?.ok_or_else(|| missing("model", model_digest))?;
+        let model = required_parent(catalog, &models, "model_revisions", "modelDigest", named("modelDigest")?, entry, "model").await?;
         let configuration_digest = named("configurationDigest")?;
-        let configuration = parent(catalog, &configurations, "serving_configurations", "configurationDigest", configuration_digest)
-            .await?
-            .ok_or_else(|| missing("serving configuration", configuration_digest))?;
-        let workload_digest = named("workloadDigest")?;
-        let workload = parent(catalog, &workloads, "serving_workloads", "workloadDigest", workload_digest)
-            .await?
-            .ok_or_else(|| missing("serving workload", workload_digest))?;
+        let configuration =
+            required_parent(catalog, &configurations, "serving_configurations", "configurationDigest", configuration_digest, entry, "serving configuration").await?;
+        let workload = required_parent(catalog, &workloads, "serving_workloads", "workloadDigest", named("workloadDigest")?, entry, "serving workload").await?;
         let keys = identity::serving_run_keys(&entry.value, &model.manifest, &workload.manifest)
             .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
         let run_id = row_id("serving_runs", &keys.run_digest);
