@@ -254,7 +254,7 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
 ///   merges, beats fixed units by up to 1.8×; cutting such sequences into parts only adds a merge
 ///   (~3 µs). So sequences up to that length stay whole, and only longer ones (a skewed batch,
 ///   which the host cannot see) are cut into parts, up to one wave of CTA rows: 16 sequences with
-///   one of 13,963 tokens took 182 µs whole and 47 µs in 6 parts (v7).
+///   one of 13,963 tokens took 182 µs whole and 47 µs in 6 parts, at 4 warps (v7).
 /// - v5: for longer sequences on average, fixed units sized to fill one wave.
 fn auto_schedule(tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64) -> Schedule {
     let average = total_tokens.div_ceil(size.batch_size.max(1) as u64);

@@ -259,6 +259,16 @@ async fn publish_and_correct_while_serving() {
     assert_eq!(entries[1]["byRunId"], successor.as_str());
     assert_eq!(entries[1]["actor"], "test-admin");
 
+    // `ki show run` lists the corrections that name a run: the superseded one and its successor.
+    let shown = ki(&["show", "run", other_holder, "--database", &url]);
+    assert!(shown.status.success(), "{}", out(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(text.contains("Corrections") && text.contains(&format!("supersede run {other_holder} by run {successor}")) && text.contains(why), "{text}");
+    let successor_json = ki(&["show", "run", successor, "--json", "--database", &url]);
+    let dossier: Value = serde_json::from_slice(&successor_json.stdout).expect("--json prints the dossier");
+    assert_eq!(dossier["corrections"][0]["action"], "supersede");
+    assert_eq!(dossier["corrections"][0]["reason"], why);
+
     // The corrected catalog's export still verifies, record-event ledger included.
     let export = directory.path().join("corrected.jsonl.zst");
     let exported = ki(&["catalog", "export", "--database", &url, "--out", &export.display().to_string()]);

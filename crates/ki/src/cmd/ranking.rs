@@ -195,14 +195,41 @@ pub fn show(command: ShowCommand) -> anyhow::Result<ExitCode> {
         ShowCommand::Run { run, json, data } => {
             let index = load_index(&data)?;
             let dossier = index.run_dossier(&run)?;
+            let corrections = corrections_of(&data, &dossier.summary.run_id)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&dossier)?);
+                let mut value = serde_json::to_value(&dossier)?;
+                value["corrections"] = serde_json::to_value(&corrections)?;
+                println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print!("{}", render_dossier(&dossier));
+                if !corrections.is_empty() {
+                    println!("\nCorrections");
+                    for c in &corrections {
+                        let by = c.by_run_id.as_deref().map(|by| format!(" by run {by}")).unwrap_or_default();
+                        println!("  {} {} run {}{by} ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
+                    }
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The audit entries (retractions, supersessions) that name one run, as the corrected or the
+/// superseding run, oldest first, when the rows come from a catalog; an export carries no
+/// audit trail.
+fn corrections_of(data: &DataArgs, run_id: &str) -> anyhow::Result<Vec<ki_catalog::Correction>> {
+    if data.export.is_some() {
+        return Ok(Vec::new());
+    }
+    let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
+        let all = catalog.corrections().await.context("cannot read the corrections");
+        catalog.close().await;
+        Ok(all?.into_iter().filter(|c| c.run_id == run_id || c.by_run_id.as_deref() == Some(run_id)).collect())
+    })
 }
 
 /// `--since`: a full RFC 3339 time, or a date meaning its midnight UTC.
