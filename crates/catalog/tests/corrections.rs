@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 
 use ki_catalog::{Catalog, CatalogError, CorrectionAction, ExportLine, ImportOptions, Refusal};
@@ -35,6 +36,18 @@ struct Group {
 }
 
 /// Groups with at least three eligible runs and a stored record, in export order.
+/// The first group with an eligible run other than its record holder whose observedAt compares
+/// to the group's last record event as `when`; with that run's id.
+fn group_with_other_run(all: &[Group], when: Ordering) -> Option<(&Group, String)> {
+    all.iter().find_map(|group| {
+        let run = group
+            .runs
+            .iter()
+            .find(|run| eligible(run) && text(run, "id") != group.holder && text(run, "observedAt").cmp(group.last_event_at.as_str()) == when)?;
+        Some((group, text(run, "id").to_string()))
+    })
+}
+
 fn groups() -> Vec<Group> {
     let mut runs: HashMap<&str, Vec<Map<String, Value>>> = HashMap::new();
     let mut events: HashMap<&str, Vec<&Map<String, Value>>> = HashMap::new();
@@ -210,16 +223,7 @@ on_both_backends!(retract_the_record_holder);
 /// Superseding the record holder by a later run of its group hands the record on.
 async fn supersede_the_record_holder(db: TestDb) {
     let all = groups();
-    let (group, successor) = all
-        .iter()
-        .find_map(|group| {
-            let later = group
-                .runs
-                .iter()
-                .find(|run| eligible(run) && text(run, "id") != group.holder && text(run, "observedAt") > group.last_event_at.as_str())?;
-            Some((group, text(later, "id").to_string()))
-        })
-        .expect("a group with a run observed after its last record event");
+    let (group, successor) = group_with_other_run(&all, Ordering::Greater).expect("a group with a run observed after its last record event");
     let catalog = db.open().await;
     catalog.import_lines(&subset(&[&group.key]), &ImportOptions::default()).await.unwrap();
     let before = catalog.row_counts().await.unwrap();
@@ -264,16 +268,7 @@ async fn bad_corrections_write_nothing(db: TestDb) {
     let (first, second) = (&all[0], &all[1]);
     // A group where a run was observed before the holder took the record: superseding
     // the holder by it would undo the holder's stored record event.
-    let (rewrite, earlier) = all
-        .iter()
-        .find_map(|group| {
-            let earlier = group
-                .runs
-                .iter()
-                .find(|run| eligible(run) && text(run, "id") != group.holder && text(run, "observedAt") < group.last_event_at.as_str())?;
-            Some((group, text(earlier, "id").to_string()))
-        })
-        .expect("a group with a run observed before its record holder's event");
+    let (rewrite, earlier) = group_with_other_run(&all, Ordering::Less).expect("a group with a run observed before its record holder's event");
     let catalog = db.open().await;
     let keys: Vec<&str> = vec![&first.key, &second.key, &rewrite.key];
     catalog.import_lines(&subset(&keys), &ImportOptions::default()).await.unwrap();

@@ -153,6 +153,13 @@ pub struct ProblemSize {
     pub num_kv_indices: u32,
 }
 
+impl ProblemSize {
+    /// Tokens per sequence on average (pages count full; a batch of 0 counts as 1).
+    pub fn tokens_per_sequence(&self, page_size: u32) -> u64 {
+        (self.num_kv_indices as u64 * page_size as u64).div_ceil(self.batch_size.max(1) as u64)
+    }
+}
+
 /// Launch geometry and workspace needs, computed on the host from shapes alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchPlan {
@@ -213,7 +220,7 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
     let wave_units = (ctas_per_sm * sm_count / head_tiles).max(1) as u64;
     let schedule = match tuning.schedule {
         Some(schedule) => schedule,
-        None => auto_schedule(tuning, size, total_tokens, wave_units),
+        None => auto_schedule(config, tuning, size, total_tokens, wave_units),
     };
     let (entries_per_unit, num_units) = match schedule {
         Schedule::FixedUnits { unit_tokens } => {
@@ -256,8 +263,8 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
 ///   which the host cannot see) are cut into parts, up to one wave of CTA rows: 16 sequences with
 ///   one of 13,963 tokens took 182 µs whole and 47 µs in 6 parts, at 4 warps (v7).
 /// - v5: for longer sequences on average, fixed units sized to fill one wave.
-fn auto_schedule(tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64) -> Schedule {
-    let average = total_tokens.div_ceil(size.batch_size.max(1) as u64);
+fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64) -> Schedule {
+    let average = size.tokens_per_sequence(config.page_size);
     let whole_tokens = 256 * tuning.warps_per_cta;
     if average <= whole_tokens as u64 {
         parts_to_fill(size, total_tokens, wave_units, whole_tokens)
@@ -383,7 +390,7 @@ pub const AUTOMATIC_VARIANTS: [Tuning; 2] =
 /// and larger batches fill the GPU with small CTAs already.
 pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32) -> Tuning {
     let rows = size.batch_size as u64 * config.head_tiles() as u64;
-    let average = (size.num_kv_indices as u64 * config.page_size as u64).div_ceil(size.batch_size.max(1) as u64);
+    let average = size.tokens_per_sequence(config.page_size);
     if 2 * rows <= sm_count as u64 && (384..=2048).contains(&average) { AUTOMATIC_VARIANTS[1] } else { AUTOMATIC_VARIANTS[0] }
 }
 
@@ -408,6 +415,7 @@ impl GqaPagedDecode {
     /// Compiles the kernel with NVRTC for the context's device (compute capability 8.0 or
     /// newer: mma.sync bf16, ldmatrix and cp.async).
     pub fn new(ctx: &Arc<CudaContext>, config: GqaConfig, tuning: Tuning) -> Result<GqaPagedDecode, KernelError> {
+        tuning.validate()?;
         Self::compiled(ctx, config, &[tuning], tuning.schedule)
     }
 
@@ -445,9 +453,6 @@ impl GqaPagedDecode {
             function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
             let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
             variants.push(Variant { tuning, function, ctas_per_sm });
-        }
-        if let Some(schedule) = schedule {
-            Tuning { schedule: Some(schedule), ..Tuning::default() }.validate()?;
         }
         Ok(GqaPagedDecode { config, variants, schedule, sm_count })
     }

@@ -157,13 +157,7 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
     let mut operations: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::OperationSpec) {
         let family = entry.spec_str("/family")?;
-        // The slug is a page address, not an identity: when another operation already
-        // has it, this one is told apart by its digest.
-        let mut slug = entry.name().to_string();
-        let holder = catalog.rows_where("operations", "slug", &slug).await?.into_iter().next();
-        if holder.is_some_and(|held| held.get("semanticDigest").and_then(Value::as_str) != Some(entry.digest.as_str())) {
-            slug = format!("{slug}-{}", entry.digest.get(7..15).unwrap_or_default());
-        }
+        let slug = free_slug(catalog, "operations", "semanticDigest", entry.name(), &entry.digest).await?;
         let planned = row(
             "operations",
             json!({

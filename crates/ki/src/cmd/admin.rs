@@ -235,15 +235,13 @@ fn print_record_change(report: &CorrectionReport) {
         println!("record: unchanged (the run did not hold the record of its comparison group)");
     }
     for event in &report.events {
-        println!(
-            "record event {}: new record holder {}, previous holder {} ({}, at {})",
-            event.id,
-            event.run_id,
-            event.previous_run_id.as_deref().unwrap_or("none"),
-            event.cause,
-            event.at
-        );
+        print_record_event(&event.id, &event.run_id, event.previous_run_id.as_deref(), &format!("({}, at {})", event.cause, event.at));
     }
+}
+
+/// One appended record event, as corrections and publications report it.
+fn print_record_event(id: &str, holder: &str, previous: Option<&str>, detail: &str) {
+    println!("record event {id}: new record holder {holder}, previous holder {} {detail}", previous.unwrap_or("none"));
 }
 
 /// Writes a submission's manifests into the catalog, then flags it published in the web
@@ -273,13 +271,7 @@ fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
         println!("{:<24} {:>6} new {:>6} already present", counts.table, counts.inserted, counts.unchanged);
     }
     for event in &report.record_events {
-        println!(
-            "record event {}: new record holder {}, previous holder {} in comparison group {}",
-            event.id,
-            event.run_id,
-            event.previous_run_id.as_deref().unwrap_or("none"),
-            event.comparison_key
-        );
+        print_record_event(&event.id, &event.run_id, event.previous_run_id.as_deref(), &format!("in comparison group {}", event.comparison_key));
     }
     match (newly, report.inserted()) {
         (true, _) => println!("published: {} rows written; evidence level stays {}", report.inserted(), submission.trust),
