@@ -112,6 +112,37 @@ static __device__ __forceinline__ u32 swz(int row, int chunk) {
 
 static __device__ __forceinline__ int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// Thread-block clusters (sm_90): the CTAs that hold the parts of one sequence merge them through
+// distributed shared memory, with no global-memory record, fence or atomic. Elsewhere every CTA
+// is a cluster of one.
+static __device__ __forceinline__ u32 cluster_ctas() {
+#if __CUDA_ARCH__ >= 900
+    u32 n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+#else
+    return 1;
+#endif
+}
+
+// All threads of every CTA of the cluster; shared-memory writes before it are seen after it.
+static __device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// The generic address of `p` in the shared memory of the cluster's CTA `rank`.
+static __device__ __forceinline__ const float* cluster_peer(const float* p, u32 rank) {
+#if __CUDA_ARCH__ >= 900
+    unsigned long long r;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
+    return (const float*)r;
+#else
+    return p;
+#endif
+}
+
 // Tokens in the last page, as the reference's slice `page[:last_len]` counts them.
 static __device__ __forceinline__ int last_page_tokens(const int* kv_last_page_len, int b) {
 #if PAGE_SIZE == 1
@@ -249,6 +280,80 @@ static __device__ void merge_pieces(const Args& a, int b, int npieces, Record re
     }
 }
 
+// A warp's unnormalised (O, m, l) for 16 query rows, in the mma layout: lane holds O[n][0..1]
+// and m0, l0 of row g = lane / 4, O[n][2..3] and m1, l1 of row g + 8 (l is summed over the quad).
+struct State {
+    float o[NTILES][4];
+    float m0, m1, l0, l1;
+};
+
+// Layout of a State in shared memory for combining: value k of every lane at k * 32 + lane.
+#define STATE_FLOATS ((NTILES * 4 + 4) * 32)
+
+static __device__ __forceinline__ void store_state(float* slot, const State& st, int lane) {
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) slot[(n * 4 + c) * 32 + lane] = st.o[n][c];
+    slot[(NTILES * 4 + 0) * 32 + lane] = st.m0;
+    slot[(NTILES * 4 + 1) * 32 + lane] = st.m1;
+    slot[(NTILES * 4 + 2) * 32 + lane] = st.l0;
+    slot[(NTILES * 4 + 3) * 32 + lane] = st.l1;
+}
+
+// The combination of `count` stored states (`slot(i)` is state i's memory: a warp's region of
+// this CTA, or a cluster peer's).
+template <typename Slot>
+static __device__ __forceinline__ State combine_states(Slot slot, int count, int lane) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    State r;
+    float M0 = NEG_INF, M1 = NEG_INF;
+    for (int i = 0; i < count; ++i) {
+        const float* other = slot(i);
+        M0 = fmaxf(M0, other[(NTILES * 4 + 0) * 32 + lane]);
+        M1 = fmaxf(M1, other[(NTILES * 4 + 1) * 32 + lane]);
+    }
+    const float mu0 = M0 == NEG_INF ? 0.f : M0, mu1 = M1 == NEG_INF ? 0.f : M1;
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n) r.o[n][0] = r.o[n][1] = r.o[n][2] = r.o[n][3] = 0.f;
+    r.l0 = r.l1 = 0.f;
+    for (int i = 0; i < count; ++i) {
+        const float* other = slot(i);
+        const float w0 = fast_exp2(other[(NTILES * 4 + 0) * 32 + lane] - mu0);
+        const float w1 = fast_exp2(other[(NTILES * 4 + 1) * 32 + lane] - mu1);
+        r.l0 += w0 * other[(NTILES * 4 + 2) * 32 + lane];
+        r.l1 += w1 * other[(NTILES * 4 + 3) * 32 + lane];
+#pragma unroll
+        for (int n = 0; n < NTILES; ++n) {
+            r.o[n][0] += w0 * other[(n * 4 + 0) * 32 + lane];
+            r.o[n][1] += w0 * other[(n * 4 + 1) * 32 + lane];
+            r.o[n][2] += w1 * other[(n * 4 + 2) * 32 + lane];
+            r.o[n][3] += w1 * other[(n * 4 + 3) * 32 + lane];
+        }
+    }
+    r.m0 = M0;
+    r.m1 = M1;
+    return r;
+}
+
+// Normalises a whole sequence's state and writes its output rows and lse.
+static __device__ __forceinline__ void write_output(const Args& a, int b, int head0, int rows_here, int lane, const State& st) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const int g = lane >> 2, t4 = lane & 3;
+    const size_t qrow0 = (size_t)b * (NUM_KV_HEADS * GROUP) + head0;
+    const float inv0 = st.l0 > 0.f ? 1.f / st.l0 : 0.f, inv1 = st.l1 > 0.f ? 1.f / st.l1 : 0.f;
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n) {
+        int c = n * 8 + t4 * 2;
+        if (g < rows_here) *(u32*)(a.out + (qrow0 + g) * HEAD_DIM + c) = pack_bf16x2(st.o[n][0] * inv0, st.o[n][1] * inv0);
+        if (g + 8 < rows_here) *(u32*)(a.out + (qrow0 + g + 8) * HEAD_DIM + c) = pack_bf16x2(st.o[n][2] * inv1, st.o[n][3] * inv1);
+    }
+    if (t4 == 0) {
+        if (g < rows_here) a.lse[qrow0 + g] = st.l0 > 0.f ? st.m0 + log2f(st.l0) : NEG_INF;
+        if (g + 8 < rows_here) a.lse[qrow0 + g + 8] = st.l1 > 0.f ? st.m1 + log2f(st.l1) : NEG_INF;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 gqa_paged_decode(const Args a) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -268,6 +373,8 @@ gqa_paged_decode(const Args a) {
     // of one kv_indptr load before the page ids; a sequence of one part writes its output
     // directly. The host chooses it for short average sequences.
     const bool per_sequence = a.max_parts > 0;
+    // Launched in clusters of max_parts CTAs (the host's choice): rank p of a cluster is part p.
+    const bool in_cluster = per_sequence && cluster_ctas() > 1;
     int e0, e1, seq = 0, part = 0, nparts = 1;
     if (per_sequence) {
         seq = unit / a.max_parts;
@@ -275,9 +382,11 @@ gqa_paged_decode(const Args a) {
         const int s = clamp_int(__ldg(a.kv_indptr + seq), 0, T);
         const int n = max(s, clamp_int(__ldg(a.kv_indptr + seq + 1), 0, T)) - s;
         nparts = clamp_int((n + C - 1) / C, 1, a.max_parts);
-        if (part >= nparts) return;  // the whole CTA leaves before any barrier
-        e0 = s + (int)((long long)n * part / nparts);
-        e1 = s + (int)((long long)n * (part + 1) / nparts);
+        // In a cluster, a CTA without a part still joins the cluster's barriers when there is
+        // a merge; otherwise it leaves before any barrier.
+        if (part >= nparts && !(in_cluster && nparts > 1)) return;
+        e0 = part < nparts ? s + (int)((long long)n * part / nparts) : s + n;
+        e1 = part < nparts ? s + (int)((long long)n * (part + 1) / nparts) : s + n;
     } else {
         e0 = unit * C;
         e1 = min(e0 + C, T);
@@ -516,71 +625,30 @@ gqa_paged_decode(const Args a) {
         l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
         l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
-        {
-            // Combine the warps' (m, l, O) in shared memory; warp 0 goes on with the result. Each
-            // warp writes into its own pipeline region, free now that its tiles are consumed.
-            constexpr int CF = NTILES * 4 + 4;
-            __syncthreads();
-            float* mine = (float*)(smem_raw + warp * WARP_SMEM);
+        State st;
 #pragma unroll
-            for (int n = 0; n < NTILES; ++n)
+        for (int n = 0; n < NTILES; ++n)
 #pragma unroll
-                for (int c = 0; c < 4; ++c) mine[(n * 4 + c) * 32 + lane] = o[n][c];
-            mine[(NTILES * 4 + 0) * 32 + lane] = m0;
-            mine[(NTILES * 4 + 1) * 32 + lane] = m1;
-            mine[(NTILES * 4 + 2) * 32 + lane] = l0;
-            mine[(NTILES * 4 + 3) * 32 + lane] = l1;
-            __syncthreads();
-            if (warp == 0) {
-                float M0 = NEG_INF, M1 = NEG_INF;
-#pragma unroll
-                for (int i = 0; i < WARPS; ++i) {
-                    const float* other = (const float*)(smem_raw + i * WARP_SMEM);
-                    M0 = fmaxf(M0, other[(NTILES * 4 + 0) * 32 + lane]);
-                    M1 = fmaxf(M1, other[(NTILES * 4 + 1) * 32 + lane]);
-                }
-                const float mu0 = M0 == NEG_INF ? 0.f : M0, mu1 = M1 == NEG_INF ? 0.f : M1;
-#pragma unroll
-                for (int n = 0; n < NTILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-                l0 = l1 = 0.f;
-#pragma unroll
-                for (int i = 0; i < WARPS; ++i) {
-                    const float* other = (const float*)(smem_raw + i * WARP_SMEM);
-                    const float w0 = fast_exp2(other[(NTILES * 4 + 0) * 32 + lane] - mu0);
-                    const float w1 = fast_exp2(other[(NTILES * 4 + 1) * 32 + lane] - mu1);
-                    l0 += w0 * other[(NTILES * 4 + 2) * 32 + lane];
-                    l1 += w1 * other[(NTILES * 4 + 3) * 32 + lane];
-#pragma unroll
-                    for (int n = 0; n < NTILES; ++n) {
-                        o[n][0] += w0 * other[(n * 4 + 0) * 32 + lane];
-                        o[n][1] += w0 * other[(n * 4 + 1) * 32 + lane];
-                        o[n][2] += w1 * other[(n * 4 + 2) * 32 + lane];
-                        o[n][3] += w1 * other[(n * 4 + 3) * 32 + lane];
-                    }
-                }
-                m0 = M0;
-                m1 = M1;
-            }
-            __syncthreads();  // warp 0 has read every region; the next piece may overwrite them
-            if (warp != 0) continue;
-        }
+            for (int c = 0; c < 4; ++c) st.o[n][c] = o[n][c];
+        st.m0 = m0;
+        st.m1 = m1;
+        st.l0 = l0;
+        st.l1 = l1;
+        // Combine the warps' states in shared memory; warp 0 goes on with the result. Each warp
+        // writes into its own pipeline region, free now that its tiles are consumed.
+        __syncthreads();
+        store_state((float*)(smem_raw + warp * WARP_SMEM), st, lane);
+        __syncthreads();
+        if (warp == 0) st = combine_states([&](int i) { return (const float*)(smem_raw + i * WARP_SMEM); }, WARPS, lane);
+        __syncthreads();  // warp 0 has read every region; the next piece may overwrite them
+        if (warp != 0) continue;
 
         const bool whole = s >= e0 && e <= e1;
-        const size_t qrow0 = (size_t)b * (NUM_KV_HEADS * GROUP) + head0;
         if (whole) {
-            const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-#pragma unroll
-            for (int n = 0; n < NTILES; ++n) {
-                int c = n * 8 + t4 * 2;
-                if (g < rows_here)
-                    *(u32*)(a.out + (qrow0 + g) * HEAD_DIM + c) = pack_bf16x2(o[n][0] * inv0, o[n][1] * inv0);
-                if (g + 8 < rows_here)
-                    *(u32*)(a.out + (qrow0 + g + 8) * HEAD_DIM + c) = pack_bf16x2(o[n][2] * inv1, o[n][3] * inv1);
-            }
-            if (t4 == 0) {
-                if (g < rows_here) a.lse[qrow0 + g] = l0 > 0.f ? m0 + log2f(l0) : NEG_INF;
-                if (g + 8 < rows_here) a.lse[qrow0 + g + 8] = l1 > 0.f ? m1 + log2f(l1) : NEG_INF;
-            }
+            write_output(a, b, head0, rows_here, lane, st);
+        } else if (in_cluster) {
+            // Region 0 is free after the warps' combine; the cluster merges after the loop.
+            store_state((float*)smem_raw, st, lane);
         } else {
             // Per sequence: one record per part. Fixed units: slot 0 holds the sequence that
             // began before this unit, slot 1 the one that begins here and runs past it (at
@@ -594,14 +662,14 @@ gqa_paged_decode(const Args a) {
 #pragma unroll
             for (int n = 0; n < NTILES; ++n) {
                 int c = n * 8 + t4 * 2;
-                if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), make_float2(o[n][0], o[n][1]));
-                if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), make_float2(o[n][2], o[n][3]));
+                if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), make_float2(st.o[n][0], st.o[n][1]));
+                if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), make_float2(st.o[n][2], st.o[n][3]));
             }
             if (t4 == 0) {
-                __stcg(rec + 16 * HEAD_DIM + g, m0);
-                __stcg(rec + 16 * HEAD_DIM + g + 8, m1);
-                __stcg(rec + 16 * HEAD_DIM + 16 + g, l0);
-                __stcg(rec + 16 * HEAD_DIM + 16 + g + 8, l1);
+                __stcg(rec + 16 * HEAD_DIM + g, st.m0);
+                __stcg(rec + 16 * HEAD_DIM + g + 8, st.m1);
+                __stcg(rec + 16 * HEAD_DIM + 16 + g, st.l0);
+                __stcg(rec + 16 * HEAD_DIM + 16 + g + 8, st.l1);
             }
             __threadfence();
             __syncwarp();
@@ -616,5 +684,16 @@ gqa_paged_decode(const Args a) {
                 if (lane == 0) *counter = 0;  // ready for the next launch
             }
         }
+    }
+    // The parts of a sequence in one cluster: rank 0 merges the others' states from their
+    // shared memory, which must outlive the reads, hence the second barrier.
+    if (in_cluster && nparts > 1) {
+        cluster_sync();
+        if (part == 0 && warp == 0) {
+            const float* mine = (const float*)smem_raw;
+            const State st = combine_states([&](int i) { return cluster_peer(mine, (u32)i); }, nparts, lane);
+            write_output(a, seq, kvh * GROUP + mt * 16, min(16, GROUP - mt * 16), lane, st);
+        }
+        cluster_sync();
     }
 }

@@ -9,7 +9,8 @@
 //! Options: --out DIR (logs), --samples N, --variants "auto,w4s3,w8s3" (auto = the variant set the runner
 //!          uses, chosen per call), --tpw "0,256,seq,fill:128" (schedules:
 //!          0 = automatic, N = fixed units of N tokens, seq = one whole sequence per CTA, fill:M = sequences
-//!          cut into parts of at least M tokens to fill one wave), --only wl32,b128x4096 (time only these cases).
+//!          cut into parts of at least M tokens to fill one wave; parts:N/M = at most N parts of at least
+//!          M tokens; cluster:N/M = the same in clusters of N CTAs, merged in distributed shared memory), --only wl32,b128x4096 (time only these cases).
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -231,22 +232,30 @@ fn reference_for(config: &GqaConfig, case: &Case, dc: &DeviceCase) -> Result<ki_
 
 /// A schedule spec (module docs) for one kernel and problem.
 fn schedule(spec: &str, kernel: &GqaPagedDecode, size: &ProblemSize) -> Result<Option<Schedule>> {
-    let bad = || anyhow!("--tpw `{spec}`: expected 0, seq, fill:M or a token count");
-    Ok(match spec {
-        "0" => None,
-        "seq" => Some(Schedule::PerSequence { max_parts: 1, min_part_tokens: 1 }),
-        _ => match spec.strip_prefix("fill:") {
-            Some(m) => Some(kernel.parts_to_fill(size, m.parse().map_err(|_| bad())?)),
-            None => Some(Schedule::FixedUnits { unit_tokens: spec.parse().map_err(|_| bad())? }),
-        },
-    })
+    let bad = || anyhow!("--tpw `{spec}`: expected 0, seq, fill:M, parts:N/M, cluster:N/M or a token count");
+    let number = |text: &str| text.parse::<u32>().map_err(|_| bad());
+    Ok(Some(if spec == "0" {
+        return Ok(None);
+    } else if spec == "seq" {
+        Schedule::PerSequence { max_parts: 1, min_part_tokens: 1 }
+    } else if let Some(m) = spec.strip_prefix("fill:") {
+        kernel.parts_to_fill(size, number(m)?)
+    } else if let Some((n, m)) = spec.strip_prefix("parts:").and_then(|rest| rest.split_once('/')) {
+        Schedule::PerSequence { max_parts: number(n)?, min_part_tokens: number(m)? }
+    } else if let Some((n, m)) = spec.strip_prefix("cluster:").and_then(|rest| rest.split_once('/')) {
+        Schedule::Cluster { parts: number(n)?, min_part_tokens: number(m)? }
+    } else {
+        Schedule::FixedUnits { unit_tokens: number(spec)? }
+    }))
 }
 
-/// A short name for a schedule in the logs: `U<tokens>` fixed units, `P<parts>/<min tokens>`.
+/// A short name for a schedule in the logs: `U<tokens>` fixed units, `P<parts>/<min tokens>` per
+/// sequence, `C<parts>/<min tokens>` in clusters.
 fn plan_label(schedule: &Schedule) -> String {
     match schedule {
         Schedule::FixedUnits { unit_tokens } => format!("U{unit_tokens}"),
         Schedule::PerSequence { max_parts, min_part_tokens } => format!("P{max_parts}/{min_part_tokens}"),
+        Schedule::Cluster { parts, min_part_tokens } => format!("C{parts}/{min_part_tokens}"),
     }
 }
 
@@ -336,7 +345,7 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
             let mut dc = upload(stream, config, &case, seed, true)?;
             let reference = reference_for(config, &case, &dc)?;
             for variant in &opts.variants {
-                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64"] {
+                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64", "parts:12/16", "cluster:4/16", "cluster:8/64"] {
                     let base = get(*config, *variant)?;
                     let kernel = base.rescheduled(schedule(tpw, &base, &dc.size)?);
                     let ws = kernel.workspace(stream, &dc.size)?;

@@ -23,6 +23,10 @@ const MAX_SMEM_PER_CTA: u32 = 227 * 1024;
 /// Most parts one sequence is cut into under [`Schedule::PerSequence`].
 pub const MAX_PARTS: u32 = 128;
 
+/// Most CTAs of a thread-block cluster that every sm_90 device can launch (the portable size).
+/// The parts of a sequence merge through the cluster's distributed shared memory when they fit.
+pub const MAX_CLUSTER: u32 = 8;
+
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("invalid configuration: {0}")]
@@ -116,8 +120,11 @@ pub enum Schedule {
     /// sequences: balanced under any length skew, at the price of merging split sequences.
     FixedUnits { unit_tokens: u32 },
     /// Each sequence cut on the device into min(`max_parts`, ⌈tokens ÷ `min_part_tokens`⌉)
-    /// equal parts; a sequence of one part needs no merge.
+    /// equal parts; a sequence of one part needs no merge, parts merge through global records.
     PerSequence { max_parts: u32, min_part_tokens: u32 },
+    /// As `PerSequence` with `max_parts` = `parts` (2..=[`MAX_CLUSTER`]), but the parts of a
+    /// sequence are one thread-block cluster and merge in its distributed shared memory (sm_90).
+    Cluster { parts: u32, min_part_tokens: u32 },
 }
 
 impl Default for Tuning {
@@ -138,6 +145,9 @@ impl Tuning {
             Some(Schedule::FixedUnits { unit_tokens: 0 }) => Err(KernelError::InvalidConfig("unit_tokens must be positive".into())),
             Some(Schedule::PerSequence { max_parts, min_part_tokens }) if !(1..=MAX_PARTS).contains(&max_parts) || min_part_tokens == 0 => Err(
                 KernelError::InvalidConfig(format!("max_parts {max_parts} must be in 1..={MAX_PARTS} and min_part_tokens {min_part_tokens} positive")),
+            ),
+            Some(Schedule::Cluster { parts, min_part_tokens }) if !(2..=MAX_CLUSTER).contains(&parts) || min_part_tokens == 0 => Err(
+                KernelError::InvalidConfig(format!("cluster parts {parts} must be in 2..={MAX_CLUSTER} and min_part_tokens {min_part_tokens} positive")),
             ),
             _ => Ok(()),
         }
@@ -172,6 +182,9 @@ pub struct LaunchPlan {
     pub entries_per_unit: u32,
     /// CTA rows: fixed units, or batch × max_parts.
     pub num_units: u32,
+    /// CTAs per thread-block cluster along x (1: no clusters): the parts of one sequence, which
+    /// then merge in distributed shared memory instead of through global records.
+    pub cluster: u32,
     pub grid: (u32, u32, u32),
     pub block: (u32, u32, u32),
     pub shared_bytes: u32,
@@ -188,8 +201,16 @@ fn warp_shared_bytes(config: &GqaConfig, tuning: &Tuning) -> u32 {
 
 /// Chooses how many kv_indices entries each warp reads (see the comment on the choice below)
 /// and the grid and workspace that follow.
-/// `ctas_per_sm` is how many CTAs of this kernel an SM holds at once (the driver's occupancy).
-pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_count: u32, ctas_per_sm: u32) -> Result<LaunchPlan, KernelError> {
+/// `ctas_per_sm` is how many CTAs of this kernel an SM holds at once (the driver's occupancy);
+/// `max_cluster` the largest cluster the device launches (1 before sm_90).
+pub fn plan_launch(
+    config: &GqaConfig,
+    tuning: &Tuning,
+    size: &ProblemSize,
+    sm_count: u32,
+    ctas_per_sm: u32,
+    max_cluster: u32,
+) -> Result<LaunchPlan, KernelError> {
     config.validate()?;
     tuning.validate()?;
     if sm_count == 0 || ctas_per_sm == 0 {
@@ -220,14 +241,14 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
     let wave_units = (ctas_per_sm * sm_count / head_tiles).max(1) as u64;
     let schedule = match tuning.schedule {
         Some(schedule) => schedule,
-        None => auto_schedule(config, tuning, size, total_tokens, wave_units),
+        None => auto_schedule(config, tuning, size, total_tokens, wave_units, sm_count, max_cluster),
     };
     let (entries_per_unit, num_units) = match schedule {
         Schedule::FixedUnits { unit_tokens } => {
             let entries = unit_tokens.div_ceil(config.page_size).max(1);
             (entries, size.num_kv_indices.div_ceil(entries).max(1))
         }
-        Schedule::PerSequence { max_parts, min_part_tokens } => {
+        Schedule::PerSequence { max_parts, min_part_tokens } | Schedule::Cluster { parts: max_parts, min_part_tokens } => {
             let rows = size.batch_size as u64 * max_parts as u64;
             if rows > i32::MAX as u64 {
                 return Err(KernelError::InvalidSize(format!("batch {} × max_parts {max_parts} CTA rows exceed int32", size.batch_size)));
@@ -235,10 +256,17 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
             (min_part_tokens.div_ceil(config.page_size).max(1), rows as u32)
         }
     };
+    let cluster = match schedule {
+        Schedule::Cluster { parts, .. } if parts > max_cluster => {
+            return Err(KernelError::InvalidConfig(format!("a cluster of {parts} CTAs; this device launches at most {max_cluster}")));
+        }
+        Schedule::Cluster { parts, .. } => parts,
+        _ => 1,
+    };
     let record_floats = 16 * config.head_dim as usize + 32;
     let records = match schedule {
         Schedule::FixedUnits { .. } => num_units as usize * 2,
-        Schedule::PerSequence { max_parts: 1, .. } => 0,
+        Schedule::Cluster { .. } | Schedule::PerSequence { max_parts: 1, .. } => 0,
         Schedule::PerSequence { .. } => num_units as usize,
     };
     Ok(LaunchPlan {
@@ -247,6 +275,7 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
         schedule,
         entries_per_unit,
         num_units,
+        cluster,
         grid: (num_units, head_tiles, 1),
         block: (32 * tuning.warps_per_cta, 1, 1),
         shared_bytes,
@@ -257,23 +286,44 @@ pub fn plan_launch(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, sm_c
 
 /// The schedule [`plan_launch`] chooses from shapes alone; `wave_units` is how many CTA rows
 /// (all head tiles each) are resident at once. Measured on the H200 (bench/gqa-paged-decode/NOTES.md):
-/// - v6: up to 256 tokens per warp on average (1,024 at 4 warps), a CTA per sequence, which never
-///   merges, beats fixed units by up to 1.8×; cutting such sequences into parts only adds a merge
-///   (~3 µs). So sequences up to that length stay whole, and only longer ones (a skewed batch,
-///   which the host cannot see) are cut into parts, up to one wave of CTA rows: 16 sequences with
-///   one of 13,963 tokens took 182 µs whole and 47 µs in 6 parts, at 4 warps (v7).
+/// - v6: up to 256 tokens per warp on average (1,024 at 4 warps), a CTA per sequence beats fixed
+///   units by up to 1.8×.
+/// - v7: cutting such sequences into parts that merge through global memory adds ~3 µs, so they
+///   stay whole, and only longer ones (a skewed batch, which the host cannot see) are cut, up to
+///   one wave of CTA rows: 16 sequences with one of 13,963 tokens took 182 µs whole and 47 µs in
+///   6 parts, at 4 warps.
+/// - v8: a batch of very few sequences is cut into parts of one cluster ([`cluster_parts`]).
 /// - v5: for longer sequences on average, fixed units sized to fill one wave.
-fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64) -> Schedule {
+fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64, sm_count: u32, max_cluster: u32) -> Schedule {
     let average = size.tokens_per_sequence(config.page_size);
     let whole_tokens = 256 * tuning.warps_per_cta;
-    if average <= whole_tokens as u64 {
-        parts_to_fill(size, total_tokens, wave_units, whole_tokens)
-    } else {
+    if average > whole_tokens as u64 {
         // Fewer, longer units mean fewer split sequences to merge; more would only queue.
         let warps = tuning.warps_per_cta as u64;
         let unit_tokens = total_tokens.div_ceil(wave_units).clamp(16 * warps, 8192).div_ceil(16) * 16;
         Schedule::FixedUnits { unit_tokens: unit_tokens as u32 }
+    } else if let Some(parts) = cluster_parts(config, size, sm_count, max_cluster) {
+        Schedule::Cluster { parts, min_part_tokens: CLUSTER_PART_TOKENS }
+    } else {
+        parts_to_fill(size, total_tokens, wave_units, whole_tokens)
     }
+}
+
+/// Least tokens per part when the parts of a sequence merge in a cluster.
+pub const CLUSTER_PART_TOKENS: u32 = 128;
+
+/// Parts per sequence (2 or more) when a batch is cut into clusters, from shapes alone, or None.
+/// Measured on the H200 (NOTES.md, v8): one sequence of 252–546 tokens took 14.5 → 11.7 µs in
+/// 2–5 parts of one cluster (20 CTAs), while 16 sequences in clusters of 2–6 (128–384 CTAs) lost
+/// 1–6 µs to whole sequences, as did the launch in clusters alone (+1.2 µs for the seed's 384
+/// CTAs of which 320 exit at once). So clusters are used only while all of them take at most a
+/// quarter of the SMs, one CTA each.
+pub fn cluster_parts(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32) -> Option<u32> {
+    let rows = size.batch_size.max(1) as u64 * config.head_tiles() as u64;
+    let room = (sm_count / 4) as u64 / rows;
+    let useful = size.tokens_per_sequence(config.page_size).div_ceil(CLUSTER_PART_TOKENS as u64);
+    let parts = room.min(useful).min(max_cluster as u64) as u32;
+    (parts >= 2).then_some(parts)
 }
 
 /// The per-sequence schedule with parts of at least `min_part_tokens`, and as many parts as one
@@ -388,10 +438,13 @@ pub const AUTOMATIC_VARIANTS: [Tuning; 2] =
 /// keep more bytes in flight, and 8 warps × 3 stages beat 4 × 2 by up to 25% (16 sequences of
 /// ~1,000–1,450 tokens: 25–33 µs → 20–25 µs); shorter sequences do not fill the deeper pipeline,
 /// and larger batches fill the GPU with small CTAs already.
-pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32) -> Tuning {
+/// Where the batch is cut into clusters ([`cluster_parts`]), the parts are short and 4 warps ×
+/// 2 stages win again (v8: one sequence of 546 tokens in 5 parts, 11.7 against 12.5 µs).
+pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32) -> Tuning {
     let rows = size.batch_size as u64 * config.head_tiles() as u64;
     let average = size.tokens_per_sequence(config.page_size);
-    if 2 * rows <= sm_count as u64 && (384..=2048).contains(&average) { AUTOMATIC_VARIANTS[1] } else { AUTOMATIC_VARIANTS[0] }
+    let few_long = 2 * rows <= sm_count as u64 && (384..=2048).contains(&average);
+    if few_long && cluster_parts(config, size, sm_count, max_cluster).is_none() { AUTOMATIC_VARIANTS[1] } else { AUTOMATIC_VARIANTS[0] }
 }
 
 /// One compiled configuration of the kernel.
@@ -409,6 +462,8 @@ pub struct GqaPagedDecode {
     variants: Vec<Variant>,
     schedule: Option<Schedule>,
     sm_count: u32,
+    /// Largest cluster launched: [`MAX_CLUSTER`] on sm_90 and newer, else 1.
+    max_cluster: u32,
 }
 
 impl GqaPagedDecode {
@@ -454,12 +509,13 @@ impl GqaPagedDecode {
             let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
             variants.push(Variant { tuning, function, ctas_per_sm });
         }
-        Ok(GqaPagedDecode { config, variants, schedule, sm_count })
+        let max_cluster = if major >= 9 { MAX_CLUSTER } else { 1 };
+        Ok(GqaPagedDecode { config, variants, schedule, sm_count, max_cluster })
     }
 
     /// The same compiled kernel with another schedule (None: chosen per problem size).
     pub fn rescheduled(&self, schedule: Option<Schedule>) -> GqaPagedDecode {
-        GqaPagedDecode { config: self.config, variants: self.variants.clone(), schedule, sm_count: self.sm_count }
+        GqaPagedDecode { variants: self.variants.clone(), schedule, ..*self }
     }
 
     pub fn config(&self) -> &GqaConfig {
@@ -471,7 +527,7 @@ impl GqaPagedDecode {
         if let [only] = self.variants.as_slice() {
             return only;
         }
-        let chosen = automatic_tuning(&self.config, size, self.sm_count);
+        let chosen = automatic_tuning(&self.config, size, self.sm_count, self.max_cluster);
         self.variants.iter().find(|v| v.tuning == chosen).unwrap_or(&self.variants[0])
     }
 
@@ -486,7 +542,7 @@ impl GqaPagedDecode {
     /// The variant, schedule, grid and workspace of a call of this size.
     pub fn plan(&self, size: &ProblemSize) -> Result<LaunchPlan, KernelError> {
         let variant = self.variant(size);
-        plan_launch(&self.config, &Tuning { schedule: self.schedule, ..variant.tuning }, size, self.sm_count, variant.ctas_per_sm)
+        plan_launch(&self.config, &Tuning { schedule: self.schedule, ..variant.tuning }, size, self.sm_count, variant.ctas_per_sm, self.max_cluster)
     }
 
     /// A workspace large enough for `size`.
@@ -550,16 +606,53 @@ impl GqaPagedDecode {
             entries_per_unit: plan.entries_per_unit as i32,
             num_units: plan.num_units as i32,
             max_parts: match plan.schedule {
-                Schedule::PerSequence { max_parts, .. } => max_parts as i32,
+                Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => max_parts as i32,
                 Schedule::FixedUnits { .. } => 0,
             },
         };
+        let function = &self.variant(size).function;
+        if plan.cluster > 1 {
+            // SAFETY: as below; the cluster divides the grid's x (batch × max_parts).
+            return unsafe { launch_in_clusters(stream, function, &plan, &args) };
+        }
         let config = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
         // SAFETY: the argument block matches the kernel's signature; the caller vouches for
         // the buffers (see above).
-        unsafe { stream.launch_builder(&self.variant(size).function).arg(&args).launch(config)? };
+        unsafe { stream.launch_builder(function).arg(&args).launch(config)? };
         Ok(())
     }
+}
+
+/// cudarc's launch builder sets no launch attributes, so a cluster launch goes to the driver's
+/// `cuLaunchKernelEx` with the cluster dimension attribute.
+///
+/// # Safety
+/// `args` must match the kernel's parameters and address live buffers.
+unsafe fn launch_in_clusters(stream: &CudaStream, function: &CudaFunction, plan: &LaunchPlan, args: &KernelArgs) -> Result<(), KernelError> {
+    use cudarc::driver::sys;
+    stream.context().bind_to_thread()?;
+    // SAFETY: a plain C struct and union for which all-zero bytes are valid.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = plan.cluster;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: plan.grid.0,
+        gridDimY: plan.grid.1,
+        gridDimZ: plan.grid.2,
+        blockDimX: plan.block.0,
+        blockDimY: plan.block.1,
+        blockDimZ: plan.block.2,
+        sharedMemBytes: plan.shared_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    let mut params = [args as *const KernelArgs as *mut std::ffi::c_void];
+    // SAFETY: the configuration and parameter array outlive the call, which copies them.
+    unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()? };
+    Ok(())
 }
 
 #[cfg(test)]
@@ -623,7 +716,7 @@ mod tests {
         // 132 SMs × 3 CTAs ÷ 4 head tiles = 99 CTA rows in one wave.
         for (batch, total) in [(1u32, 7u32), (1, 546), (16, 1020), (16, 15463), (64, 61519), (128, 128 * 4096), (300, 300 * 2000), (1, 150_000), (3, 0)] {
             let size = ProblemSize { batch_size: batch, num_pages: total.max(1), num_kv_indices: total };
-            let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3).unwrap();
+            let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3, 1).unwrap();
             assert_eq!(plan.grid, (plan.num_units, 4, 1));
             assert_eq!(plan.counter_count, (batch as usize * 4).max(1));
             match plan.schedule {
@@ -638,6 +731,7 @@ mod tests {
                     let records = if max_parts == 1 { 0 } else { plan.num_units as usize * 4 };
                     assert_eq!(plan.partial_floats, records * (16 * 128 + 32));
                 }
+                Schedule::Cluster { .. } => panic!("{batch}x{total}: no clusters on a device without them"),
                 Schedule::FixedUnits { .. } => {
                     assert!(total > batch * 1024, "{batch}x{total}");
                     // Units tile [0, total) with none left over, and there is always one unit
@@ -650,7 +744,7 @@ mod tests {
                 }
             }
         }
-        let plan = |batch, total| plan_launch(&config, &Tuning::default(), &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3).unwrap();
+        let plan = |batch, total| plan_launch(&config, &Tuning::default(), &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3, 1).unwrap();
         // The seed's 16 short sequences stay whole and never merge.
         assert_eq!(plan(16, 1020).schedule, Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 });
         // 16 sequences of ~1,000 tokens: a sequence longer than 1,024 (skew) may take 6 parts.
@@ -659,9 +753,40 @@ mod tests {
     }
 
     #[test]
+    fn on_sm90_a_batch_of_few_sequences_is_cut_into_clusters() {
+        let config = h32kv4(1);
+        let plan = |batch, total, schedule, max_cluster| {
+            let tuning = Tuning { schedule, ..Tuning::default() };
+            plan_launch(&config, &tuning, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3, max_cluster)
+        };
+        // Batch 1 × 546 tokens: 5 parts of at least 128 tokens, one cluster per head tile, no records.
+        let one = plan(1, 546, None, MAX_CLUSTER).unwrap();
+        assert_eq!(one.schedule, Schedule::Cluster { parts: 5, min_part_tokens: CLUSTER_PART_TOKENS });
+        assert_eq!((one.cluster, one.grid, one.partial_floats), (5, (5, 4, 1), 0));
+        // Clusters take at most a quarter of the SMs (33 CTAs): 8 sequences no longer fit two each.
+        assert_eq!(plan(4, 4 * 546, None, MAX_CLUSTER).unwrap().schedule, Schedule::Cluster { parts: 2, min_part_tokens: 128 });
+        assert_eq!(plan(8, 8 * 546, None, MAX_CLUSTER).unwrap().cluster, 1);
+        // Without clusters, or with 16 sequences: v7's rule, sequences up to 1,024 tokens stay whole.
+        assert_eq!(plan(1, 546, None, 1).unwrap().schedule, Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 });
+        let sixteen = plan(16, 15463, None, MAX_CLUSTER).unwrap();
+        assert_eq!((sixteen.schedule, sixteen.cluster), (Schedule::PerSequence { max_parts: 6, min_part_tokens: 1024 }, 1));
+        assert_eq!(sixteen.partial_floats, 96 * 4 * (16 * 128 + 32));
+        // An explicit cluster beyond the device's limit is refused by name.
+        let cluster = Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 });
+        assert_eq!(plan(2, 100, cluster, MAX_CLUSTER).unwrap().grid, (8, 4, 1));
+        let err = plan(2, 100, cluster, 1).unwrap_err();
+        assert!(err.to_string().contains("a cluster of 4 CTAs"), "{err}");
+        assert!(Tuning { schedule: Some(Schedule::Cluster { parts: MAX_CLUSTER + 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
+        assert!(Tuning { schedule: Some(Schedule::Cluster { parts: 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
+        // Long sequences on average keep fixed units.
+        assert!(matches!(plan(128, 1 << 19, None, MAX_CLUSTER).unwrap().schedule, Schedule::FixedUnits { .. }));
+    }
+
+    #[test]
     fn automatic_tuning_deepens_the_pipeline_only_for_few_long_sequences() {
         let config = h32kv4(1);
-        let pick = |batch, total| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132);
+        let pick_on = |batch, total, max_cluster| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, max_cluster);
+        let pick = |batch, total| pick_on(batch, total, 1);
         let (small, deep) = (AUTOMATIC_VARIANTS[0], AUTOMATIC_VARIANTS[1]);
         assert_eq!((small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages), (4, 2, 8, 3));
         assert_eq!(pick(16, 1020), small); // the seed: 64 tokens per sequence
@@ -669,6 +794,8 @@ mod tests {
         assert_eq!(pick(16, 23079), deep);
         assert_eq!(pick(16, 16 * 8192), small); // longer than 2,048: fixed units
         assert_eq!(pick(1, 546), deep);
+        assert_eq!(pick_on(1, 546, MAX_CLUSTER), small); // cut into 5 parts of one cluster
+        assert_eq!(pick_on(16, 15463, MAX_CLUSTER), deep);
         assert_eq!(pick(1, 252), small);
         assert_eq!(pick(64, 61519), small); // 256 CTAs fill the GPU already
         assert_eq!(pick(0, 0), small);
@@ -676,23 +803,23 @@ mod tests {
         for variant in AUTOMATIC_VARIANTS {
             for head_dim in [64, 128] {
                 let config = GqaConfig { head_dim, ..config };
-                assert!(plan_launch(&config, &variant, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 1).is_ok());
+                assert!(plan_launch(&config, &variant, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 1, 8).is_ok());
             }
         }
     }
 
     #[test]
     fn plan_scales_pages_and_bounds() {
-        let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
+        let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3, 1).unwrap();
         assert!(plan.entries_per_unit >= 1);
         let fixed = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 256 }), ..Tuning::default() };
-        let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3).unwrap();
+        let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3, 1).unwrap();
         assert_eq!(plan.entries_per_unit, 4);
         assert_eq!(plan.num_units, 16);
         let too_many = ProblemSize { batch_size: 1, num_pages: 1 << 30, num_kv_indices: 1 << 26 };
-        assert!(matches!(plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132, 3), Err(KernelError::InvalidSize(_))));
+        assert!(matches!(plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132, 3, 1), Err(KernelError::InvalidSize(_))));
         let deep = Tuning { warps_per_cta: 16, stages: 8, ..Tuning::default() };
-        assert!(matches!(plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 3), Err(KernelError::InvalidConfig(_))));
+        assert!(matches!(plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 3, 1), Err(KernelError::InvalidConfig(_))));
         // Groups above 16 query heads take several query tiles per KV head.
         let wide = GqaConfig { num_qo_heads: 40, num_kv_heads: 1, head_dim: 64, page_size: 1 };
         assert_eq!(wide.head_tiles(), 3);

@@ -158,12 +158,20 @@ fn matches_the_reference_on_edge_cases() {
     run_and_compare(&ctx, &stream, h32kv4(1), parts, &[64, 0, 1, 300, 0, 17, 33, 5000], 18);
     run_and_compare(&ctx, &stream, h32kv4(64), parts, &[64, 0, 1, 300, 129, 65, 2000], 19);
     run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, parts, &[5, 90, 0, 257], 20);
+    // The same in clusters (sm_90): parts merge in distributed shared memory, and CTAs without a
+    // part still join the cluster's barriers.
+    if ctx.compute_capability().unwrap().0 >= 9 {
+        let cluster = Tuning { schedule: Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 }), ..Tuning::default() };
+        run_and_compare(&ctx, &stream, h32kv4(1), cluster, &[64, 0, 1, 300, 0, 17, 33, 5000], 31);
+        run_and_compare(&ctx, &stream, h32kv4(64), cluster, &[64, 0, 1, 300, 129, 65, 2000], 32);
+        run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, cluster, &[5, 90, 0, 257], 33);
+    }
     // The automatic choice: 4 warps for the seed's shape, 8 warps × 3 stages for 16 sequences of
-    // ~1,000 tokens, and parts for the long one of a skewed batch.
+    // ~1,000 tokens, parts for the long one of a skewed batch, and a cluster for one sequence.
     let seedlike: Vec<usize> = (0..16).map(|i| 40 + 5 * i).collect();
     let long16: Vec<usize> = (0..16).map(|i| 900 + 37 * i).collect();
     let skewed: Vec<usize> = [[13_963].as_slice(), &[100; 15]].concat();
-    for (i, lengths) in [seedlike, long16, skewed].iter().enumerate() {
+    for (i, lengths) in [seedlike, long16, skewed, vec![546]].iter().enumerate() {
         run_and_compare(&ctx, &stream, h32kv4(1), None, lengths, 21 + i as u64);
     }
 }
