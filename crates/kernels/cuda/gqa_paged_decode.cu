@@ -22,9 +22,11 @@
 // the device. When sequences are short on average (the host knows only batch and
 // num_kv_indices), units follow sequences instead (`max_parts` > 0): CTA row
 // b * max_parts + p takes part p of sequence b, whose entries are cut into
-// min(max_parts, ceil(n / entries_per_unit)) equal parts; a sequence of one part
-// writes its output directly (no partials, no merge), and rows past a sequence's part
-// count exit at once.
+// min(max_parts, max(1, floor(n / entries_per_unit))) equal parts, each at least
+// entries_per_unit long; a sequence of one part writes its output directly (no partials,
+// no merge), and rows past a sequence's part count exit at once. Launched in clusters of
+// max_parts CTAs (sm_90), the parts of a sequence merge in distributed shared memory
+// instead of through global records.
 //
 // Math per 16-token tile, per warp: S = Q K^T with mma.m16n8k16 (query heads of the
 // group as the M dimension, head_dim as K), online softmax in base 2 in fp32, then
@@ -381,7 +383,7 @@ gqa_paged_decode(const Args a) {
         part = unit % a.max_parts;
         const int s = clamp_int(__ldg(a.kv_indptr + seq), 0, T);
         const int n = max(s, clamp_int(__ldg(a.kv_indptr + seq + 1), 0, T)) - s;
-        nparts = clamp_int((n + C - 1) / C, 1, a.max_parts);
+        nparts = clamp_int(n / C, 1, a.max_parts);  // every part at least C entries
         // In a cluster, a CTA without a part still joins the cluster's barriers when there is
         // a merge; otherwise it leaves before any barrier.
         if (part >= nparts && !(in_cluster && nparts > 1)) return;

@@ -119,7 +119,7 @@ pub enum Schedule {
     /// Consecutive slices of `unit_tokens` tokens of the flat kv_indices range, whatever the
     /// sequences: balanced under any length skew, at the price of merging split sequences.
     FixedUnits { unit_tokens: u32 },
-    /// Each sequence cut on the device into min(`max_parts`, ⌈tokens ÷ `min_part_tokens`⌉)
+    /// Each sequence cut on the device into min(`max_parts`, max(1, ⌊tokens ÷ `min_part_tokens`⌋))
     /// equal parts; a sequence of one part needs no merge, parts merge through global records.
     PerSequence { max_parts: u32, min_part_tokens: u32 },
     /// As `PerSequence` with `max_parts` = `parts` (2..=[`MAX_CLUSTER`]), but the parts of a
@@ -298,10 +298,7 @@ fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_
     let average = size.tokens_per_sequence(config.page_size);
     let whole_tokens = 256 * tuning.warps_per_cta;
     if average > whole_tokens as u64 {
-        // Fewer, longer units mean fewer split sequences to merge; more would only queue.
-        let warps = tuning.warps_per_cta as u64;
-        let unit_tokens = total_tokens.div_ceil(wave_units).clamp(16 * warps, 8192).div_ceil(16) * 16;
-        Schedule::FixedUnits { unit_tokens: unit_tokens as u32 }
+        Schedule::FixedUnits { unit_tokens: long_unit_tokens(size, average, tuning, wave_units) }
     } else if let Some(parts) = cluster_parts(config, size, sm_count, max_cluster) {
         Schedule::Cluster { parts, min_part_tokens: CLUSTER_PART_TOKENS }
     } else {
@@ -309,19 +306,34 @@ fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_
     }
 }
 
+/// Fixed units for long sequences: the average sequence cut into k units, k the largest power of
+/// two for which the batch's units fit in one wave. On a uniform batch the units then follow
+/// sequence boundaries and never merge (v8: 16 × 8,192 tokens took 87.7 µs in 99 units of 1,328
+/// tokens, which split sequences, and 83.7 µs in 64 of 2,048); on a skewed one they still bound
+/// every CTA's work.
+fn long_unit_tokens(size: &ProblemSize, average: u64, tuning: &Tuning, wave_units: u64) -> u32 {
+    let batch = size.batch_size.max(1) as u64;
+    let mut k = 1u64;
+    while batch * k * 2 <= wave_units {
+        k *= 2;
+    }
+    average.div_ceil(k).clamp(16 * tuning.warps_per_cta as u64, 8192) as u32
+}
+
 /// Least tokens per part when the parts of a sequence merge in a cluster.
 pub const CLUSTER_PART_TOKENS: u32 = 128;
 
 /// Parts per sequence (2 or more) when a batch is cut into clusters, from shapes alone, or None.
-/// Measured on the H200 (NOTES.md, v8): one sequence of 252–546 tokens took 14.5 → 11.7 µs in
-/// 2–5 parts of one cluster (20 CTAs), while 16 sequences in clusters of 2–6 (128–384 CTAs) lost
-/// 1–6 µs to whole sequences, as did the launch in clusters alone (+1.2 µs for the seed's 384
-/// CTAs of which 320 exit at once). So clusters are used only while all of them take at most a
-/// quarter of the SMs, one CTA each.
+/// Measured on the H200 (NOTES.md, v8): one sequence of 362–546 tokens took 12.5–14.9 µs whole
+/// and 11.2–12.0 µs in parts of 128 tokens or more in one cluster, parts of ~70 tokens lost
+/// (141 tokens: 9.7 → 10.4 µs), and 16 sequences in clusters of 2–6 (128–384 CTAs) lost 1–6 µs to
+/// whole sequences, as did the launch in clusters alone (+1.2 µs for the seed's 384 CTAs of which
+/// 320 exit at once). So clusters are used only while all of them take at most a quarter of the
+/// SMs, one CTA each.
 pub fn cluster_parts(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32) -> Option<u32> {
     let rows = size.batch_size.max(1) as u64 * config.head_tiles() as u64;
     let room = (sm_count / 4) as u64 / rows;
-    let useful = size.tokens_per_sequence(config.page_size).div_ceil(CLUSTER_PART_TOKENS as u64);
+    let useful = size.tokens_per_sequence(config.page_size) / CLUSTER_PART_TOKENS as u64;
     let parts = room.min(useful).min(max_cluster as u64) as u32;
     (parts >= 2).then_some(parts)
 }
@@ -428,23 +440,55 @@ pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str) -> Resul
 }
 
 /// The configurations [`GqaPagedDecode::automatic`] compiles: 4 warps with 2 stages (3 CTAs per
-/// SM), and 8 warps with 3 stages (1 CTA per SM, four times the bytes in flight per CTA).
-pub const AUTOMATIC_VARIANTS: [Tuning; 2] =
-    [Tuning { warps_per_cta: 4, stages: 2, schedule: None }, Tuning { warps_per_cta: 8, stages: 3, schedule: None }];
+/// SM), 8 warps with 3 stages (1 CTA per SM, four times the bytes in flight per CTA), and 5 warps
+/// with 2 stages (2 CTAs per SM: other wave sizes for long sequences).
+pub const AUTOMATIC_VARIANTS: [Tuning; 3] = [
+    Tuning { warps_per_cta: 4, stages: 2, schedule: None },
+    Tuning { warps_per_cta: 8, stages: 3, schedule: None },
+    Tuning { warps_per_cta: 5, stages: 2, schedule: None },
+];
 
-/// Which of [`AUTOMATIC_VARIANTS`] serves a call, from shapes alone. Measured on the H200
-/// (bench/gqa-paged-decode/NOTES.md, v7): when the batch leaves most SMs without a CTA (at most
-/// one CTA row per two SMs) and its sequences are 384–2,048 tokens on average, each CTA must
-/// keep more bytes in flight, and 8 warps × 3 stages beat 4 × 2 by up to 25% (16 sequences of
-/// ~1,000–1,450 tokens: 25–33 µs → 20–25 µs); shorter sequences do not fill the deeper pipeline,
-/// and larger batches fill the GPU with small CTAs already.
-/// Where the batch is cut into clusters ([`cluster_parts`]), the parts are short and 4 warps ×
-/// 2 stages win again (v8: one sequence of 546 tokens in 5 parts, 11.7 against 12.5 µs).
-pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32) -> Tuning {
+/// Which of [`AUTOMATIC_VARIANTS`] serves a call, from shapes alone (`ctas_per_sm` gives each
+/// variant's occupancy). Measured on the H200 (bench/gqa-paged-decode/NOTES.md):
+/// - v7: when the batch leaves most SMs without a CTA (at most one CTA row per two SMs) and its
+///   sequences are 384–2,048 tokens on average, each CTA must keep more bytes in flight, and 8
+///   warps × 3 stages beat 4 × 2 by up to 25% (16 sequences of ~1,000–1,450 tokens: 25–33 µs →
+///   20–25 µs); shorter sequences do not fill the deeper pipeline, and larger batches fill the
+///   GPU with small CTAs already.
+/// - v8: where the batch is cut into clusters ([`cluster_parts`]), the parts are short and 4 warps
+///   × 2 stages win again (one sequence of 546 tokens in parts: 11.7 against 12.5 µs).
+/// - v8: long sequences run in fixed units ([`long_unit_tokens`]); the variant whose CTAs fill
+///   their last wave best wins: 128 × 4,096 tokens is 512 CTAs, 1.3 waves of 4 warps (293 µs in
+///   units of 4,096, 272 µs in 99 units of 5,296) and 1.94 waves of 5 warps (267 µs).
+pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32, ctas_per_sm: impl Fn(&Tuning) -> u32) -> Tuning {
+    let [small, deep, five] = AUTOMATIC_VARIANTS;
     let rows = size.batch_size as u64 * config.head_tiles() as u64;
     let average = size.tokens_per_sequence(config.page_size);
-    let few_long = 2 * rows <= sm_count as u64 && (384..=2048).contains(&average);
-    if few_long && cluster_parts(config, size, sm_count, max_cluster).is_none() { AUTOMATIC_VARIANTS[1] } else { AUTOMATIC_VARIANTS[0] }
+    if cluster_parts(config, size, sm_count, max_cluster).is_some() {
+        return small;
+    }
+    if 2 * rows <= sm_count as u64 && (384..=2048).contains(&average) {
+        return deep;
+    }
+    let long_for = |tuning: &Tuning| average > 256 * tuning.warps_per_cta as u64;
+    if long_for(&small) && long_for(&five) {
+        let fill = |tuning: &Tuning| last_wave_fill(config, size, tuning, sm_count, ctas_per_sm(tuning).max(1));
+        if fill(&five) > fill(&small) {
+            return five;
+        }
+    }
+    small
+}
+
+/// The share of the CTA slots of its waves that a tuning's fixed-unit schedule fills.
+fn last_wave_fill(config: &GqaConfig, size: &ProblemSize, tuning: &Tuning, sm_count: u32, ctas_per_sm: u32) -> f64 {
+    let head_tiles = config.head_tiles() as u64;
+    let slots = (ctas_per_sm * sm_count) as u64;
+    let wave_units = (slots / head_tiles).max(1);
+    let total = size.num_kv_indices as u64 * config.page_size as u64;
+    let unit = long_unit_tokens(size, size.tokens_per_sequence(config.page_size), tuning, wave_units) as u64;
+    let ctas = total.div_ceil(unit).max(1) * head_tiles;
+    ctas as f64 / (ctas.div_ceil(slots) * slots) as f64
 }
 
 /// One compiled configuration of the kernel.
@@ -527,7 +571,8 @@ impl GqaPagedDecode {
         if let [only] = self.variants.as_slice() {
             return only;
         }
-        let chosen = automatic_tuning(&self.config, size, self.sm_count, self.max_cluster);
+        let occupancy = |tuning: &Tuning| self.variants.iter().find(|v| v.tuning == *tuning).map_or(1, |v| v.ctas_per_sm);
+        let chosen = automatic_tuning(&self.config, size, self.sm_count, self.max_cluster, occupancy);
         self.variants.iter().find(|v| v.tuning == chosen).unwrap_or(&self.variants[0])
     }
 
@@ -739,8 +784,8 @@ mod tests {
                     assert!(plan.num_units as u64 * plan.entries_per_unit as u64 >= total as u64);
                     assert!(total == 0 || ((plan.num_units - 1) as u64 * plan.entries_per_unit as u64) < total as u64);
                     assert!(plan.num_units >= 1);
-                    // A sequence is cut into at most ~256 pieces (the merge reads each one).
-                    assert!(total.div_ceil(plan.entries_per_unit) <= 257, "{batch}x{total}: {plan:?}");
+                    // An average sequence is cut into at most 64 units (the merge reads each piece).
+                    assert!(total.div_ceil(batch).div_ceil(plan.entries_per_unit) <= 64, "{batch}x{total}: {plan:?}");
                 }
             }
         }
@@ -759,10 +804,12 @@ mod tests {
             let tuning = Tuning { schedule, ..Tuning::default() };
             plan_launch(&config, &tuning, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3, max_cluster)
         };
-        // Batch 1 × 546 tokens: 5 parts of at least 128 tokens, one cluster per head tile, no records.
+        // Batch 1 × 546 tokens: 4 parts of at least 128 tokens, one cluster per head tile, no records.
         let one = plan(1, 546, None, MAX_CLUSTER).unwrap();
-        assert_eq!(one.schedule, Schedule::Cluster { parts: 5, min_part_tokens: CLUSTER_PART_TOKENS });
-        assert_eq!((one.cluster, one.grid, one.partial_floats), (5, (5, 4, 1), 0));
+        assert_eq!(one.schedule, Schedule::Cluster { parts: 4, min_part_tokens: CLUSTER_PART_TOKENS });
+        assert_eq!((one.cluster, one.grid, one.partial_floats), (4, (4, 4, 1), 0));
+        // Parts are at least 128 tokens: 141 tokens stay whole.
+        assert_eq!(plan(1, 141, None, MAX_CLUSTER).unwrap().cluster, 1);
         // Clusters take at most a quarter of the SMs (33 CTAs): 8 sequences no longer fit two each.
         assert_eq!(plan(4, 4 * 546, None, MAX_CLUSTER).unwrap().schedule, Schedule::Cluster { parts: 2, min_part_tokens: 128 });
         assert_eq!(plan(8, 8 * 546, None, MAX_CLUSTER).unwrap().cluster, 1);
@@ -785,14 +832,23 @@ mod tests {
     #[test]
     fn automatic_tuning_deepens_the_pipeline_only_for_few_long_sequences() {
         let config = h32kv4(1);
-        let pick_on = |batch, total, max_cluster| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, max_cluster);
+        // CTAs per SM by shared memory on the H200, as the driver reports them.
+        let occupancy = |tuning: &Tuning| match tuning.warps_per_cta {
+            4 => 3,
+            5 => 2,
+            _ => 1,
+        };
+        let pick_on = |batch, total, max_cluster| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, max_cluster, occupancy);
         let pick = |batch, total| pick_on(batch, total, 1);
-        let (small, deep) = (AUTOMATIC_VARIANTS[0], AUTOMATIC_VARIANTS[1]);
-        assert_eq!((small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages), (4, 2, 8, 3));
+        let [small, deep, five] = AUTOMATIC_VARIANTS;
+        assert_eq!((small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages, five.warps_per_cta, five.stages), (4, 2, 8, 3, 5, 2));
         assert_eq!(pick(16, 1020), small); // the seed: 64 tokens per sequence
         assert_eq!(pick(16, 15463), deep);
         assert_eq!(pick(16, 23079), deep);
-        assert_eq!(pick(16, 16 * 8192), small); // longer than 2,048: fixed units
+        // Long sequences: units of 4,096 tokens fill 1.94 waves of 5 warps and 1.29 of 4.
+        assert_eq!(pick(128, 128 * 4096), five);
+        assert_eq!(pick(16, 16 * 8192), five); // 256 CTAs: 0.97 of a wave of 5 warps, 0.65 of 4
+        assert_eq!(pick(99, 99 * 4096), small); // 396 CTAs: one wave of 4 warps
         assert_eq!(pick(1, 546), deep);
         assert_eq!(pick_on(1, 546, MAX_CLUSTER), small); // cut into 5 parts of one cluster
         assert_eq!(pick_on(16, 15463, MAX_CLUSTER), deep);
