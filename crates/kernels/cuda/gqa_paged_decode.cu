@@ -7,6 +7,10 @@
 //   NUM_KV_HEADS  KV heads per token row
 //   NSTAGE        cp.async pipeline depth per warp (2..6)
 //   WARPS         warps per CTA
+//   CLUSTER_MERGE 1: the build for cluster launches (sm_90), whose parts of a sequence merge in
+//                 distributed shared memory; 0 (default): no cluster instruction at all, since
+//                 a kernel that has them costs ~0.6 µs more per launch even in clusters of one
+//                 (bench/gqa-paged-decode/NOTES.md, v8)
 //
 // Work split. The flat index space of kv_indices (one entry per page) is cut into
 // units of `entries_per_unit` consecutive entries; each CTA owns one unit for one
@@ -117,8 +121,13 @@ static __device__ __forceinline__ int clamp_int(int v, int lo, int hi) { return 
 // Thread-block clusters (sm_90): the CTAs that hold the parts of one sequence merge them through
 // distributed shared memory, with no global-memory record, fence or atomic. Elsewhere every CTA
 // is a cluster of one.
+#ifndef CLUSTER_MERGE
+#define CLUSTER_MERGE 0
+#endif
+#define USE_CLUSTERS (CLUSTER_MERGE && __CUDA_ARCH__ >= 900)
+
 static __device__ __forceinline__ u32 cluster_ctas() {
-#if __CUDA_ARCH__ >= 900
+#if USE_CLUSTERS
     u32 n;
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
     return n;
@@ -129,14 +138,14 @@ static __device__ __forceinline__ u32 cluster_ctas() {
 
 // All threads of every CTA of the cluster; shared-memory writes before it are seen after it.
 static __device__ __forceinline__ void cluster_sync() {
-#if __CUDA_ARCH__ >= 900
+#if USE_CLUSTERS
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
 
 // The generic address of `p` in the shared memory of the cluster's CTA `rank`.
 static __device__ __forceinline__ const float* cluster_peer(const float* p, u32 rank) {
-#if __CUDA_ARCH__ >= 900
+#if USE_CLUSTERS
     unsigned long long r;
     asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
     return (const float*)r;

@@ -534,12 +534,14 @@ fn main() -> Result<()> {
             let config = GqaConfig::from_definition_name(&name)?;
             let tunings: Vec<Tuning> = opts.variants.iter().flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t])).collect();
             for t in &tunings {
-                let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90")?;
-                std::fs::write(dir.join(format!("{name}_w{}s{}.ptx", t.warps_per_cta, t.stages)), ptx.to_src())?;
+                for (cluster_merge, suffix) in [(false, ""), (true, "_cluster")] {
+                    let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90", cluster_merge)?;
+                    std::fs::write(dir.join(format!("{name}_w{}s{}{suffix}.ptx", t.warps_per_cta, t.stages)), ptx.to_src())?;
+                }
             }
         }
         let d64 = GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 };
-        std::fs::write(dir.join("synthetic_h40_kv2_d64_ps16.ptx"), ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90")?.to_src())?;
+        std::fs::write(dir.join("synthetic_h40_kv2_d64_ps16.ptx"), ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90", false)?.to_src())?;
         println!("wrote PTX to {}", dir.display());
         return Ok(());
     }

@@ -413,14 +413,21 @@ struct KernelArgs {
 // SAFETY: plain-old-data with the C layout of `struct Args`.
 unsafe impl DeviceRepr for KernelArgs {}
 
-/// NVRTC's PTX for one configuration and virtual architecture (e.g. `compute_90`). Needs
-/// libnvrtc at run time but no GPU.
-pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str) -> Result<Ptx, KernelError> {
+/// NVRTC's PTX for one configuration and virtual architecture (e.g. `compute_90`); with
+/// `cluster_merge` the build for [`Schedule::Cluster`] launches (sm_90), else one without any
+/// cluster instruction. Needs libnvrtc at run time but no GPU.
+pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str, cluster_merge: bool) -> Result<Ptx, KernelError> {
     config.validate()?;
     tuning.validate()?;
     let name = format!(
-        "gqa_paged_decode_h{}_kv{}_d{}_ps{}_w{}_s{}",
-        config.num_qo_heads, config.num_kv_heads, config.head_dim, config.page_size, tuning.warps_per_cta, tuning.stages
+        "gqa_paged_decode_h{}_kv{}_d{}_ps{}_w{}_s{}{}",
+        config.num_qo_heads,
+        config.num_kv_heads,
+        config.head_dim,
+        config.page_size,
+        tuning.warps_per_cta,
+        tuning.stages,
+        if cluster_merge { "_cluster" } else { "" }
     );
     let options = CompileOptions {
         arch: Some(arch),
@@ -432,6 +439,7 @@ pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str) -> Resul
             format!("-DNUM_KV_HEADS={}", config.num_kv_heads),
             format!("-DNSTAGE={}", tuning.stages),
             format!("-DWARPS={}", tuning.warps_per_cta),
+            format!("-DCLUSTER_MERGE={}", u8::from(cluster_merge)),
         ],
         name: Some(format!("{name}.cu")),
         ..Default::default()
@@ -496,6 +504,8 @@ fn last_wave_fill(config: &GqaConfig, size: &ProblemSize, tuning: &Tuning, sm_co
 struct Variant {
     tuning: Tuning,
     function: CudaFunction,
+    /// The build for cluster launches, where the device has them.
+    cluster_function: Option<CudaFunction>,
     ctas_per_sm: u32,
 }
 
@@ -541,19 +551,23 @@ impl GqaPagedDecode {
             (m, n) => return Err(KernelError::UnsupportedDevice(format!("compute capability {m}.{n} < 8.0"))),
         };
         let sm_count = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let max_cluster = if major >= 9 { MAX_CLUSTER } else { 1 };
         let mut variants = Vec::with_capacity(tunings.len());
         for tuning in tunings {
             let tuning = Tuning { schedule: None, ..*tuning };
             tuning.validate()?;
-            let ptx = compile(&config, &tuning, arch)?;
-            let module = ctx.load_module(ptx)?;
-            let function = module.load_function(KERNEL_NAME)?;
             let shared = warp_shared_bytes(&config, &tuning) * tuning.warps_per_cta;
-            function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+            let load = |cluster_merge: bool| -> Result<CudaFunction, KernelError> {
+                let module = ctx.load_module(compile(&config, &tuning, arch, cluster_merge)?)?;
+                let function = module.load_function(KERNEL_NAME)?;
+                function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+                Ok(function)
+            };
+            let function = load(false)?;
+            let cluster_function = if max_cluster > 1 { Some(load(true)?) } else { None };
             let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
-            variants.push(Variant { tuning, function, ctas_per_sm });
+            variants.push(Variant { tuning, function, cluster_function, ctas_per_sm });
         }
-        let max_cluster = if major >= 9 { MAX_CLUSTER } else { 1 };
         Ok(GqaPagedDecode { config, variants, schedule, sm_count, max_cluster })
     }
 
@@ -655,11 +669,15 @@ impl GqaPagedDecode {
                 Schedule::FixedUnits { .. } => 0,
             },
         };
-        let function = &self.variant(size).function;
+        let variant = self.variant(size);
         if plan.cluster > 1 {
+            // plan_launch allows clusters only where the device has them, and then every variant
+            // has its cluster build.
+            let function = variant.cluster_function.as_ref().ok_or_else(|| KernelError::InvalidConfig("no cluster build of this kernel".into()))?;
             // SAFETY: as below; the cluster divides the grid's x (batch × max_parts).
             return unsafe { launch_in_clusters(stream, function, &plan, &args) };
         }
+        let function = &variant.function;
         let config = LaunchConfig { grid_dim: plan.grid, block_dim: plan.block, shared_mem_bytes: plan.shared_bytes };
         // SAFETY: the argument block matches the kernel's signature; the caller vouches for
         // the buffers (see above).

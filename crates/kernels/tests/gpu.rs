@@ -36,18 +36,22 @@ fn nvrtc_compiles_every_definition() {
         .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(String::from))
         .collect();
     let first = GqaConfig::from_definition_name(&names[0]).unwrap();
-    let Some(probe) = quietly(move || ki_kernels::compile(&first, &Tuning::default(), "compute_90")) else {
+    let Some(probe) = quietly(move || ki_kernels::compile(&first, &Tuning::default(), "compute_90", false)) else {
         eprintln!("skipped: libnvrtc could not be loaded");
         return;
     };
     probe.unwrap();
     for name in &names {
         let config = GqaConfig::from_definition_name(name).unwrap();
-        let ptx = ki_kernels::compile(&config, &Tuning::default(), "compute_90").unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ptx = ki_kernels::compile(&config, &Tuning::default(), "compute_90", false).unwrap_or_else(|e| panic!("{name}: {e}"));
         let text = ptx.to_src();
         // The tensor-core path and the async copies must be in the code, not a fallback.
         assert!(text.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), "{name}");
         assert!(text.contains("cp.async.cg.shared.global"), "{name}");
+        // Cluster instructions only in the cluster build: their presence alone slows every launch.
+        assert!(!text.contains("cluster"), "{name}: the plain build has cluster instructions");
+        let clustered = ki_kernels::compile(&config, &Tuning::default(), "compute_90", true).unwrap_or_else(|e| panic!("{name}: {e}")).to_src();
+        assert!(clustered.contains("barrier.cluster.arrive") && clustered.contains("mapa"), "{name}");
     }
 }
 
