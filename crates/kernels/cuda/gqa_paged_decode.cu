@@ -24,8 +24,8 @@
 // most `entries_per_unit` pages, whatever the batch's length skew, and one launch
 // does everything with no host-side planning: the schedule comes from kv_indptr on
 // the device. When sequences are short on average (the host knows only batch and
-// num_kv_indices), units follow sequences instead (`max_parts` > 0): CTA row
-// b * max_parts + p takes part p of sequence b, whose entries are cut into
+// num_kv_indices), units follow sequences instead (`max_parts` > 0): CTA (b, head tile, p)
+// takes part p of sequence b, whose entries are cut into
 // min(max_parts, max(1, floor(n / entries_per_unit))) equal parts, each at least
 // entries_per_unit long; a sequence of one part writes its output directly (no partials,
 // no merge), and rows past a sequence's part count exit at once. Launched in clusters of
@@ -384,12 +384,14 @@ gqa_paged_decode(const Args a) {
     // of one kv_indptr load before the page ids; a sequence of one part writes its output
     // directly. The host chooses it for short average sequences.
     const bool per_sequence = a.max_parts > 0;
-    // Launched in clusters of max_parts CTAs (the host's choice): rank p of a cluster is part p.
+    // Launched in clusters of max_parts CTAs along z (the host's choice): rank p is part p.
     const bool in_cluster = per_sequence && cluster_ctas() > 1;
     int e0, e1, seq = 0, part = 0, nparts = 1;
     if (per_sequence) {
-        seq = unit / a.max_parts;
-        part = unit % a.max_parts;
+        // Parts are the grid's slowest dimension, so that every sequence's first part is
+        // dispatched before any other part (on a uniform batch most of those exit at once).
+        seq = unit;
+        part = blockIdx.z;
         const int s = clamp_int(__ldg(a.kv_indptr + seq), 0, T);
         const int n = max(s, clamp_int(__ldg(a.kv_indptr + seq + 1), 0, T)) - s;
         nparts = clamp_int(n / C, 1, a.max_parts);  // every part at least C entries

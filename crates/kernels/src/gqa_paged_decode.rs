@@ -182,7 +182,7 @@ pub struct LaunchPlan {
     pub entries_per_unit: u32,
     /// CTA rows: fixed units, or batch × max_parts.
     pub num_units: u32,
-    /// CTAs per thread-block cluster along x (1: no clusters): the parts of one sequence, which
+    /// CTAs per thread-block cluster along z (1: no clusters): the parts of one sequence, which
     /// then merge in distributed shared memory instead of through global records.
     pub cluster: u32,
     pub grid: (u32, u32, u32),
@@ -276,7 +276,13 @@ pub fn plan_launch(
         entries_per_unit,
         num_units,
         cluster,
-        grid: (num_units, head_tiles, 1),
+        // Per sequence, parts are the slowest dimension: every first part is dispatched before
+        // any other (v8: 16 short sequences with 6 rows each, 5 exiting at once, took 16.2 µs
+        // against 14.2 µs whole when the rows of a sequence were adjacent).
+        grid: match schedule {
+            Schedule::FixedUnits { .. } => (num_units, head_tiles, 1),
+            Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => (size.batch_size, head_tiles, max_parts),
+        },
         block: (32 * tuning.warps_per_cta, 1, 1),
         shared_bytes,
         partial_floats: records * head_tiles as usize * record_floats,
@@ -298,7 +304,7 @@ fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_
     let average = size.tokens_per_sequence(config.page_size);
     let whole_tokens = 256 * tuning.warps_per_cta;
     if average > whole_tokens as u64 {
-        Schedule::FixedUnits { unit_tokens: long_unit_tokens(size, average, tuning, wave_units) }
+        Schedule::FixedUnits { unit_tokens: long_unit_tokens(size, average, total_tokens, tuning, wave_units) }
     } else if let Some(parts) = cluster_parts(config, size, sm_count, max_cluster) {
         Schedule::Cluster { parts, min_part_tokens: CLUSTER_PART_TOKENS }
     } else {
@@ -306,19 +312,28 @@ fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_
     }
 }
 
-/// Fixed units for long sequences: the average sequence cut into k units, k the largest power of
-/// two for which the batch's units fit in one wave. On a uniform batch the units then follow
-/// sequence boundaries and never merge (v8: 16 × 8,192 tokens took 87.7 µs in 99 units of 1,328
-/// tokens, which split sequences, and 83.7 µs in 64 of 2,048); on a skewed one they still bound
-/// every CTA's work.
-fn long_unit_tokens(size: &ProblemSize, average: u64, tuning: &Tuning, wave_units: u64) -> u32 {
+/// Fixed units for long sequences. Where whole pieces of a sequence are long, units follow
+/// sequence boundaries: the average sequence cut into k units, k the largest power of two whose
+/// units fit in one wave, so that a uniform batch never splits a unit between sequences. Where
+/// they would be short, v5's units that fill one wave. Measured (NOTES.md, v8):
+/// - 16 × 8,192 tokens: 64 units of 2,048 took 83.7 µs, 99 units of 1,328 took 87.7 µs;
+/// - 128 × 4,096 tokens: one unit per sequence at 5 warps, 267 µs against 272 µs;
+/// - but 16 × 1,307 tokens (h32/kv8): 256 CTAs of 654 tokens took 46.5 µs, where v6's 392 CTAs
+///   of 432 tokens took 40.3 µs: with short units, more CTAs win over merges saved.
+fn long_unit_tokens(size: &ProblemSize, average: u64, total_tokens: u64, tuning: &Tuning, wave_units: u64) -> u32 {
     let batch = size.batch_size.max(1) as u64;
+    let warps = tuning.warps_per_cta as u64;
     let mut k = 1u64;
     while batch * k * 2 <= wave_units {
         k *= 2;
     }
-    average.div_ceil(k).clamp(16 * tuning.warps_per_cta as u64, 8192) as u32
+    let aligned = average.div_ceil(k);
+    let unit = if aligned >= ALIGNED_UNIT_TOKENS { aligned } else { total_tokens.div_ceil(wave_units).div_ceil(16) * 16 };
+    unit.clamp(16 * warps, 8192) as u32
 }
+
+/// Least tokens of a unit that follows sequence boundaries ([`long_unit_tokens`]).
+const ALIGNED_UNIT_TOKENS: u64 = 2048;
 
 /// Least tokens per part when the parts of a sequence merge in a cluster.
 pub const CLUSTER_PART_TOKENS: u32 = 128;
@@ -465,9 +480,9 @@ pub const AUTOMATIC_VARIANTS: [Tuning; 3] = [
 ///   GPU with small CTAs already.
 /// - v8: where the batch is cut into clusters ([`cluster_parts`]), the parts are short and 4 warps
 ///   × 2 stages win again (one sequence of 546 tokens in parts: 11.7 against 12.5 µs).
-/// - v8: long sequences run in fixed units ([`long_unit_tokens`]); the variant whose CTAs fill
-///   their last wave best wins: 128 × 4,096 tokens is 512 CTAs, 1.3 waves of 4 warps (293 µs in
-///   units of 4,096, 272 µs in 99 units of 5,296) and 1.94 waves of 5 warps (267 µs).
+/// - v8: long sequences run in fixed units ([`long_unit_tokens`]); 5 warps win where their CTAs
+///   fill the last wave clearly better: 128 × 4,096 tokens is 512 CTAs, 1.3 waves of 4 warps
+///   (293 µs in units of 4,096, 272 µs in 99 units of 5,296) and 1.94 waves of 5 warps (267 µs).
 pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32, ctas_per_sm: impl Fn(&Tuning) -> u32) -> Tuning {
     let [small, deep, five] = AUTOMATIC_VARIANTS;
     let rows = size.batch_size as u64 * config.head_tiles() as u64;
@@ -481,7 +496,9 @@ pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, m
     let long_for = |tuning: &Tuning| average > 256 * tuning.warps_per_cta as u64;
     if long_for(&small) && long_for(&five) {
         let fill = |tuning: &Tuning| last_wave_fill(config, size, tuning, sm_count, ctas_per_sm(tuning).max(1));
-        if fill(&five) > fill(&small) {
+        // A clear margin: with both waves nearly full, 4 warps (v6: 16 × 1,307 tokens on kv8 in
+        // 49 units at 4 warps, 40.3 µs) beat 5 (33 units, 46.5 µs in 32).
+        if fill(&five) > fill(&small) + 0.1 {
             return five;
         }
     }
@@ -494,7 +511,7 @@ fn last_wave_fill(config: &GqaConfig, size: &ProblemSize, tuning: &Tuning, sm_co
     let slots = (ctas_per_sm * sm_count) as u64;
     let wave_units = (slots / head_tiles).max(1);
     let total = size.num_kv_indices as u64 * config.page_size as u64;
-    let unit = long_unit_tokens(size, size.tokens_per_sequence(config.page_size), tuning, wave_units) as u64;
+    let unit = long_unit_tokens(size, size.tokens_per_sequence(config.page_size), total, tuning, wave_units) as u64;
     let ctas = total.div_ceil(unit).max(1) * head_tiles;
     ctas as f64 / (ctas.div_ceil(slots) * slots) as f64
 }
@@ -674,7 +691,7 @@ impl GqaPagedDecode {
             // plan_launch allows clusters only where the device has them, and then every variant
             // has its cluster build.
             let function = variant.cluster_function.as_ref().ok_or_else(|| KernelError::InvalidConfig("no cluster build of this kernel".into()))?;
-            // SAFETY: as below; the cluster divides the grid's x (batch × max_parts).
+            // SAFETY: as below; the cluster is the grid's z (a sequence's parts).
             return unsafe { launch_in_clusters(stream, function, &plan, &args) };
         }
         let function = &variant.function;
@@ -697,9 +714,9 @@ unsafe fn launch_in_clusters(stream: &CudaStream, function: &CudaFunction, plan:
     // SAFETY: a plain C struct and union for which all-zero bytes are valid.
     let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = plan.cluster;
+    attribute.value.clusterDim.x = 1;
     attribute.value.clusterDim.y = 1;
-    attribute.value.clusterDim.z = 1;
+    attribute.value.clusterDim.z = plan.cluster;
     let config = sys::CUlaunchConfig {
         gridDimX: plan.grid.0,
         gridDimY: plan.grid.1,
@@ -780,7 +797,6 @@ mod tests {
         for (batch, total) in [(1u32, 7u32), (1, 546), (16, 1020), (16, 15463), (64, 61519), (128, 128 * 4096), (300, 300 * 2000), (1, 150_000), (3, 0)] {
             let size = ProblemSize { batch_size: batch, num_pages: total.max(1), num_kv_indices: total };
             let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3, 1).unwrap();
-            assert_eq!(plan.grid, (plan.num_units, 4, 1));
             assert_eq!(plan.counter_count, (batch as usize * 4).max(1));
             match plan.schedule {
                 Schedule::PerSequence { max_parts, min_part_tokens } => {
@@ -788,6 +804,8 @@ mod tests {
                     assert!(total <= batch * 1024, "{batch}x{total}");
                     assert_eq!(min_part_tokens, 1024);
                     assert_eq!(plan.num_units, batch * max_parts);
+                    // Sequences along x, parts along z (the slowest, so first parts go first).
+                    assert_eq!(plan.grid, (batch, 4, max_parts));
                     // At most one wave of CTA rows (or one per sequence), and no more parts than
                     // the batch's tokens could fill.
                     assert!(max_parts == 1 || (plan.num_units <= 99 && (max_parts - 1) * 1024 < total), "{batch}x{total}: {plan:?}");
@@ -797,6 +815,7 @@ mod tests {
                 Schedule::Cluster { .. } => panic!("{batch}x{total}: no clusters on a device without them"),
                 Schedule::FixedUnits { .. } => {
                     assert!(total > batch * 1024, "{batch}x{total}");
+                    assert_eq!(plan.grid, (plan.num_units, 4, 1));
                     // Units tile [0, total) with none left over, and there is always one unit
                     // (it writes the empty sequences).
                     assert!(plan.num_units as u64 * plan.entries_per_unit as u64 >= total as u64);
@@ -825,7 +844,7 @@ mod tests {
         // Batch 1 × 546 tokens: 4 parts of at least 128 tokens, one cluster per head tile, no records.
         let one = plan(1, 546, None, MAX_CLUSTER).unwrap();
         assert_eq!(one.schedule, Schedule::Cluster { parts: 4, min_part_tokens: CLUSTER_PART_TOKENS });
-        assert_eq!((one.cluster, one.grid, one.partial_floats), (4, (4, 4, 1), 0));
+        assert_eq!((one.cluster, one.grid, one.partial_floats), (4, (1, 4, 4), 0));
         // Parts are at least 128 tokens: 141 tokens stay whole.
         assert_eq!(plan(1, 141, None, MAX_CLUSTER).unwrap().cluster, 1);
         // Clusters take at most a quarter of the SMs (33 CTAs): 8 sequences no longer fit two each.
@@ -838,13 +857,31 @@ mod tests {
         assert_eq!(sixteen.partial_floats, 96 * 4 * (16 * 128 + 32));
         // An explicit cluster beyond the device's limit is refused by name.
         let cluster = Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 });
-        assert_eq!(plan(2, 100, cluster, MAX_CLUSTER).unwrap().grid, (8, 4, 1));
+        assert_eq!(plan(2, 100, cluster, MAX_CLUSTER).unwrap().grid, (2, 4, 4));
         let err = plan(2, 100, cluster, 1).unwrap_err();
         assert!(err.to_string().contains("a cluster of 4 CTAs"), "{err}");
         assert!(Tuning { schedule: Some(Schedule::Cluster { parts: MAX_CLUSTER + 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
         assert!(Tuning { schedule: Some(Schedule::Cluster { parts: 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
         // Long sequences on average keep fixed units.
         assert!(matches!(plan(128, 1 << 19, None, MAX_CLUSTER).unwrap().schedule, Schedule::FixedUnits { .. }));
+    }
+
+    #[test]
+    fn long_units_follow_sequences_only_where_they_are_long() {
+        let unit = |config: &GqaConfig, batch: u32, total: u32| {
+            let size = ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total };
+            match plan_launch(config, &Tuning::default(), &size, 132, 3, MAX_CLUSTER).unwrap().schedule {
+                Schedule::FixedUnits { unit_tokens } => unit_tokens,
+                other => panic!("{batch}x{total}: {other:?}"),
+            }
+        };
+        let kv4 = h32kv4(1);
+        let kv8 = GqaConfig { num_kv_heads: 8, ..kv4 };
+        // One wave of 4-warp CTAs holds 99 rows of 4 head tiles, or 49 of 8.
+        assert_eq!(unit(&kv4, 128, 128 * 4096), 4096); // one unit per sequence
+        assert_eq!(unit(&kv4, 16, 16 * 8192), 2048); // a quarter of each sequence
+        // 16 × 1,307 tokens on kv8: halves would be 654 tokens, too short; units that fill the wave.
+        assert_eq!(unit(&kv8, 16, 20911), 432);
     }
 
     #[test]
@@ -867,6 +904,9 @@ mod tests {
         assert_eq!(pick(128, 128 * 4096), five);
         assert_eq!(pick(16, 16 * 8192), five); // 256 CTAs: 0.97 of a wave of 5 warps, 0.65 of 4
         assert_eq!(pick(99, 99 * 4096), small); // 396 CTAs: one wave of 4 warps
+        // 16 × 1,307 tokens on kv8: both waves nearly full (392 of 396, 264 of 264): 4 warps.
+        let kv8 = GqaConfig { num_kv_heads: 8, ..config };
+        assert_eq!(automatic_tuning(&kv8, &ProblemSize { batch_size: 16, num_pages: 20911, num_kv_indices: 20911 }, 132, MAX_CLUSTER, occupancy), small);
         assert_eq!(pick(1, 546), deep);
         assert_eq!(pick_on(1, 546, MAX_CLUSTER), small); // cut into 5 parts of one cluster
         assert_eq!(pick_on(16, 15463, MAX_CLUSTER), deep);
