@@ -86,7 +86,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let backend = args.next().unwrap_or_else(|| "sqlite".into());
     let runs: usize = args.next().map(|runs| runs.parse()).transpose()?.unwrap_or(5).max(1);
-    let base = std::env::var("KI_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let base =
+        std::env::var("KI_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let mut firsts: Vec<[f64; 6]> = Vec::new();
     let mut cpus: Vec<f64> = Vec::new();
     let mut agains: Vec<f64> = Vec::new();

@@ -84,7 +84,8 @@ async fn find_run(session: &mut Session, reference: &str, role: &'static str) ->
     let found = if uuid::Uuid::try_parse(reference).is_ok() {
         rows_by(session, "benchmark_runs", "id", &reference.to_ascii_lowercase()).await?
     } else {
-        let digest = if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
+        let digest =
+            if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
         if !crate::rows::is_digest(&digest) {
             return Err(unknown());
         }
@@ -95,7 +96,12 @@ async fn find_run(session: &mut Session, reference: &str, role: &'static str) ->
 
 /// `UPDATE benchmark_runs SET <assignments> WHERE id = … AND <guard>`: exactly one row
 /// must change, or another writer got there first.
-async fn update_run(session: &mut Session, assignments: &[(&str, Kind, SqlValue)], id: &str, guard: &str) -> Result<()> {
+async fn update_run(
+    session: &mut Session,
+    assignments: &[(&str, Kind, SqlValue)],
+    id: &str,
+    guard: &str,
+) -> Result<()> {
     let backend = session.backend();
     let mut sets = Vec::new();
     let mut params = Vec::new();
@@ -111,7 +117,9 @@ async fn update_run(session: &mut Session, assignments: &[(&str, Kind, SqlValue)
     );
     let changed = session.execute(&sql, &params).await.context(|| format!("cannot correct run {id}"))?;
     if changed != 1 {
-        return Err(CatalogError::Export(format!("run {id} changed while it was being corrected; nothing written, try again")));
+        return Err(CatalogError::Export(format!(
+            "run {id} changed while it was being corrected; nothing written, try again"
+        )));
     }
     Ok(())
 }
@@ -119,7 +127,8 @@ async fn update_run(session: &mut Session, assignments: &[(&str, Kind, SqlValue)
 async fn write_audit(session: &mut Session, correction: &Correction) -> Result<()> {
     let backend = session.backend();
     let kinds = [Kind::Uuid, Kind::Text, Kind::Uuid, Kind::Uuid, Kind::Text, Kind::Text, Kind::Timestamp];
-    let placeholders: Vec<String> = kinds.iter().enumerate().map(|(i, kind)| placeholder(backend, i + 1, *kind)).collect();
+    let placeholders: Vec<String> =
+        kinds.iter().enumerate().map(|(i, kind)| placeholder(backend, i + 1, *kind)).collect();
     let sql = format!(
         "INSERT INTO corrections (id, action, run_id, by_run_id, reason, actor, at) VALUES ({})",
         placeholders.join(", ")
@@ -143,7 +152,12 @@ async fn finish(mut session: Session, correction: Correction, run: &Map<String, 
     let events = append_pending(&mut session, &BTreeSet::from([comparison_key.clone()])).await?;
     write_audit(&mut session, &correction).await?;
     session.commit().await.context(|| "cannot commit the correction".into())?;
-    Ok(CorrectionReport { correction, run_digest: text(run, "runDigest").unwrap_or_default().to_string(), comparison_key, events })
+    Ok(CorrectionReport {
+        correction,
+        run_digest: text(run, "runDigest").unwrap_or_default().to_string(),
+        comparison_key,
+        events,
+    })
 }
 
 pub(crate) async fn retract(pool: &Pool, reference: &str, reason: &str, actor: &str) -> Result<CorrectionReport> {
@@ -164,12 +178,25 @@ pub(crate) async fn retract(pool: &Pool, reference: &str, reason: &str, actor: &
         "retracted_at IS NULL",
     )
     .await?;
-    let correction =
-        Correction { id: crate::new_row_id().to_string(), action: CorrectionAction::Retract, run_id: id, by_run_id: None, reason, actor, at };
+    let correction = Correction {
+        id: crate::new_row_id().to_string(),
+        action: CorrectionAction::Retract,
+        run_id: id,
+        by_run_id: None,
+        reason,
+        actor,
+        at,
+    };
     finish(session, correction, &run).await
 }
 
-pub(crate) async fn supersede(pool: &Pool, old: &str, new: &str, reason: &str, actor: &str) -> Result<CorrectionReport> {
+pub(crate) async fn supersede(
+    pool: &Pool,
+    old: &str,
+    new: &str,
+    reason: &str,
+    actor: &str,
+) -> Result<CorrectionReport> {
     let reason = checked(reason, "supersession reason")?;
     let actor = checked(actor, "actor")?;
     let mut session = Session::begin(pool, true).await?;
@@ -180,9 +207,15 @@ pub(crate) async fn supersede(pool: &Pool, old: &str, new: &str, reason: &str, a
     if old_id == new_id {
         return refuse(Refusal::SameRun(old_id));
     }
-    let (old_key, new_key) = (text(&old_run, "comparisonKey").unwrap_or_default(), text(&new_run, "comparisonKey").unwrap_or_default());
+    let (old_key, new_key) =
+        (text(&old_run, "comparisonKey").unwrap_or_default(), text(&new_run, "comparisonKey").unwrap_or_default());
     if old_key != new_key {
-        return refuse(Refusal::DifferentComparisonKey { old: old_id, new: new_id, old_key: old_key.into(), new_key: new_key.into() });
+        return refuse(Refusal::DifferentComparisonKey {
+            old: old_id,
+            new: new_id,
+            old_key: old_key.into(),
+            new_key: new_key.into(),
+        });
     }
     if text(&new_run, "publishedAt").is_none() {
         return refuse(Refusal::SuccessorUnpublished { old: old_id, new: new_id });
@@ -200,7 +233,8 @@ pub(crate) async fn supersede(pool: &Pool, old: &str, new: &str, reason: &str, a
         return refuse(Refusal::Cycle { old: old_id, new: new_id });
     }
     // ranking-v1 reads supersession from the successor's row: it names the run it replaces.
-    update_run(&mut session, &[("supersedes_id", Kind::Uuid, text_param(&old_id))], &new_id, "supersedes_id IS NULL").await?;
+    update_run(&mut session, &[("supersedes_id", Kind::Uuid, text_param(&old_id))], &new_id, "supersedes_id IS NULL")
+        .await?;
     let correction = Correction {
         id: crate::new_row_id().to_string(),
         action: CorrectionAction::Supersede,
@@ -226,7 +260,8 @@ pub(crate) async fn list(pool: &Pool) -> Result<Vec<Correction>> {
         uuid("run_id"),
         uuid("by_run_id")
     );
-    let rows = session.fetch_all(&sql, &[], &[Storage::Text; 7]).await.context(|| "cannot read the corrections".into())?;
+    let rows =
+        session.fetch_all(&sql, &[], &[Storage::Text; 7]).await.context(|| "cannot read the corrections".into())?;
     session.rollback().await.context(|| "cannot end a read transaction".into())?;
     rows.into_iter()
         .map(|row| {
@@ -235,7 +270,8 @@ pub(crate) async fn list(pool: &Pool) -> Result<Vec<Correction>> {
                 _ => None,
             });
             let mut next = || values.next().flatten();
-            let (id, action, run_id, by_run_id, reason, actor, at) = (next(), next(), next(), next(), next(), next(), next());
+            let (id, action, run_id, by_run_id, reason, actor, at) =
+                (next(), next(), next(), next(), next(), next(), next());
             let action = match action.as_deref() {
                 Some("retract") => CorrectionAction::Retract,
                 Some("supersede") => CorrectionAction::Supersede,

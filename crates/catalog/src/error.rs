@@ -50,10 +50,10 @@ pub enum CatalogError {
     Verification { origin: String, mismatches: usize, first: String },
     /// A row is malformed; nothing was written.
     #[error("{origin}snapshot refused, nothing written: {problem}")]
-    InvalidRow { origin: String, problem: RowProblem },
+    InvalidRow { origin: String, problem: Box<RowProblem> },
     /// Rows clash with the catalog; nothing was written.
     #[error("{origin}snapshot refused, nothing written: {count} conflicting row(s); first: {first}")]
-    Conflicts { origin: String, count: usize, first: Conflict, conflicts: Vec<Conflict> },
+    Conflicts { origin: String, count: usize, first: Box<Conflict>, conflicts: Vec<Conflict> },
     #[error("{path}: {source}")]
     Io {
         path: String,

@@ -121,7 +121,12 @@ struct Snapshot {
 fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
     let invalid = |line: &ExportLine, pointer: &str, message: String| CatalogError::InvalidRow {
         origin: origin_prefix(options),
-        problem: crate::RowProblem { line: line.line, table: line.table.clone(), pointer: pointer.to_string(), message },
+        problem: Box::new(crate::RowProblem {
+            line: line.line,
+            table: line.table.clone(),
+            pointer: pointer.to_string(),
+            message,
+        }),
     };
     // Checking a row is independent of the others, so rows are checked in parallel; the
     // results keep line order, so the problem reported is still the first by line.
@@ -130,10 +135,15 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
         .map(|line| {
             let Some(position) = TABLES.iter().position(|table| table.name == line.table) else {
                 let known: Vec<&str> = schema::table_names().collect();
-                return Err(invalid(line, "/table", format!("unknown table {:?} (known: {})", line.table, known.join(", "))));
+                return Err(invalid(
+                    line,
+                    "/table",
+                    format!("unknown table {:?} (known: {})", line.table, known.join(", ")),
+                ));
             };
-            let prepared = rows::prepare_row(&TABLES[position], line.line, &line.row)
-                .map_err(|problem| CatalogError::InvalidRow { origin: origin_prefix(options), problem })?;
+            let prepared = rows::prepare_row(&TABLES[position], line.line, &line.row).map_err(|problem| {
+                CatalogError::InvalidRow { origin: origin_prefix(options), problem: Box::new(problem) }
+            })?;
             Ok((position, prepared))
         })
         .collect();
@@ -144,7 +154,11 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
         let table = &TABLES[position];
         let key = row_key(table, &prepared.values);
         if let Some(earlier) = seen[position].insert(key.clone(), line.line) {
-            return Err(invalid(line, "/row", format!("repeats the {} row {} of line {earlier}", table.name, key.replace('\u{0}', " "))));
+            return Err(invalid(
+                line,
+                "/row",
+                format!("repeats the {} row {} of line {earlier}", table.name, key.replace('\u{0}', " ")),
+            ));
         }
         tables[position].push(prepared);
     }
@@ -157,7 +171,9 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
 async fn reference_context(pool: &Pool, lines: &[ExportLine]) -> Result<Vec<ExportLine>> {
     let mut present: HashMap<&'static str, HashSet<String>> = HashMap::new();
     let mut wanted: Vec<(&'static Table, String)> = Vec::new();
-    let visit = |table: &'static Table, row: &serde_json::Map<String, serde_json::Value>, wanted: &mut Vec<(&'static Table, String)>| {
+    let visit = |table: &'static Table,
+                 row: &serde_json::Map<String, serde_json::Value>,
+                 wanted: &mut Vec<(&'static Table, String)>| {
         for column in table.columns {
             let Some(target) = column.references.filter(|target| *target != table.name) else { continue };
             if let Some(id) = row.get(column.json).and_then(serde_json::Value::as_str) {
@@ -197,11 +213,15 @@ fn verify(lines: &[ExportLine], context: Vec<ExportLine>, options: &ImportOption
     let total = lines.len() as u64;
     report_progress(options, ImportStage::Verifying, None, 0, total);
     let report = if context.is_empty() {
-        verify_export_with_progress(lines, |done| report_progress(options, ImportStage::Verifying, None, done.min(total), total))
+        verify_export_with_progress(lines, |done| {
+            report_progress(options, ImportStage::Verifying, None, done.min(total), total)
+        })
     } else {
         let mut all = lines.to_vec();
         all.extend(context);
-        verify_export_with_progress(&all, |done| report_progress(options, ImportStage::Verifying, None, done.min(total), total))
+        verify_export_with_progress(&all, |done| {
+            report_progress(options, ImportStage::Verifying, None, done.min(total), total)
+        })
     };
     report_progress(options, ImportStage::Verifying, None, total, total);
     if report.is_clean() {
@@ -209,7 +229,8 @@ fn verify(lines: &[ExportLine], context: Vec<ExportLine>, options: &ImportOption
     }
     let first = match report.first_mismatch() {
         Some((field, mismatch)) => {
-            let place = if mismatch.line == 0 { "a stored catalog row".to_string() } else { format!("line {}", mismatch.line) };
+            let place =
+                if mismatch.line == 0 { "a stored catalog row".to_string() } else { format!("line {}", mismatch.line) };
             format!(
                 "{place}: {} row {}: {} is {:?} but recomputes to {:?}",
                 field.table, mismatch.id, field.name, mismatch.stored, mismatch.recomputed
@@ -233,8 +254,10 @@ async fn load_existing(session: &mut Session, table: &'static Table) -> Result<E
     let storages = store::storages(table.columns.iter().map(|column| column.kind));
     let unique_positions: Vec<usize> =
         table.columns.iter().enumerate().filter(|(_, column)| column.unique).map(|(index, _)| index).collect();
-    let mut existing =
-        Existing { text_by_key: HashMap::new(), unique_owner: unique_positions.iter().map(|_| HashMap::new()).collect() };
+    let mut existing = Existing {
+        text_by_key: HashMap::new(),
+        unique_owner: unique_positions.iter().map(|_| HashMap::new()).collect(),
+    };
     session
         .for_each(&sql, &[], &storages, |values| -> Result<()> {
             let key = row_key(table, &values);
@@ -334,10 +357,15 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
                         line: row.line,
                         table: table.name.to_string(),
                         pointer: format!("/row/{}", column.json),
-                        message: format!("refers to {target} row {id}, which neither the snapshot nor the catalog holds"),
+                        message: format!(
+                            "refers to {target} row {id}, which neither the snapshot nor the catalog holds"
+                        ),
                     };
                     session.rollback().await.context(|| "cannot roll back".into())?;
-                    return Err(CatalogError::InvalidRow { origin: origin_prefix(options), problem });
+                    return Err(CatalogError::InvalidRow {
+                        origin: origin_prefix(options),
+                        problem: Box::new(problem),
+                    });
                 }
             }
         }
@@ -349,8 +377,13 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
         session.rollback().await.context(|| "cannot roll back".into())?;
         if !options.dry_run {
             conflicts.sort_by_key(|conflict| conflict.line);
-            let first = conflicts[0].clone();
-            return Err(CatalogError::Conflicts { origin: origin_prefix(options), count: conflicts.len(), first, conflicts });
+            let first = Box::new(conflicts[0].clone());
+            return Err(CatalogError::Conflicts {
+                origin: origin_prefix(options),
+                count: conflicts.len(),
+                first,
+                conflicts,
+            });
         }
         conflicts.sort_by_key(|conflict| conflict.line);
         return Ok(ImportReport { dry_run: true, tables: counts, conflicts, record_events: Vec::new() });
@@ -369,7 +402,8 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     let mut record_events = Vec::new();
     if options.append_record_events {
         let runs = TABLES.iter().position(|table| table.name == "benchmark_runs");
-        let key_column = runs.and_then(|position| TABLES[position].columns.iter().position(|column| column.json == "comparisonKey"));
+        let key_column =
+            runs.and_then(|position| TABLES[position].columns.iter().position(|column| column.json == "comparisonKey"));
         let keys: std::collections::BTreeSet<String> = match (runs, key_column) {
             (Some(runs), Some(column)) => {
                 to_insert[runs].iter().filter_map(|row| row.values[column].as_text().map(str::to_string)).collect()
@@ -386,7 +420,12 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new(), record_events })
 }
 
-async fn write_batch(session: &mut Session, backend: Backend, table: &'static Table, batch: &[&PreparedRow]) -> Result<()> {
+async fn write_batch(
+    session: &mut Session,
+    backend: Backend,
+    table: &'static Table,
+    batch: &[&PreparedRow],
+) -> Result<()> {
     let sql = store::insert_sql(backend, table, batch.len());
     let params: Vec<SqlValue> = batch.iter().flat_map(|row| row.values.iter().cloned()).collect();
     session.execute(&sql, &params).await.context(|| {
@@ -406,13 +445,18 @@ fn abbreviate(lines: &[String]) -> String {
 
 /// Names the first column whose value differs between two renderings of a row.
 fn first_difference(table: &Table, stored: &str, incoming: &str) -> String {
-    let parse = |text: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).unwrap_or_default();
+    let parse =
+        |text: &str| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).unwrap_or_default();
     let (stored, incoming) = (parse(stored), parse(incoming));
     for column in table.columns {
         if stored.get(column.json) != incoming.get(column.json) {
             let show = |value: Option<&serde_json::Value>| {
                 let text = value.map(|value| value.to_string()).unwrap_or_default();
-                if text.chars().count() > 80 { format!("{}…", text.chars().take(80).collect::<String>()) } else { text }
+                if text.chars().count() > 80 {
+                    format!("{}…", text.chars().take(80).collect::<String>())
+                } else {
+                    text
+                }
             };
             return format!(
                 "same key, different content: {} is {} in the catalog but {} here",

@@ -39,7 +39,12 @@ fn table(name: &str) -> Result<&'static Table> {
 }
 
 /// Rows of `table` whose `column` equals `value`, as export-format rows.
-pub(crate) async fn rows_by(session: &mut Session, table_name: &str, column: &str, value: &str) -> Result<Vec<Map<String, Value>>> {
+pub(crate) async fn rows_by(
+    session: &mut Session,
+    table_name: &str,
+    column: &str,
+    value: &str,
+) -> Result<Vec<Map<String, Value>>> {
     let spec = table(table_name)?;
     crate::fetch_by(session, spec, column, value)
         .await?
@@ -70,7 +75,12 @@ impl Collector {
 
     /// Adds the row of `table` with id `id` (if the catalog holds it and it is new here),
     /// returning it so that its own parents can be followed.
-    async fn add_by_id(&mut self, session: &mut Session, table: &'static str, id: &str) -> Result<Option<Map<String, Value>>> {
+    async fn add_by_id(
+        &mut self,
+        session: &mut Session,
+        table: &'static str,
+        id: &str,
+    ) -> Result<Option<Map<String, Value>>> {
         if self.seen.contains(&(table, id.to_string())) {
             return Ok(None);
         }
@@ -166,10 +176,14 @@ pub(crate) async fn append_pending(session: &mut Session, keys: &BTreeSet<String
             .as_object()
             .cloned()
             .unwrap_or_default();
-            let prepared = rows::prepare_row(spec, 0, &row)
-                .map_err(|problem| CatalogError::Corrupt(format!("a recomputed record event does not fit its table: {problem}")))?;
+            let prepared = rows::prepare_row(spec, 0, &row).map_err(|problem| {
+                CatalogError::Corrupt(format!("a recomputed record event does not fit its table: {problem}"))
+            })?;
             let sql = store::insert_sql(session.backend(), spec, 1);
-            session.execute(&sql, &prepared.values).await.context(|| format!("cannot append a record event to {key}"))?;
+            session
+                .execute(&sql, &prepared.values)
+                .await
+                .context(|| format!("cannot append a record event to {key}"))?;
             appended.push(AppendedEvent {
                 id,
                 comparison_key: event.comparison_key,

@@ -21,16 +21,16 @@ pub mod json_text;
 mod ledger;
 mod migrate;
 mod rows;
-mod slice;
 pub mod schema;
+mod slice;
 mod store;
 
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
 pub use error::{CatalogError, Conflict, Refusal, Result, RowProblem};
-pub use ledger::AppendedEvent;
 pub use export::ExportSummary;
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
+pub use ledger::AppendedEvent;
 pub use store::Backend;
 
 use error::DbContext;
@@ -54,7 +54,10 @@ static BUNDLED_VERIFIED_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-
 
 /// `KI_DATABASE_URL` if set, else [`DEFAULT_DATABASE_URL`].
 pub fn default_database_url() -> String {
-    std::env::var(DATABASE_URL_ENV).ok().filter(|url| !url.is_empty()).unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string())
+    std::env::var(DATABASE_URL_ENV)
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string())
 }
 
 /// A new row id: UUID v7 (time-ordered), as the catalog uses for rows it creates.
@@ -274,7 +277,9 @@ impl Catalog {
         let sql = format!("SELECT {} FROM {} ORDER BY seq", store::select_list(backend, spec), spec.name);
         let storages = store::storages(spec.columns.iter().map(|column| column.kind));
         session
-            .for_each(&sql, &[], &storages, |values| visit(rows::to_json_row(spec, &values).map_err(CatalogError::Corrupt)?))
+            .for_each(&sql, &[], &storages, |values| {
+                visit(rows::to_json_row(spec, &values).map_err(CatalogError::Corrupt)?)
+            })
             .await?;
         session.rollback().await.context(|| "cannot end a read transaction".into())?;
         Ok(())
@@ -284,9 +289,8 @@ impl Catalog {
     /// `comparisonKey`, `runDigest`) equals `value`, in arrival order.
     pub async fn rows_where(&self, table: &str, column: &str, value: &str) -> Result<Vec<Map<String, Value>>> {
         let spec = known_table(table)?;
-        let column = spec
-            .column(column)
-            .ok_or_else(|| CatalogError::Export(format!("{table} has no column {column:?}")))?;
+        let column =
+            spec.column(column).ok_or_else(|| CatalogError::Export(format!("{table} has no column {column:?}")))?;
         let mut session = Session::begin(&self.pool, false).await?;
         let found = fetch_by(&mut session, spec, column.json, value).await?;
         session.rollback().await.context(|| "cannot end a read transaction".into())?;

@@ -103,8 +103,12 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
             .await
             .context(|| format!("migration {} ({}) failed", migration.version, migration.name))?;
         let record = match backend {
-            Backend::Sqlite => "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
-            Backend::Postgres => "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)",
+            Backend::Sqlite => {
+                "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)"
+            }
+            Backend::Postgres => {
+                "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)"
+            }
         };
         session
             .execute(

@@ -86,7 +86,8 @@ pub fn row_key(table: &Table, values: &[SqlValue]) -> String {
 
 /// Checks an export row against its table and turns it into column values.
 pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>) -> Result<PreparedRow, RowProblem> {
-    let problem = |pointer: String, message: String| RowProblem { line, table: table.name.to_string(), pointer, message };
+    let problem =
+        |pointer: String, message: String| RowProblem { line, table: table.name.to_string(), pointer, message };
     // An unknown column is reported before anything else about the row. Searching for
     // one costs columns × keys comparisons, so it is done only when the row is
     // already known to be wrong or to have more keys than the table has columns.
@@ -112,7 +113,9 @@ pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>)
         };
         match value {
             Ok(value) => values.push(value),
-            Err(message) => return Err(unknown_column().unwrap_or_else(|| problem(format!("/row/{}", column.json), message))),
+            Err(message) => {
+                return Err(unknown_column().unwrap_or_else(|| problem(format!("/row/{}", column.json), message)));
+            }
         }
     }
     // Every key that is not one of the table's columns is unknown.
@@ -133,7 +136,9 @@ fn column_value(column: &Column, value: &Value) -> Result<SqlValue, String> {
     if value.is_null() {
         return if column.nullable { Ok(SqlValue::null(column.kind)) } else { Err("must not be null".to_string()) };
     }
-    let text = |expected: &str| value.as_str().map(str::to_string).ok_or_else(|| format!("must be {expected}, found {}", type_name(value)));
+    let text = |expected: &str| {
+        value.as_str().map(str::to_string).ok_or_else(|| format!("must be {expected}, found {}", type_name(value)))
+    };
     Ok(match column.kind {
         Kind::Uuid => {
             let text = text("a UUID string")?;
@@ -156,9 +161,7 @@ fn column_value(column: &Column, value: &Value) -> Result<SqlValue, String> {
             SqlValue::Text(Some(text))
         }
         Kind::Count | Kind::PositiveCount => {
-            let number = value
-                .as_i64()
-                .ok_or_else(|| format!("must be an integer, found {}", type_name(value)))?;
+            let number = value.as_i64().ok_or_else(|| format!("must be an integer, found {}", type_name(value)))?;
             let minimum = if column.kind == Kind::PositiveCount { 1 } else { 0 };
             if number < minimum {
                 return Err(format!("{number} is below the minimum {minimum}"));
@@ -182,7 +185,9 @@ fn column_value(column: &Column, value: &Value) -> Result<SqlValue, String> {
             }
             SqlValue::Real(Some(float))
         }
-        Kind::Bool => SqlValue::Bool(Some(value.as_bool().ok_or_else(|| format!("must be true or false, found {}", type_name(value)))?)),
+        Kind::Bool => SqlValue::Bool(Some(
+            value.as_bool().ok_or_else(|| format!("must be true or false, found {}", type_name(value)))?,
+        )),
         Kind::Json => SqlValue::Text(Some(json_text::to_text(value))),
         Kind::JsonArray => {
             if !value.is_array() {
@@ -219,9 +224,13 @@ fn check_row_rules(table: &Table, values: &[SqlValue]) -> Result<(), (String, St
     if let (Some(value), Some(unit)) = (get("primaryValue"), get("primaryUnit"))
         && value.is_null() != unit.is_null()
     {
-        return Err(("/row/primaryUnit".into(), "primaryValue and primaryUnit must both be set or both be null".into()));
+        return Err((
+            "/row/primaryUnit".into(),
+            "primaryValue and primaryUnit must both be set or both be null".into(),
+        ));
     }
-    if let (Some(SqlValue::Real(Some(low))), Some(SqlValue::Real(Some(high)))) = (get("uncertaintyLow"), get("uncertaintyHigh"))
+    if let (Some(SqlValue::Real(Some(low))), Some(SqlValue::Real(Some(high)))) =
+        (get("uncertaintyLow"), get("uncertaintyHigh"))
         && low > high
     {
         return Err(("/row/uncertaintyLow".into(), format!("{low} is above uncertaintyHigh {high}")));
@@ -251,13 +260,16 @@ fn check_uuid(text: &str) -> Result<(), String> {
 }
 
 pub fn is_digest(text: &str) -> bool {
-    text.len() == 71 && text.starts_with("sha256:") && text[7..].bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    text.len() == 71
+        && text.starts_with("sha256:")
+        && text[7..].bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// `YYYY-MM-DDTHH:MM[:SS[.fraction]]Z`, the form the schemas accept.
 fn is_utc_timestamp(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| bytes.get(range).is_some_and(|part| part.iter().all(u8::is_ascii_digit));
+    let digits =
+        |range: std::ops::Range<usize>| bytes.get(range).is_some_and(|part| part.iter().all(u8::is_ascii_digit));
     if bytes.len() < 17 || !text.ends_with('Z') {
         return false;
     }
@@ -311,7 +323,9 @@ pub fn render_row(table: &Table, values: &[SqlValue], out: &mut String) {
         json_text::write_string(column.json, out);
         out.push(':');
         match value {
-            SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => out.push_str("null"),
+            SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => {
+                out.push_str("null")
+            }
             SqlValue::Text(Some(text)) => match column.kind {
                 Kind::Json | Kind::JsonArray => out.push_str(text),
                 _ => json_text::write_string(text, out),

@@ -47,7 +47,8 @@ pub(crate) async fn connect(url: &str) -> Result<Pool> {
         let options = PgConnectOptions::from_str(url).map_err(|_| CatalogError::Url(redact(url)))?;
         // A pool retries a refused connection until its acquire timeout (30 s) and then says
         // only "pool timed out"; one direct connection first fails at once, with the reason.
-        let probe = PgConnection::connect_with(&options).await.context(|| format!("cannot connect to {}", redact(url)))?;
+        let probe =
+            PgConnection::connect_with(&options).await.context(|| format!("cannot connect to {}", redact(url)))?;
         let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(4)

@@ -40,10 +40,11 @@ struct Group {
 /// to the group's last record event as `when`; with that run's id.
 fn group_with_other_run(all: &[Group], when: Ordering) -> Option<(&Group, String)> {
     all.iter().find_map(|group| {
-        let run = group
-            .runs
-            .iter()
-            .find(|run| eligible(run) && text(run, "id") != group.holder && text(run, "observedAt").cmp(group.last_event_at.as_str()) == when)?;
+        let run = group.runs.iter().find(|run| {
+            eligible(run)
+                && text(run, "id") != group.holder
+                && text(run, "observedAt").cmp(group.last_event_at.as_str()) == when
+        })?;
         Some((group, text(run, "id").to_string()))
     })
 }
@@ -86,7 +87,8 @@ fn groups() -> Vec<Group> {
 fn subset(keys: &[&str]) -> Vec<ExportLine> {
     let all = shared_lines();
     let in_keys = |row: &Map<String, Value>| keys.contains(&text(row, "comparisonKey"));
-    let runs: Vec<&ExportLine> = all.iter().filter(|line| line.table == "benchmark_runs" && in_keys(&line.row)).collect();
+    let runs: Vec<&ExportLine> =
+        all.iter().filter(|line| line.table == "benchmark_runs" && in_keys(&line.row)).collect();
     let ids = |table: &str, column: &str, rows: &[&ExportLine]| -> BTreeSet<String> {
         rows.iter().filter(|line| line.table == table).map(|line| text(&line.row, column).to_string()).collect()
     };
@@ -94,8 +96,10 @@ fn subset(keys: &[&str]) -> Vec<ExportLine> {
     let implementation_ids = ids("benchmark_runs", "implementationId", &runs);
     let workload_ids = ids("benchmark_runs", "workloadId", &runs);
     let source_ids = ids("benchmark_runs", "sourceId", &runs);
-    let implementations: Vec<&ExportLine> =
-        all.iter().filter(|line| line.table == "implementations" && implementation_ids.contains(text(&line.row, "id"))).collect();
+    let implementations: Vec<&ExportLine> = all
+        .iter()
+        .filter(|line| line.table == "implementations" && implementation_ids.contains(text(&line.row, "id")))
+        .collect();
     let workloads: Vec<&ExportLine> =
         all.iter().filter(|line| line.table == "workloads" && workload_ids.contains(text(&line.row, "id"))).collect();
     let project_ids = ids("implementations", "projectId", &implementations);
@@ -162,7 +166,10 @@ async fn retract_the_record_holder(db: TestDb) {
     assert!(judgement(&catalog).await.verify_record_events().is_clean(), "{}: the subset's ledger is whole", db.name);
     let before = catalog.row_counts().await.unwrap();
 
-    let report = catalog.retract_run(&group.holder, "did not compute the operation", "test-admin").await.expect("the retraction");
+    let report = catalog
+        .retract_run(&group.holder, "did not compute the operation", "test-admin")
+        .await
+        .expect("the retraction");
     assert_eq!(report.correction.action, CorrectionAction::Retract);
     assert_eq!(report.correction.run_id, group.holder);
     assert_eq!(report.comparison_key, group.key);
@@ -210,7 +217,8 @@ async fn retract_the_record_holder(db: TestDb) {
     assert!(state(&catalog).await == unchanged, "{}: a refused retraction writes nothing", db.name);
 
     // By run digest too: the new leader, with no record to hand on but the one it holds.
-    let digest = text(&group.runs.iter().find(|run| text(run, "id") == leader).unwrap().clone(), "runDigest").to_string();
+    let digest =
+        text(&group.runs.iter().find(|run| text(run, "id") == leader).unwrap().clone(), "runDigest").to_string();
     let second = catalog.retract_run(&digest, "wrong harness", "test-admin").await.unwrap();
     assert_eq!(second.correction.run_id, leader);
     assert_eq!(second.events.len(), 1);
@@ -223,12 +231,16 @@ on_both_backends!(retract_the_record_holder);
 /// Superseding the record holder by a later run of its group hands the record on.
 async fn supersede_the_record_holder(db: TestDb) {
     let all = groups();
-    let (group, successor) = group_with_other_run(&all, Ordering::Greater).expect("a group with a run observed after its last record event");
+    let (group, successor) =
+        group_with_other_run(&all, Ordering::Greater).expect("a group with a run observed after its last record event");
     let catalog = db.open().await;
     catalog.import_lines(&subset(&[&group.key]), &ImportOptions::default()).await.unwrap();
     let before = catalog.row_counts().await.unwrap();
 
-    let report = catalog.supersede_run(&group.holder, &successor, "rerun with the fixed harness", "test-admin").await.expect("the supersession");
+    let report = catalog
+        .supersede_run(&group.holder, &successor, "rerun with the fixed harness", "test-admin")
+        .await
+        .expect("the supersession");
     assert_eq!(report.correction.action, CorrectionAction::Supersede);
     assert_eq!(report.correction.by_run_id.as_deref(), Some(successor.as_str()));
     let after = catalog.row_counts().await.unwrap();
@@ -268,7 +280,8 @@ async fn bad_corrections_write_nothing(db: TestDb) {
     let (first, second) = (&all[0], &all[1]);
     // A group where a run was observed before the holder took the record: superseding
     // the holder by it would undo the holder's stored record event.
-    let (rewrite, earlier) = group_with_other_run(&all, Ordering::Less).expect("a group with a run observed before its record holder's event");
+    let (rewrite, earlier) = group_with_other_run(&all, Ordering::Less)
+        .expect("a group with a run observed before its record holder's event");
     let catalog = db.open().await;
     let keys: Vec<&str> = vec![&first.key, &second.key, &rewrite.key];
     catalog.import_lines(&subset(&keys), &ImportOptions::default()).await.unwrap();
@@ -279,18 +292,31 @@ async fn bad_corrections_write_nothing(db: TestDb) {
         other => panic!("{}: expected a refusal, got {other:?}", db.name),
     };
     let unknown = "01a00000-0000-7000-8000-000000000000";
-    assert!(matches!(refusal(catalog.retract_run(unknown, "x", "a").await), Refusal::UnknownRun { given, .. } if given == unknown));
+    assert!(
+        matches!(refusal(catalog.retract_run(unknown, "x", "a").await), Refusal::UnknownRun { given, .. } if given == unknown)
+    );
     assert!(matches!(refusal(catalog.retract_run("not a run", "x", "a").await), Refusal::UnknownRun { .. }));
     let missing_digest = format!("sha256:{}", "0".repeat(64));
-    assert!(matches!(refusal(catalog.supersede_run(&first.holder, &missing_digest, "x", "a").await), Refusal::UnknownRun { .. }));
+    assert!(matches!(
+        refusal(catalog.supersede_run(&first.holder, &missing_digest, "x", "a").await),
+        Refusal::UnknownRun { .. }
+    ));
     assert_eq!(refusal(catalog.retract_run(&first.holder, "  ", "a").await), Refusal::Empty("retraction reason"));
     assert_eq!(refusal(catalog.retract_run(&first.holder, "x", "").await), Refusal::Empty("actor"));
-    assert_eq!(refusal(catalog.supersede_run(&first.holder, &first.holder, "x", "a").await), Refusal::SameRun(first.holder.clone()));
+    assert_eq!(
+        refusal(catalog.supersede_run(&first.holder, &first.holder, "x", "a").await),
+        Refusal::SameRun(first.holder.clone())
+    );
     let across = refusal(catalog.supersede_run(&first.holder, &second.holder, "x", "a").await);
-    assert!(matches!(&across, Refusal::DifferentComparisonKey { old_key, new_key, .. } if *old_key == first.key && *new_key == second.key));
+    assert!(
+        matches!(&across, Refusal::DifferentComparisonKey { old_key, new_key, .. } if *old_key == first.key && *new_key == second.key)
+    );
     assert!(across.to_string().contains("different comparison groups"), "{across}");
     let rewritten = refusal(catalog.supersede_run(&rewrite.holder, &earlier, "x", "a").await);
-    assert!(matches!(&rewritten, Refusal::RewritesHistory { comparison_key, .. } if *comparison_key == rewrite.key), "{rewritten}");
+    assert!(
+        matches!(&rewritten, Refusal::RewritesHistory { comparison_key, .. } if *comparison_key == rewrite.key),
+        "{rewritten}"
+    );
 
     assert!(state(&catalog).await == before, "{}: refused corrections write nothing", db.name);
     assert!(judgement(&catalog).await.verify_record_events().is_clean());

@@ -62,12 +62,15 @@ async fn import_overlap_reimport_and_round_trip(db: TestDb) {
     assert_eq!(catalog.run_by_id(id).await.unwrap().as_ref(), Some(&run.row));
     assert_eq!(catalog.run_by_digest(digest).await.unwrap().as_ref(), Some(&run.row));
     assert_eq!(catalog.run_by_id("not-a-uuid").await.unwrap(), None);
-    let measurements: Vec<_> =
-        all.iter().filter(|line| line.table == "measurements" && line.row["runId"] == run.row["id"]).map(|line| &line.row).collect();
+    let measurements: Vec<_> = all
+        .iter()
+        .filter(|line| line.table == "measurements" && line.row["runId"] == run.row["id"])
+        .map(|line| &line.row)
+        .collect();
     let stored_measurements = catalog.measurements_of_run(id).await.unwrap();
     assert_eq!(stored_measurements.iter().collect::<Vec<_>>(), measurements);
     let key = run.row["comparisonKey"].as_str().unwrap();
-    let peers = runs.iter().filter(|line| line.row["comparisonKey"] == Value::from(key)).count();
+    let peers = runs.iter().filter(|line| line.row["comparisonKey"] == key).count();
     assert_eq!(catalog.runs_by_comparison_key(key).await.unwrap().len(), peers);
     let serving = all.iter().find(|line| line.table == "serving_runs").unwrap();
     let serving_digest = serving.row["runDigest"].as_str().unwrap();
@@ -144,7 +147,11 @@ async fn refused_snapshots_write_nothing(db: TestDb) {
 
     // A run whose implementation is neither in the snapshot nor in the catalog.
     let dangling: Vec<ExportLine> = snapshot.iter().filter(|line| line.table != "implementations").cloned().collect();
-    assert!(catalog.import_lines(&dangling, &ImportOptions::default()).await.is_err(), "{}: dangling reference", db.name);
+    assert!(
+        catalog.import_lines(&dangling, &ImportOptions::default()).await.is_err(),
+        "{}: dangling reference",
+        db.name
+    );
     assert_eq!(state(&catalog).await, before);
 
     // Same id, different content: a dry run reports it, an import refuses it.
@@ -250,7 +257,12 @@ async fn schema_matches_spec_and_export(db: TestDb) {
             table.columns.iter().partition(|column| column.added_later);
         let expected: Vec<&str> = first.iter().chain(&later).map(|column| column.sql).collect();
         let found = column_names(&db, table.name).await;
-        assert_eq!(found.iter().map(String::as_str).filter(|name| *name != "seq").collect::<Vec<_>>(), expected, "{}", table.name);
+        assert_eq!(
+            found.iter().map(String::as_str).filter(|name| *name != "seq").collect::<Vec<_>>(),
+            expected,
+            "{}",
+            table.name
+        );
         let first_line = shared_lines().iter().find(|line| line.table == table.name).unwrap();
         let json: Vec<&str> = first.iter().map(|column| column.json).collect();
         assert_eq!(first_line.row.keys().map(String::as_str).collect::<Vec<_>>(), json, "{}", table.name);
@@ -263,7 +275,12 @@ on_both_backends!(schema_matches_spec_and_export);
 
 /// `row` with `key: value` inserted right after the key `after`, where newer snapshots of
 /// the public index put it.
-fn with_key_after(row: &serde_json::Map<String, Value>, after: &str, key: &str, value: Value) -> serde_json::Map<String, Value> {
+fn with_key_after(
+    row: &serde_json::Map<String, Value>,
+    after: &str,
+    key: &str,
+    value: Value,
+) -> serde_json::Map<String, Value> {
     let mut row = row.clone();
     let position = row.keys().position(|name| name == after).unwrap_or_else(|| panic!("the row has {after}")) + 1;
     row.shift_insert(position, key.to_string(), value);
@@ -286,8 +303,10 @@ async fn later_columns_round_trip(db: TestDb) {
     run.row = with_key_after(&run.row, "environmentSummary", "solScore", Value::from(0.8125));
     let run_row = run.row.clone();
     let implementation_id = run_row["implementationId"].clone();
-    let implementation =
-        snapshot.iter_mut().find(|line| line.table == "implementations" && line.row["id"] == implementation_id).unwrap();
+    let implementation = snapshot
+        .iter_mut()
+        .find(|line| line.table == "implementations" && line.row["id"] == implementation_id)
+        .unwrap();
     implementation.row = with_key_after(&implementation.row, "licenseDeclared", "role", Value::from("baseline"));
     let implementation_row = implementation.row.clone();
     // An explicit null in a newer snapshot reads as the column being absent.
@@ -295,7 +314,8 @@ async fn later_columns_round_trip(db: TestDb) {
     let other_row = other.row.clone();
     other.row = with_key_after(&other.row, "licenseExpression", "kind", Value::Null);
 
-    let report = catalog.import_lines(&snapshot, &ImportOptions::default()).await.expect("a snapshot with the later columns");
+    let report =
+        catalog.import_lines(&snapshot, &ImportOptions::default()).await.expect("a snapshot with the later columns");
     assert_eq!(report.inserted(), snapshot.len() as u64);
     let again = catalog.import_lines(&snapshot, &ImportOptions::default()).await.unwrap();
     assert_eq!((again.inserted(), again.unchanged()), (0, snapshot.len() as u64), "{}: a re-import", db.name);
@@ -334,7 +354,9 @@ async fn later_columns_round_trip(db: TestDb) {
     run.row = with_key_after(&run.row, "environmentSummary", "solScore", Value::from(-1.0));
     let line_number = run.line;
     match catalog.import_lines(&negative, &ImportOptions::default()).await {
-        Err(CatalogError::InvalidRow { problem, .. }) => assert_eq!((problem.line, problem.pointer.as_str()), (line_number, "/row/solScore")),
+        Err(CatalogError::InvalidRow { problem, .. }) => {
+            assert_eq!((problem.line, problem.pointer.as_str()), (line_number, "/row/solScore"))
+        }
         other => panic!("{}: a negative solScore must be refused, got {other:?}", db.name),
     }
     catalog.close().await;
@@ -374,7 +396,11 @@ async fn version_1_catalog_is_migrated(db: TestDb) {
     assert!(column_names(&db, "benchmark_runs").await.contains(&"sol_score".to_string()), "{}", db.name);
     let report = catalog.import_lines(shared_lines(), &ImportOptions::default()).await.unwrap();
     assert_eq!(report.inserted(), shared_lines().len() as u64);
-    assert!(export_text(&catalog).await == shared_export_text(), "{}: the export differs from the shared snapshot", db.name);
+    assert!(
+        export_text(&catalog).await == shared_export_text(),
+        "{}: the export differs from the shared snapshot",
+        db.name
+    );
     catalog.close().await;
 }
 on_both_backends!(version_1_catalog_is_migrated);
@@ -383,7 +409,8 @@ async fn column_names(db: &TestDb, table: &str) -> Vec<String> {
     use sqlx::Row;
     if db.name == "sqlite" {
         let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({table})"))).fetch_all(&pool).await.unwrap();
+        let rows =
+            sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({table})"))).fetch_all(&pool).await.unwrap();
         pool.close().await;
         rows.iter().map(|row| row.get::<String, _>("name")).collect()
     } else {
@@ -403,7 +430,10 @@ async fn column_names(db: &TestDb, table: &str) -> Vec<String> {
 /// The snapshot shipped in data/ is the shared export, byte for byte.
 #[test]
 fn bundled_snapshot_is_the_shared_export() {
-    let bundled = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(ki_catalog::BUNDLED_SNAPSHOT_NAME)).unwrap();
+    let bundled = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(ki_catalog::BUNDLED_SNAPSHOT_NAME),
+    )
+    .unwrap();
     assert_eq!(bundled, std::fs::read(support::shared_export_path()).unwrap());
 }
 

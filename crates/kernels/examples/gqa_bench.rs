@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUstreamCaptureMode, CUgraphInstantiate_flags};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
 use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Schedule, Tuning};
@@ -27,7 +27,9 @@ use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_
 
 /// `$KI_SHARED` (a copy of ../shared carried to the device machine) or ../shared.
 fn shared_dir() -> PathBuf {
-    let root = std::env::var_os("KI_SHARED").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let root = std::env::var_os("KI_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
     root.join("flashinfer-trace-samples/flashinfer_trace")
 }
 
@@ -89,9 +91,22 @@ fn case_from_lengths(label: &str, lengths: &[usize], page_size: usize, spread: u
     Case { label: label.into(), kv_indptr: indptr, kv_indices: pool, kv_last_page_len: last, num_pages }
 }
 
-fn case_from_axes(label: &str, batch: usize, num_pages: usize, num_kv_indices: usize, page_size: usize, seed: u64) -> Result<Case> {
+fn case_from_axes(
+    label: &str,
+    batch: usize,
+    num_pages: usize,
+    num_kv_indices: usize,
+    page_size: usize,
+    seed: u64,
+) -> Result<Case> {
     let t = synthesize_page_table(batch, num_pages, num_kv_indices, page_size, seed).map_err(|e| anyhow!("{e}"))?;
-    Ok(Case { label: label.into(), kv_indptr: t.kv_indptr, kv_indices: t.kv_indices, kv_last_page_len: t.kv_last_page_len, num_pages })
+    Ok(Case {
+        label: label.into(),
+        kv_indptr: t.kv_indptr,
+        kv_indices: t.kv_indices,
+        kv_last_page_len: t.kv_last_page_len,
+        num_pages,
+    })
 }
 
 /// The 48 workloads' axes from the shared JSONL.
@@ -100,7 +115,8 @@ fn workload_axes(file: &str) -> Result<Vec<(String, BTreeMap<String, usize>)>> {
     let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), i + 1))?;
         let w = &v["workload"];
         let uuid = w["uuid"].as_str().ok_or_else(|| anyhow!("{}:{}: /workload/uuid missing", path.display(), i + 1))?;
         let axes = w["axes"]
@@ -135,7 +151,12 @@ fn bits(v: &[bf16]) -> Vec<u16> {
 }
 
 fn upload(stream: &Arc<CudaStream>, config: &GqaConfig, case: &Case, seed: u64, keep_host: bool) -> Result<DeviceCase> {
-    let (hq, hkv, d, ps) = (config.num_qo_heads as usize, config.num_kv_heads as usize, config.head_dim as usize, config.page_size as usize);
+    let (hq, hkv, d, ps) = (
+        config.num_qo_heads as usize,
+        config.num_kv_heads as usize,
+        config.head_dim as usize,
+        config.page_size as usize,
+    );
     let batch = case.batch();
     let q = standard_normal_bf16(seed ^ 0x51, batch * hq * d);
     let k = standard_normal_bf16(seed ^ 0x4b, case.num_pages * ps * hkv * d);
@@ -145,12 +166,31 @@ fn upload(stream: &Arc<CudaStream>, config: &GqaConfig, case: &Case, seed: u64, 
     let dv = stream.clone_htod(&bits(&v))?;
     let indptr = stream.clone_htod(&case.kv_indptr)?;
     let indices = stream.clone_htod(&if case.kv_indices.is_empty() { vec![0] } else { case.kv_indices.clone() })?;
-    let last = stream.clone_htod(&if case.kv_last_page_len.is_empty() { vec![0] } else { case.kv_last_page_len.clone() })?;
+    let last =
+        stream.clone_htod(&if case.kv_last_page_len.is_empty() { vec![0] } else { case.kv_last_page_len.clone() })?;
     let out = stream.alloc_zeros::<u16>((batch * hq * d).max(1))?;
     let lse = stream.alloc_zeros::<f32>((batch * hq).max(1))?;
-    let size = ProblemSize { batch_size: batch as u32, num_pages: case.num_pages as u32, num_kv_indices: case.kv_indices.len() as u32 };
+    let size = ProblemSize {
+        batch_size: batch as u32,
+        num_pages: case.num_pages as u32,
+        num_kv_indices: case.kv_indices.len() as u32,
+    };
     let (host_q, host_k, host_v) = if keep_host { (q, k, v) } else { (vec![], vec![], vec![]) };
-    Ok(DeviceCase { size, q: dq, k: dk, v: dv, indptr, indices, last, out, lse, host_q, host_k, host_v, sm_scale: 1.0 / (d as f32).sqrt() })
+    Ok(DeviceCase {
+        size,
+        q: dq,
+        k: dk,
+        v: dv,
+        indptr,
+        indices,
+        last,
+        out,
+        lse,
+        host_q,
+        host_k,
+        host_v,
+        sm_scale: 1.0 / (d as f32).sqrt(),
+    })
 }
 
 fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> CUdeviceptr {
@@ -205,13 +245,29 @@ fn check_against_reference(
     let tol = Tolerance::FLASHINFER_BENCH_DEFAULT;
     let co = compare_values("output", &out_f, &ref_f, tol).map_err(|e| anyhow!("{}: {}", e.name, e.message))?;
     let n_lse = batch * config.num_qo_heads as usize;
-    let cl = compare_values("lse", &lse[..n_lse], &reference.lse, tol).map_err(|e| anyhow!("{}: {}", e.name, e.message))?;
-    let mismatches = ((1.0 - co.matched_ratio) * co.elements as f64).round() as usize + ((1.0 - cl.matched_ratio) * cl.elements as f64).round() as usize;
-    let pass = co.flashinfer_bench_pass && cl.flashinfer_bench_pass && co.relative_l2_error <= 1e-2 && cl.relative_l2_error <= 1e-2;
-    Ok(CheckResult { pass, out_l2: co.relative_l2_error, out_max_abs: co.max_abs_error, lse_l2: cl.relative_l2_error, lse_max_abs: cl.max_abs_error, mismatches })
+    let cl =
+        compare_values("lse", &lse[..n_lse], &reference.lse, tol).map_err(|e| anyhow!("{}: {}", e.name, e.message))?;
+    let mismatches = ((1.0 - co.matched_ratio) * co.elements as f64).round() as usize
+        + ((1.0 - cl.matched_ratio) * cl.elements as f64).round() as usize;
+    let pass = co.flashinfer_bench_pass
+        && cl.flashinfer_bench_pass
+        && co.relative_l2_error <= 1e-2
+        && cl.relative_l2_error <= 1e-2;
+    Ok(CheckResult {
+        pass,
+        out_l2: co.relative_l2_error,
+        out_max_abs: co.max_abs_error,
+        lse_l2: cl.relative_l2_error,
+        lse_max_abs: cl.max_abs_error,
+        mismatches,
+    })
 }
 
-fn reference_for(config: &GqaConfig, case: &Case, dc: &DeviceCase) -> Result<ki_runner::reference::GqaPagedDecodeOutputs> {
+fn reference_for(
+    config: &GqaConfig,
+    case: &Case,
+    dc: &DeviceCase,
+) -> Result<ki_runner::reference::GqaPagedDecodeOutputs> {
     let shape = GqaPagedDecodeShape {
         num_qo_heads: config.num_qo_heads as usize,
         num_kv_heads: config.num_kv_heads as usize,
@@ -281,7 +337,10 @@ fn parse_variants(spec: &str) -> Result<Vec<Variant>> {
             if s == "auto" {
                 return Ok(None);
             }
-            let (w, st) = s.strip_prefix('w').and_then(|r| r.split_once('s')).ok_or_else(|| anyhow!("variant `{s}`: expected w<warps>s<stages>"))?;
+            let (w, st) = s
+                .strip_prefix('w')
+                .and_then(|r| r.split_once('s'))
+                .ok_or_else(|| anyhow!("variant `{s}`: expected w<warps>s<stages>"))?;
             Ok(Some(Tuning { warps_per_cta: w.parse()?, stages: st.parse()?, schedule: None }))
         })
         .collect()
@@ -317,7 +376,13 @@ fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
     ];
     if config.num_qo_heads == 32 && config.num_kv_heads == 4 {
         cases.push(case_from_lengths("batch1_131072", &[131072], ps, 2, seed ^ 5));
-        cases.push(case_from_lengths("batch300_short", &(0..300).map(|i| (i * 7) % 40).collect::<Vec<_>>(), ps, 4, seed ^ 6));
+        cases.push(case_from_lengths(
+            "batch300_short",
+            &(0..300).map(|i| (i * 7) % 40).collect::<Vec<_>>(),
+            ps,
+            4,
+            seed ^ 6,
+        ));
     }
     cases
 }
@@ -327,25 +392,36 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
     let mut kernels: std::collections::HashMap<(GqaConfig, Variant), GqaPagedDecode> = Default::default();
     let mut get = |config: GqaConfig, variant: Variant| -> Result<GqaPagedDecode> {
         let key = (config, variant);
-        if !kernels.contains_key(&key) {
-            kernels.insert(key, build(ctx, config, &variant)?);
+        if let std::collections::hash_map::Entry::Vacant(e) = kernels.entry(key) {
+            e.insert(build(ctx, config, &variant)?);
         }
         Ok(kernels[&key].rescheduled(None))
     };
-    log(logf, "check | definition | case | variant | tpw | pass | out_relL2 | out_maxabs | lse_relL2 | lse_maxabs | mismatches");
+    log(
+        logf,
+        "check | definition | case | variant | tpw | pass | out_relL2 | out_maxabs | lse_relL2 | lse_maxabs | mismatches",
+    );
     let mut seed = 1000u64;
     let names = definition_names()?;
     // Also a head_dim 64 configuration: the family's shapes allow it though ../shared has none.
-    let mut configs: Vec<(String, GqaConfig)> = names.iter().map(|n| Ok((n.clone(), GqaConfig::from_definition_name(n)?))).collect::<Result<_>>()?;
-    configs.push(("synthetic_h8_kv1_d64_ps1".into(), GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 }));
-    configs.push(("synthetic_h40_kv2_d64_ps16".into(), GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }));
+    let mut configs: Vec<(String, GqaConfig)> =
+        names.iter().map(|n| Ok((n.clone(), GqaConfig::from_definition_name(n)?))).collect::<Result<_>>()?;
+    configs.push((
+        "synthetic_h8_kv1_d64_ps1".into(),
+        GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 },
+    ));
+    configs.push((
+        "synthetic_h40_kv2_d64_ps16".into(),
+        GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+    ));
     for (name, config) in &configs {
         for case in coverage_cases(config, seed) {
             seed += 17;
             let mut dc = upload(stream, config, &case, seed, true)?;
             let reference = reference_for(config, &case, &dc)?;
             for variant in &opts.variants {
-                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64", "parts:12/16", "cluster:4/16", "cluster:8/64"] {
+                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64", "parts:12/16", "cluster:4/16", "cluster:8/64"]
+                {
                     let base = get(*config, *variant)?;
                     let kernel = base.rescheduled(schedule(tpw, &base, &dc.size)?);
                     let ws = kernel.workspace(stream, &dc.size)?;
@@ -360,7 +436,15 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
                             logf,
                             &format!(
                                 "check | {name} | {} rep{rep} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
-                                case.label, variant_label(variant), tpw, r.pass, r.out_l2, r.out_max_abs, r.lse_l2, r.lse_max_abs, r.mismatches
+                                case.label,
+                                variant_label(variant),
+                                tpw,
+                                r.pass,
+                                r.out_l2,
+                                r.out_max_abs,
+                                r.lse_l2,
+                                r.lse_max_abs,
+                                r.mismatches
                             ),
                         );
                     }
@@ -416,7 +500,11 @@ impl Timer {
         // the GPU busy up to the start event, so host launch latency is not timed.
         let flush = stream.alloc_zeros::<u8>(256 << 20)?;
         let mk = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
-        Ok(Timer { flush, starts: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?, ends: (0..samples).map(|_| mk()).collect::<Result<_, _>>()? })
+        Ok(Timer {
+            flush,
+            starts: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?,
+            ends: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?,
+        })
     }
 
     /// Median microseconds of `run` over the samples, flushing L2 before each.
@@ -433,7 +521,12 @@ impl Timer {
             self.ends[i].record(stream)?;
         }
         stream.synchronize()?;
-        let mut v: Vec<f64> = self.starts.iter().zip(&self.ends).map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0)).collect::<Result<_, _>>()?;
+        let mut v: Vec<f64> = self
+            .starts
+            .iter()
+            .zip(&self.ends)
+            .map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0))
+            .collect::<Result<_, _>>()?;
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
         Ok((v[v.len() / 2], v[v.len() / 10], v[v.len() * 9 / 10]))
     }
@@ -445,7 +538,8 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
     // Empty-kernel floor: the smallest launch of this kernel (batch 1, one token) by graph.
     let mut work: Vec<(String, Case)> = Vec::new();
     for (i, (uuid, axes)) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")?.into_iter().enumerate() {
-        let case = case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, 7 + i as u64)?;
+        let case =
+            case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, 7 + i as u64)?;
         work.push((format!("wl{i:02}"), case));
     }
     work.push(("b16x8192".into(), case_from_axes("b16x8192", 16, 16 * 8192, 16 * 8192, 1, 99)?));
@@ -455,7 +549,10 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
     if let Some(only) = &opts.only {
         work.retain(|(id, _)| only.contains(id));
     }
-    log(logf, "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | plan | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph");
+    log(
+        logf,
+        "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | plan | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph",
+    );
     let kernel_variants = &opts.variants;
     let mut kernels = Vec::new();
     for variant in &opts.variants {
@@ -479,18 +576,23 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
                 let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
                 graph.upload()?;
                 let (g, g10, g90) = timer.median_us(stream, || Ok(graph.launch()?))?;
-                let (e, _, _) = timer.median_us(stream, || Ok(unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? }))?;
+                let (e, _, _) = timer.median_us(stream, || {
+                    let _: () = unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+                    Ok(())
+                })?;
                 log(
                     logf,
                     &format!(
-                        "time | {id} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
+                        "time | {id} | {} | {} | {:.1} | {:.2} | {} | {} | w{}s{} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
                         case.batch(),
                         tokens,
                         kv_bytes / 1e6,
                         floor,
                         variant_label(&kernel_variants[vi]),
                         tpw,
-                        format!("w{}s{} {}", plan.warps_per_cta, plan.stages, plan_label(&plan.schedule)),
+                        plan.warps_per_cta,
+                        plan.stages,
+                        plan_label(&plan.schedule),
                         g,
                         g10,
                         g90,
@@ -507,7 +609,8 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts = Opts { out: PathBuf::from("."), samples: 100, variants: vec![None], tpw: vec!["0".into()], only: None };
+    let mut opts =
+        Opts { out: PathBuf::from("."), samples: 100, variants: vec![None], tpw: vec!["0".into()], only: None };
     let mut i = 2;
     let mut ptx_dir = None;
     while i < args.len() {
@@ -532,16 +635,26 @@ fn main() -> Result<()> {
         std::fs::create_dir_all(&dir)?;
         for name in definition_names()? {
             let config = GqaConfig::from_definition_name(&name)?;
-            let tunings: Vec<Tuning> = opts.variants.iter().flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t])).collect();
+            let tunings: Vec<Tuning> = opts
+                .variants
+                .iter()
+                .flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t]))
+                .collect();
             for t in &tunings {
                 for (cluster_merge, suffix) in [(false, ""), (true, "_cluster")] {
                     let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90", cluster_merge)?;
-                    std::fs::write(dir.join(format!("{name}_w{}s{}{suffix}.ptx", t.warps_per_cta, t.stages)), ptx.to_src())?;
+                    std::fs::write(
+                        dir.join(format!("{name}_w{}s{}{suffix}.ptx", t.warps_per_cta, t.stages)),
+                        ptx.to_src(),
+                    )?;
                 }
             }
         }
         let d64 = GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 };
-        std::fs::write(dir.join("synthetic_h40_kv2_d64_ps16.ptx"), ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90", false)?.to_src())?;
+        std::fs::write(
+            dir.join("synthetic_h40_kv2_d64_ps16.ptx"),
+            ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90", false)?.to_src(),
+        )?;
         println!("wrote PTX to {}", dir.display());
         return Ok(());
     }
@@ -550,7 +663,11 @@ fn main() -> Result<()> {
     // Raw pointers are used throughout; cudarc's per-buffer events would only add work.
     unsafe { ctx.disable_event_tracking() };
     let stream = ctx.new_stream()?;
-    println!("device: {} sm_count={}", ctx.name()?, ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?);
+    println!(
+        "device: {} sm_count={}",
+        ctx.name()?,
+        ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+    );
     let mut logf = std::fs::File::create(opts.out.join(format!("gqa_bench_{mode}.log")))?;
     match mode.as_str() {
         "check" => {
@@ -563,7 +680,9 @@ fn main() -> Result<()> {
             log(&mut logf, &format!("check summary: all_correct={ok}"));
             run_time(&ctx, &stream, &opts, &mut logf)?;
         }
-        _ => bail!("usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only wl32,...]"),
+        _ => bail!(
+            "usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only wl32,...]"
+        ),
     }
     Ok(())
 }

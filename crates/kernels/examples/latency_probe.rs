@@ -52,26 +52,35 @@ struct Timer {
 }
 
 impl Timer {
-    fn median(&self, ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, run: &mut dyn FnMut() -> Result<()>) -> Result<(f64, f64, f64)> {
+    fn median(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<(f64, f64, f64)> {
         stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         let launched = run();
         let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
         launched?;
         graph.upload()?;
         let mk = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
-        let events: Vec<_> = (0..self.samples).map(|_| Ok::<_, anyhow::Error>((mk()?, mk()?))).collect::<Result<_>>()?;
+        let events: Vec<_> =
+            (0..self.samples).map(|_| Ok::<_, anyhow::Error>((mk()?, mk()?))).collect::<Result<_>>()?;
         let (fp, _g) = self.flush.device_ptr(stream);
         for _ in 0..5 {
             graph.launch()?;
         }
         for (i, (s, e)) in events.iter().enumerate() {
-            unsafe { cudarc::driver::result::memset_d8_async(fp, (i & 0xff) as u8, self.flush.len(), stream.cu_stream())? };
+            unsafe {
+                cudarc::driver::result::memset_d8_async(fp, (i & 0xff) as u8, self.flush.len(), stream.cu_stream())?
+            };
             s.record(stream)?;
             graph.launch()?;
             e.record(stream)?;
         }
         stream.synchronize()?;
-        let mut v: Vec<f64> = events.iter().map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0)).collect::<Result<_, _>>()?;
+        let mut v: Vec<f64> =
+            events.iter().map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0)).collect::<Result<_, _>>()?;
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
         Ok((v[v.len() / 2], v[v.len() / 10], v[v.len() * 9 / 10]))
     }
@@ -118,13 +127,37 @@ fn main() -> Result<()> {
     println!("probe | median_us | p10 | p90");
     let report = |name: String, r: (f64, f64, f64)| println!("{name} | {:.2} | {:.2} | {:.2}", r.0, r.1, r.2);
     let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-    report("empty 1 CTA".into(), timer.median(&ctx, &stream, &mut || Ok(unsafe { stream.launch_builder(&empty).launch(one)?; }))?);
+    report(
+        "empty 1 CTA".into(),
+        timer.median(&ctx, &stream, &mut || {
+            unsafe {
+                stream.launch_builder(&empty).launch(one)?;
+            }
+            Ok(())
+        })?,
+    );
     let wide = LaunchConfig { grid_dim: (264, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-    report("empty 264 CTAs".into(), timer.median(&ctx, &stream, &mut || Ok(unsafe { stream.launch_builder(&empty).launch(wide)?; }))?);
+    report(
+        "empty 264 CTAs".into(),
+        timer.median(&ctx, &stream, &mut || {
+            unsafe {
+                stream.launch_builder(&empty).launch(wide)?;
+            }
+            Ok(())
+        })?,
+    );
     set_smem(&empty, 160 * 1024)?;
     for smem in [48 * 1024u32, 100 * 1024, 160 * 1024] {
         let cfg = LaunchConfig { grid_dim: (132, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: smem };
-        report(format!("empty 132 CTAs smem {} KiB", smem / 1024), timer.median(&ctx, &stream, &mut || Ok(unsafe { stream.launch_builder(&empty).launch(cfg)?; }))?);
+        report(
+            format!("empty 132 CTAs smem {} KiB", smem / 1024),
+            timer.median(&ctx, &stream, &mut || {
+                unsafe {
+                    stream.launch_builder(&empty).launch(cfg)?;
+                }
+                Ok(())
+            })?,
+        );
     }
     for (ctas, smem) in [(1u32, 0u32), (132, 0), (132, 100 * 1024)] {
         if smem > 0 {
@@ -135,7 +168,12 @@ fn main() -> Result<()> {
             let stride = 977_123i32;
             report(
                 format!("chase {ctas} CTAs smem {} KiB hops {hops}", smem / 1024),
-                timer.median(&ctx, &stream, &mut || Ok(unsafe { stream.launch_builder(&chase).arg(&d_next).arg(&hops).arg(&stride).arg(&d_out).launch(cfg)?; }))?,
+                timer.median(&ctx, &stream, &mut || {
+                    unsafe {
+                        stream.launch_builder(&chase).arg(&d_next).arg(&hops).arg(&stride).arg(&d_out).launch(cfg)?;
+                    }
+                    Ok(())
+                })?,
             );
         }
     }
@@ -146,9 +184,23 @@ fn main() -> Result<()> {
                 let ctas = ((total_rows + per_cta - 1) / per_cta) as u32;
                 let cfg = LaunchConfig { grid_dim: (ctas, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
                 report(
-                    format!("gather {:.1} MB rows={total_rows} ctas={ctas} thr={threads} indirect={indirect}", total_rows as f64 * 256.0 / 1e6),
+                    format!(
+                        "gather {:.1} MB rows={total_rows} ctas={ctas} thr={threads} indirect={indirect}",
+                        total_rows as f64 * 256.0 / 1e6
+                    ),
                     timer.median(&ctx, &stream, &mut || {
-                        Ok(unsafe { stream.launch_builder(&gather).arg(&d_rows).arg(&d_ids).arg(&per_cta).arg(&num_rows).arg(&indirect).arg(&d_gout).launch(cfg)?; })
+                        unsafe {
+                            stream
+                                .launch_builder(&gather)
+                                .arg(&d_rows)
+                                .arg(&d_ids)
+                                .arg(&per_cta)
+                                .arg(&num_rows)
+                                .arg(&indirect)
+                                .arg(&d_gout)
+                                .launch(cfg)?;
+                        }
+                        Ok(())
                     })?,
                 );
             }

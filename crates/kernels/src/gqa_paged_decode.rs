@@ -53,7 +53,8 @@ pub struct GqaConfig {
 impl GqaConfig {
     /// Reads a definition name such as `gqa_paged_decode_h32_kv4_d128_ps1`.
     pub fn from_definition_name(name: &str) -> Result<GqaConfig, KernelError> {
-        let bad = || KernelError::InvalidConfig(format!("`{name}` is not a gqa_paged_decode_h<Q>_kv<K>_d<D>_ps<P> name"));
+        let bad =
+            || KernelError::InvalidConfig(format!("`{name}` is not a gqa_paged_decode_h<Q>_kv<K>_d<D>_ps<P> name"));
         let rest = name.strip_prefix("gqa_paged_decode_").ok_or_else(bad)?;
         let mut fields = [0u32; 4];
         let prefixes = ["h", "kv", "d", "ps"];
@@ -64,7 +65,8 @@ impl GqaConfig {
         for ((field, part), prefix) in fields.iter_mut().zip(&parts).zip(prefixes) {
             *field = part.strip_prefix(prefix).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
         }
-        let config = GqaConfig { num_qo_heads: fields[0], num_kv_heads: fields[1], head_dim: fields[2], page_size: fields[3] };
+        let config =
+            GqaConfig { num_qo_heads: fields[0], num_kv_heads: fields[1], head_dim: fields[2], page_size: fields[3] };
         config.validate()?;
         Ok(config)
     }
@@ -72,10 +74,16 @@ impl GqaConfig {
     pub fn validate(&self) -> Result<(), KernelError> {
         let fail = |m: String| Err(KernelError::InvalidConfig(m));
         if self.num_qo_heads == 0 || self.num_kv_heads == 0 {
-            return fail(format!("num_qo_heads {} and num_kv_heads {} must be positive", self.num_qo_heads, self.num_kv_heads));
+            return fail(format!(
+                "num_qo_heads {} and num_kv_heads {} must be positive",
+                self.num_qo_heads, self.num_kv_heads
+            ));
         }
-        if self.num_qo_heads % self.num_kv_heads != 0 {
-            return fail(format!("num_qo_heads {} is not a multiple of num_kv_heads {}", self.num_qo_heads, self.num_kv_heads));
+        if !self.num_qo_heads.is_multiple_of(self.num_kv_heads) {
+            return fail(format!(
+                "num_qo_heads {} is not a multiple of num_kv_heads {}",
+                self.num_qo_heads, self.num_kv_heads
+            ));
         }
         if self.head_dim != 64 && self.head_dim != 128 {
             return fail(format!("head_dim {} is not 64 or 128", self.head_dim));
@@ -142,13 +150,23 @@ impl Tuning {
             return Err(KernelError::InvalidConfig(format!("stages {} is outside 2..=8", self.stages)));
         }
         match self.schedule {
-            Some(Schedule::FixedUnits { unit_tokens: 0 }) => Err(KernelError::InvalidConfig("unit_tokens must be positive".into())),
-            Some(Schedule::PerSequence { max_parts, min_part_tokens }) if !(1..=MAX_PARTS).contains(&max_parts) || min_part_tokens == 0 => Err(
-                KernelError::InvalidConfig(format!("max_parts {max_parts} must be in 1..={MAX_PARTS} and min_part_tokens {min_part_tokens} positive")),
-            ),
-            Some(Schedule::Cluster { parts, min_part_tokens }) if !(2..=MAX_CLUSTER).contains(&parts) || min_part_tokens == 0 => Err(
-                KernelError::InvalidConfig(format!("cluster parts {parts} must be in 2..={MAX_CLUSTER} and min_part_tokens {min_part_tokens} positive")),
-            ),
+            Some(Schedule::FixedUnits { unit_tokens: 0 }) => {
+                Err(KernelError::InvalidConfig("unit_tokens must be positive".into()))
+            }
+            Some(Schedule::PerSequence { max_parts, min_part_tokens })
+                if !(1..=MAX_PARTS).contains(&max_parts) || min_part_tokens == 0 =>
+            {
+                Err(KernelError::InvalidConfig(format!(
+                    "max_parts {max_parts} must be in 1..={MAX_PARTS} and min_part_tokens {min_part_tokens} positive"
+                )))
+            }
+            Some(Schedule::Cluster { parts, min_part_tokens })
+                if !(2..=MAX_CLUSTER).contains(&parts) || min_part_tokens == 0 =>
+            {
+                Err(KernelError::InvalidConfig(format!(
+                    "cluster parts {parts} must be in 2..={MAX_CLUSTER} and min_part_tokens {min_part_tokens} positive"
+                )))
+            }
             _ => Ok(()),
         }
     }
@@ -214,7 +232,9 @@ pub fn plan_launch(
     config.validate()?;
     tuning.validate()?;
     if sm_count == 0 || ctas_per_sm == 0 {
-        return Err(KernelError::InvalidConfig(format!("sm_count {sm_count} and ctas_per_sm {ctas_per_sm} must be positive")));
+        return Err(KernelError::InvalidConfig(format!(
+            "sm_count {sm_count} and ctas_per_sm {ctas_per_sm} must be positive"
+        )));
     }
     let total_tokens = size.num_kv_indices as u64 * config.page_size as u64;
     if total_tokens > i32::MAX as u64 {
@@ -248,17 +268,23 @@ pub fn plan_launch(
             let entries = unit_tokens.div_ceil(config.page_size).max(1);
             (entries, size.num_kv_indices.div_ceil(entries).max(1))
         }
-        Schedule::PerSequence { max_parts, min_part_tokens } | Schedule::Cluster { parts: max_parts, min_part_tokens } => {
+        Schedule::PerSequence { max_parts, min_part_tokens }
+        | Schedule::Cluster { parts: max_parts, min_part_tokens } => {
             let rows = size.batch_size as u64 * max_parts as u64;
             if rows > i32::MAX as u64 {
-                return Err(KernelError::InvalidSize(format!("batch {} × max_parts {max_parts} CTA rows exceed int32", size.batch_size)));
+                return Err(KernelError::InvalidSize(format!(
+                    "batch {} × max_parts {max_parts} CTA rows exceed int32",
+                    size.batch_size
+                )));
             }
             (min_part_tokens.div_ceil(config.page_size).max(1), rows as u32)
         }
     };
     let cluster = match schedule {
         Schedule::Cluster { parts, .. } if parts > max_cluster => {
-            return Err(KernelError::InvalidConfig(format!("a cluster of {parts} CTAs; this device launches at most {max_cluster}")));
+            return Err(KernelError::InvalidConfig(format!(
+                "a cluster of {parts} CTAs; this device launches at most {max_cluster}"
+            )));
         }
         Schedule::Cluster { parts, .. } => parts,
         _ => 1,
@@ -281,7 +307,9 @@ pub fn plan_launch(
         // against 14.2 µs whole when the rows of a sequence were adjacent).
         grid: match schedule {
             Schedule::FixedUnits { .. } => (num_units, head_tiles, 1),
-            Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => (size.batch_size, head_tiles, max_parts),
+            Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => {
+                (size.batch_size, head_tiles, max_parts)
+            }
         },
         block: (32 * tuning.warps_per_cta, 1, 1),
         shared_bytes,
@@ -300,7 +328,15 @@ pub fn plan_launch(
 ///   6 parts, at 4 warps.
 /// - v8: a batch of very few sequences is cut into parts of one cluster ([`cluster_parts`]).
 /// - v5: for longer sequences on average, fixed units sized to fill one wave.
-fn auto_schedule(config: &GqaConfig, tuning: &Tuning, size: &ProblemSize, total_tokens: u64, wave_units: u64, sm_count: u32, max_cluster: u32) -> Schedule {
+fn auto_schedule(
+    config: &GqaConfig,
+    tuning: &Tuning,
+    size: &ProblemSize,
+    total_tokens: u64,
+    wave_units: u64,
+    sm_count: u32,
+    max_cluster: u32,
+) -> Schedule {
     let average = size.tokens_per_sequence(config.page_size);
     let whole_tokens = 256 * tuning.warps_per_cta;
     if average > whole_tokens as u64 {
@@ -328,7 +364,8 @@ fn long_unit_tokens(size: &ProblemSize, average: u64, total_tokens: u64, tuning:
         k *= 2;
     }
     let aligned = average.div_ceil(k);
-    let unit = if aligned >= ALIGNED_UNIT_TOKENS { aligned } else { total_tokens.div_ceil(wave_units).div_ceil(16) * 16 };
+    let unit =
+        if aligned >= ALIGNED_UNIT_TOKENS { aligned } else { total_tokens.div_ceil(wave_units).div_ceil(16) * 16 };
     unit.clamp(16 * warps, 8192) as u32
 }
 
@@ -431,7 +468,12 @@ unsafe impl DeviceRepr for KernelArgs {}
 /// NVRTC's PTX for one configuration and virtual architecture (e.g. `compute_90`); with
 /// `cluster_merge` the build for [`Schedule::Cluster`] launches (sm_90), else one without any
 /// cluster instruction. Needs libnvrtc at run time but no GPU.
-pub fn compile(config: &GqaConfig, tuning: &Tuning, arch: &'static str, cluster_merge: bool) -> Result<Ptx, KernelError> {
+pub fn compile(
+    config: &GqaConfig,
+    tuning: &Tuning,
+    arch: &'static str,
+    cluster_merge: bool,
+) -> Result<Ptx, KernelError> {
     config.validate()?;
     tuning.validate()?;
     let name = format!(
@@ -483,7 +525,13 @@ pub const AUTOMATIC_VARIANTS: [Tuning; 3] = [
 /// - v8: long sequences run in fixed units ([`long_unit_tokens`]); 5 warps win where their CTAs
 ///   fill the last wave clearly better: 128 × 4,096 tokens is 512 CTAs, 1.3 waves of 4 warps
 ///   (293 µs in units of 4,096, 272 µs in 99 units of 5,296) and 1.94 waves of 5 warps (267 µs).
-pub fn automatic_tuning(config: &GqaConfig, size: &ProblemSize, sm_count: u32, max_cluster: u32, ctas_per_sm: impl Fn(&Tuning) -> u32) -> Tuning {
+pub fn automatic_tuning(
+    config: &GqaConfig,
+    size: &ProblemSize,
+    sm_count: u32,
+    max_cluster: u32,
+    ctas_per_sm: impl Fn(&Tuning) -> u32,
+) -> Tuning {
     let [small, deep, five] = AUTOMATIC_VARIANTS;
     let rows = size.batch_size as u64 * config.head_tiles() as u64;
     let average = size.tokens_per_sequence(config.page_size);
@@ -551,7 +599,12 @@ impl GqaPagedDecode {
         Self::compiled(ctx, config, &AUTOMATIC_VARIANTS, None)
     }
 
-    fn compiled(ctx: &Arc<CudaContext>, config: GqaConfig, tunings: &[Tuning], schedule: Option<Schedule>) -> Result<GqaPagedDecode, KernelError> {
+    fn compiled(
+        ctx: &Arc<CudaContext>,
+        config: GqaConfig,
+        tunings: &[Tuning],
+        schedule: Option<Schedule>,
+    ) -> Result<GqaPagedDecode, KernelError> {
         config.validate()?;
         let (major, minor) = ctx.compute_capability()?;
         let arch: &'static str = match (major, minor) {
@@ -563,11 +616,14 @@ impl GqaPagedDecode {
             (10, 0) => "compute_100",
             (12, 0) => "compute_120",
             (m, n) if m >= 8 => {
-                return Err(KernelError::UnsupportedDevice(format!("compute capability {m}.{n} is not in the kernel's arch list")));
+                return Err(KernelError::UnsupportedDevice(format!(
+                    "compute capability {m}.{n} is not in the kernel's arch list"
+                )));
             }
             (m, n) => return Err(KernelError::UnsupportedDevice(format!("compute capability {m}.{n} < 8.0"))),
         };
-        let sm_count = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let sm_count =
+            ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let max_cluster = if major >= 9 { MAX_CLUSTER } else { 1 };
         let mut variants = Vec::with_capacity(tunings.len());
         for tuning in tunings {
@@ -577,12 +633,17 @@ impl GqaPagedDecode {
             let load = |cluster_merge: bool| -> Result<CudaFunction, KernelError> {
                 let module = ctx.load_module(compile(&config, &tuning, arch, cluster_merge)?)?;
                 let function = module.load_function(KERNEL_NAME)?;
-                function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+                function.set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )?;
                 Ok(function)
             };
             let function = load(false)?;
             let cluster_function = if max_cluster > 1 { Some(load(true)?) } else { None };
-            let ctas_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?.max(1);
+            let ctas_per_sm = function
+                .occupancy_max_active_blocks_per_multiprocessor(32 * tuning.warps_per_cta, shared as usize, None)?
+                .max(1);
             variants.push(Variant { tuning, function, cluster_function, ctas_per_sm });
         }
         Ok(GqaPagedDecode { config, variants, schedule, sm_count, max_cluster })
@@ -602,7 +663,8 @@ impl GqaPagedDecode {
         if let [only] = self.variants.as_slice() {
             return only;
         }
-        let occupancy = |tuning: &Tuning| self.variants.iter().find(|v| v.tuning == *tuning).map_or(1, |v| v.ctas_per_sm);
+        let occupancy =
+            |tuning: &Tuning| self.variants.iter().find(|v| v.tuning == *tuning).map_or(1, |v| v.ctas_per_sm);
         let chosen = automatic_tuning(&self.config, size, self.sm_count, self.max_cluster, occupancy);
         self.variants.iter().find(|v| v.tuning == chosen).unwrap_or(&self.variants[0])
     }
@@ -618,7 +680,14 @@ impl GqaPagedDecode {
     /// The variant, schedule, grid and workspace of a call of this size.
     pub fn plan(&self, size: &ProblemSize) -> Result<LaunchPlan, KernelError> {
         let variant = self.variant(size);
-        plan_launch(&self.config, &Tuning { schedule: self.schedule, ..variant.tuning }, size, self.sm_count, variant.ctas_per_sm, self.max_cluster)
+        plan_launch(
+            &self.config,
+            &Tuning { schedule: self.schedule, ..variant.tuning },
+            size,
+            self.sm_count,
+            variant.ctas_per_sm,
+            self.max_cluster,
+        )
     }
 
     /// A workspace large enough for `size`.
@@ -682,7 +751,9 @@ impl GqaPagedDecode {
             entries_per_unit: plan.entries_per_unit as i32,
             num_units: plan.num_units as i32,
             max_parts: match plan.schedule {
-                Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => max_parts as i32,
+                Schedule::PerSequence { max_parts, .. } | Schedule::Cluster { parts: max_parts, .. } => {
+                    max_parts as i32
+                }
                 Schedule::FixedUnits { .. } => 0,
             },
         };
@@ -690,7 +761,10 @@ impl GqaPagedDecode {
         if plan.cluster > 1 {
             // plan_launch allows clusters only where the device has them, and then every variant
             // has its cluster build.
-            let function = variant.cluster_function.as_ref().ok_or_else(|| KernelError::InvalidConfig("no cluster build of this kernel".into()))?;
+            let function = variant
+                .cluster_function
+                .as_ref()
+                .ok_or_else(|| KernelError::InvalidConfig("no cluster build of this kernel".into()))?;
             // SAFETY: as below; the cluster is the grid's z (a sequence's parts).
             return unsafe { launch_in_clusters(stream, function, &plan, &args) };
         }
@@ -708,7 +782,12 @@ impl GqaPagedDecode {
 ///
 /// # Safety
 /// `args` must match the kernel's parameters and address live buffers.
-unsafe fn launch_in_clusters(stream: &CudaStream, function: &CudaFunction, plan: &LaunchPlan, args: &KernelArgs) -> Result<(), KernelError> {
+unsafe fn launch_in_clusters(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    plan: &LaunchPlan,
+    args: &KernelArgs,
+) -> Result<(), KernelError> {
     use cudarc::driver::sys;
     stream.context().bind_to_thread()?;
     // SAFETY: a plain C struct and union for which all-zero bytes are valid.
@@ -731,7 +810,9 @@ unsafe fn launch_in_clusters(stream: &CudaStream, function: &CudaFunction, plan:
     };
     let mut params = [args as *const KernelArgs as *mut std::ffi::c_void];
     // SAFETY: the configuration and parameter array outlive the call, which copies them.
-    unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()? };
+    unsafe {
+        sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()?
+    };
     Ok(())
 }
 
@@ -773,7 +854,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_names_and_configs() {
-        for bad in ["gqa_paged_decode_h32_kv4_d128", "gqa_paged_prefill_h32_kv4_d128_ps1", "gqa_paged_decode_h32_kv5_d128_ps1", "gqa_paged_decode_h32_kv4_d96_ps1", "gqa_paged_decode_hx_kv4_d128_ps1"] {
+        for bad in [
+            "gqa_paged_decode_h32_kv4_d128",
+            "gqa_paged_prefill_h32_kv4_d128_ps1",
+            "gqa_paged_decode_h32_kv5_d128_ps1",
+            "gqa_paged_decode_h32_kv4_d96_ps1",
+            "gqa_paged_decode_hx_kv4_d128_ps1",
+        ] {
             let err = GqaConfig::from_definition_name(bad).unwrap_err();
             assert!(matches!(err, KernelError::InvalidConfig(_)), "{bad}: {err}");
         }
@@ -794,7 +881,17 @@ mod tests {
     fn plan_covers_every_entry_once() {
         let config = h32kv4(1);
         // 132 SMs × 3 CTAs ÷ 4 head tiles = 99 CTA rows in one wave.
-        for (batch, total) in [(1u32, 7u32), (1, 546), (16, 1020), (16, 15463), (64, 61519), (128, 128 * 4096), (300, 300 * 2000), (1, 150_000), (3, 0)] {
+        for (batch, total) in [
+            (1u32, 7u32),
+            (1, 546),
+            (16, 1020),
+            (16, 15463),
+            (64, 61519),
+            (128, 128 * 4096),
+            (300, 300 * 2000),
+            (1, 150_000),
+            (3, 0),
+        ] {
             let size = ProblemSize { batch_size: batch, num_pages: total.max(1), num_kv_indices: total };
             let plan = plan_launch(&config, &Tuning::default(), &size, 132, 3, 1).unwrap();
             assert_eq!(plan.counter_count, (batch as usize * 4).max(1));
@@ -808,7 +905,10 @@ mod tests {
                     assert_eq!(plan.grid, (batch, 4, max_parts));
                     // At most one wave of CTA rows (or one per sequence), and no more parts than
                     // the batch's tokens could fill.
-                    assert!(max_parts == 1 || (plan.num_units <= 99 && (max_parts - 1) * 1024 < total), "{batch}x{total}: {plan:?}");
+                    assert!(
+                        max_parts == 1 || (plan.num_units <= 99 && (max_parts - 1) * 1024 < total),
+                        "{batch}x{total}: {plan:?}"
+                    );
                     let records = if max_parts == 1 { 0 } else { plan.num_units as usize * 4 };
                     assert_eq!(plan.partial_floats, records * (16 * 128 + 32));
                 }
@@ -826,7 +926,17 @@ mod tests {
                 }
             }
         }
-        let plan = |batch, total| plan_launch(&config, &Tuning::default(), &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3, 1).unwrap();
+        let plan = |batch, total| {
+            plan_launch(
+                &config,
+                &Tuning::default(),
+                &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total },
+                132,
+                3,
+                1,
+            )
+            .unwrap()
+        };
         // The seed's 16 short sequences stay whole and never merge.
         assert_eq!(plan(16, 1020).schedule, Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 });
         // 16 sequences of ~1,000 tokens: a sequence longer than 1,024 (skew) may take 6 parts.
@@ -839,7 +949,14 @@ mod tests {
         let config = h32kv4(1);
         let plan = |batch, total, schedule, max_cluster| {
             let tuning = Tuning { schedule, ..Tuning::default() };
-            plan_launch(&config, &tuning, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, 3, max_cluster)
+            plan_launch(
+                &config,
+                &tuning,
+                &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total },
+                132,
+                3,
+                max_cluster,
+            )
         };
         // Batch 1 × 546 tokens: 4 parts of at least 128 tokens, one cluster per head tile, no records.
         let one = plan(1, 546, None, MAX_CLUSTER).unwrap();
@@ -848,20 +965,40 @@ mod tests {
         // Parts are at least 128 tokens: 141 tokens stay whole.
         assert_eq!(plan(1, 141, None, MAX_CLUSTER).unwrap().cluster, 1);
         // Clusters take at most a quarter of the SMs (33 CTAs): 8 sequences no longer fit two each.
-        assert_eq!(plan(4, 4 * 546, None, MAX_CLUSTER).unwrap().schedule, Schedule::Cluster { parts: 2, min_part_tokens: 128 });
+        assert_eq!(
+            plan(4, 4 * 546, None, MAX_CLUSTER).unwrap().schedule,
+            Schedule::Cluster { parts: 2, min_part_tokens: 128 }
+        );
         assert_eq!(plan(8, 8 * 546, None, MAX_CLUSTER).unwrap().cluster, 1);
         // Without clusters, or with 16 sequences: v7's rule, sequences up to 1,024 tokens stay whole.
-        assert_eq!(plan(1, 546, None, 1).unwrap().schedule, Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 });
+        assert_eq!(
+            plan(1, 546, None, 1).unwrap().schedule,
+            Schedule::PerSequence { max_parts: 1, min_part_tokens: 1024 }
+        );
         let sixteen = plan(16, 15463, None, MAX_CLUSTER).unwrap();
-        assert_eq!((sixteen.schedule, sixteen.cluster), (Schedule::PerSequence { max_parts: 6, min_part_tokens: 1024 }, 1));
+        assert_eq!(
+            (sixteen.schedule, sixteen.cluster),
+            (Schedule::PerSequence { max_parts: 6, min_part_tokens: 1024 }, 1)
+        );
         assert_eq!(sixteen.partial_floats, 96 * 4 * (16 * 128 + 32));
         // An explicit cluster beyond the device's limit is refused by name.
         let cluster = Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 });
         assert_eq!(plan(2, 100, cluster, MAX_CLUSTER).unwrap().grid, (2, 4, 4));
         let err = plan(2, 100, cluster, 1).unwrap_err();
         assert!(err.to_string().contains("a cluster of 4 CTAs"), "{err}");
-        assert!(Tuning { schedule: Some(Schedule::Cluster { parts: MAX_CLUSTER + 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
-        assert!(Tuning { schedule: Some(Schedule::Cluster { parts: 1, min_part_tokens: 16 }), ..Tuning::default() }.validate().is_err());
+        assert!(
+            Tuning {
+                schedule: Some(Schedule::Cluster { parts: MAX_CLUSTER + 1, min_part_tokens: 16 }),
+                ..Tuning::default()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            Tuning { schedule: Some(Schedule::Cluster { parts: 1, min_part_tokens: 16 }), ..Tuning::default() }
+                .validate()
+                .is_err()
+        );
         // Long sequences on average keep fixed units.
         assert!(matches!(plan(128, 1 << 19, None, MAX_CLUSTER).unwrap().schedule, Schedule::FixedUnits { .. }));
     }
@@ -893,10 +1030,21 @@ mod tests {
             5 => 2,
             _ => 1,
         };
-        let pick_on = |batch, total, max_cluster| automatic_tuning(&config, &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total }, 132, max_cluster, occupancy);
+        let pick_on = |batch, total, max_cluster| {
+            automatic_tuning(
+                &config,
+                &ProblemSize { batch_size: batch, num_pages: total, num_kv_indices: total },
+                132,
+                max_cluster,
+                occupancy,
+            )
+        };
         let pick = |batch, total| pick_on(batch, total, 1);
         let [small, deep, five] = AUTOMATIC_VARIANTS;
-        assert_eq!((small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages, five.warps_per_cta, five.stages), (4, 2, 8, 3, 5, 2));
+        assert_eq!(
+            (small.warps_per_cta, small.stages, deep.warps_per_cta, deep.stages, five.warps_per_cta, five.stages),
+            (4, 2, 8, 3, 5, 2)
+        );
         assert_eq!(pick(16, 1020), small); // the seed: 64 tokens per sequence
         assert_eq!(pick(16, 15463), deep);
         assert_eq!(pick(16, 23079), deep);
@@ -906,7 +1054,16 @@ mod tests {
         assert_eq!(pick(99, 99 * 4096), small); // 396 CTAs: one wave of 4 warps
         // 16 × 1,307 tokens on kv8: both waves nearly full (392 of 396, 264 of 264): 4 warps.
         let kv8 = GqaConfig { num_kv_heads: 8, ..config };
-        assert_eq!(automatic_tuning(&kv8, &ProblemSize { batch_size: 16, num_pages: 20911, num_kv_indices: 20911 }, 132, MAX_CLUSTER, occupancy), small);
+        assert_eq!(
+            automatic_tuning(
+                &kv8,
+                &ProblemSize { batch_size: 16, num_pages: 20911, num_kv_indices: 20911 },
+                132,
+                MAX_CLUSTER,
+                occupancy
+            ),
+            small
+        );
         assert_eq!(pick(1, 546), deep);
         assert_eq!(pick_on(1, 546, MAX_CLUSTER), small); // cut into 5 parts of one cluster
         assert_eq!(pick_on(16, 15463, MAX_CLUSTER), deep);
@@ -917,23 +1074,55 @@ mod tests {
         for variant in AUTOMATIC_VARIANTS {
             for head_dim in [64, 128] {
                 let config = GqaConfig { head_dim, ..config };
-                assert!(plan_launch(&config, &variant, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 1, 8).is_ok());
+                assert!(
+                    plan_launch(
+                        &config,
+                        &variant,
+                        &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 },
+                        132,
+                        1,
+                        8
+                    )
+                    .is_ok()
+                );
             }
         }
     }
 
     #[test]
     fn plan_scales_pages_and_bounds() {
-        let plan = plan_launch(&h32kv4(64), &Tuning::default(), &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3, 1).unwrap();
+        let plan = plan_launch(
+            &h32kv4(64),
+            &Tuning::default(),
+            &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 },
+            132,
+            3,
+            1,
+        )
+        .unwrap();
         assert!(plan.entries_per_unit >= 1);
         let fixed = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 256 }), ..Tuning::default() };
-        let plan = plan_launch(&h32kv4(64), &fixed, &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 }, 132, 3, 1).unwrap();
+        let plan = plan_launch(
+            &h32kv4(64),
+            &fixed,
+            &ProblemSize { batch_size: 8, num_pages: 100, num_kv_indices: 64 },
+            132,
+            3,
+            1,
+        )
+        .unwrap();
         assert_eq!(plan.entries_per_unit, 4);
         assert_eq!(plan.num_units, 16);
         let too_many = ProblemSize { batch_size: 1, num_pages: 1 << 30, num_kv_indices: 1 << 26 };
-        assert!(matches!(plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132, 3, 1), Err(KernelError::InvalidSize(_))));
+        assert!(matches!(
+            plan_launch(&h32kv4(64), &Tuning::default(), &too_many, 132, 3, 1),
+            Err(KernelError::InvalidSize(_))
+        ));
         let deep = Tuning { warps_per_cta: 16, stages: 8, ..Tuning::default() };
-        assert!(matches!(plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 3, 1), Err(KernelError::InvalidConfig(_))));
+        assert!(matches!(
+            plan_launch(&h32kv4(1), &deep, &ProblemSize { batch_size: 1, num_pages: 1, num_kv_indices: 1 }, 132, 3, 1),
+            Err(KernelError::InvalidConfig(_))
+        ));
         // Groups above 16 query heads take several query tiles per KV head.
         let wide = GqaConfig { num_qo_heads: 40, num_kv_heads: 1, head_dim: 64, page_size: 1 };
         assert_eq!(wide.head_tiles(), 3);

@@ -6,6 +6,6 @@
 pub mod gqa_paged_decode;
 
 pub use gqa_paged_decode::{
-    AUTOMATIC_VARIANTS, GqaConfig, GqaPagedDecode, GqaPointers, KernelError, LaunchPlan, ProblemSize, Schedule, Tuning, Workspace, automatic_tuning, compile,
-    plan_launch,
+    AUTOMATIC_VARIANTS, GqaConfig, GqaPagedDecode, GqaPointers, KernelError, LaunchPlan, ProblemSize, Schedule, Tuning,
+    Workspace, automatic_tuning, compile, plan_launch,
 };

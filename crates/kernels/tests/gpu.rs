@@ -30,7 +30,8 @@ fn gpu() -> Option<(Arc<CudaContext>, Arc<CudaStream>)> {
 
 #[test]
 fn nvrtc_compiles_every_definition() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(String::from))
@@ -43,14 +44,17 @@ fn nvrtc_compiles_every_definition() {
     probe.unwrap();
     for name in &names {
         let config = GqaConfig::from_definition_name(name).unwrap();
-        let ptx = ki_kernels::compile(&config, &Tuning::default(), "compute_90", false).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ptx = ki_kernels::compile(&config, &Tuning::default(), "compute_90", false)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let text = ptx.to_src();
         // The tensor-core path and the async copies must be in the code, not a fallback.
         assert!(text.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), "{name}");
         assert!(text.contains("cp.async.cg.shared.global"), "{name}");
         // Cluster instructions only in the cluster build: their presence alone slows every launch.
         assert!(!text.contains("cluster"), "{name}: the plain build has cluster instructions");
-        let clustered = ki_kernels::compile(&config, &Tuning::default(), "compute_90", true).unwrap_or_else(|e| panic!("{name}: {e}")).to_src();
+        let clustered = ki_kernels::compile(&config, &Tuning::default(), "compute_90", true)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .to_src();
         assert!(clustered.contains("barrier.cluster.arrive") && clustered.contains("mapa"), "{name}");
     }
 }
@@ -83,8 +87,20 @@ fn problem(lengths: &[usize], page_size: usize, seed: u64) -> Problem {
 }
 
 /// Checks one kernel against the CPU reference; `tuning` None is [`GqaPagedDecode::automatic`].
-fn run_and_compare(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, config: GqaConfig, tuning: impl Into<Option<Tuning>>, lengths: &[usize], seed: u64) {
-    let (hq, hkv, d, ps) = (config.num_qo_heads as usize, config.num_kv_heads as usize, config.head_dim as usize, config.page_size as usize);
+fn run_and_compare(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    config: GqaConfig,
+    tuning: impl Into<Option<Tuning>>,
+    lengths: &[usize],
+    seed: u64,
+) {
+    let (hq, hkv, d, ps) = (
+        config.num_qo_heads as usize,
+        config.num_kv_heads as usize,
+        config.head_dim as usize,
+        config.page_size as usize,
+    );
     let p = problem(lengths, ps, seed);
     let batch = lengths.len();
     let q = standard_normal_bf16(seed + 1, batch * hq * d);
@@ -105,7 +121,8 @@ fn run_and_compare(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, config: Gqa
         Some(tuning) => GqaPagedDecode::new(ctx, config, tuning).unwrap(),
         None => GqaPagedDecode::automatic(ctx, config).unwrap(),
     };
-    let size = ProblemSize { batch_size: batch as u32, num_pages: p.num_pages as u32, num_kv_indices: p.indices.len() as u32 };
+    let size =
+        ProblemSize { batch_size: batch as u32, num_pages: p.num_pages as u32, num_kv_indices: p.indices.len() as u32 };
     let ws = kernel.workspace(stream, &size).unwrap();
     let ptrs = GqaPointers {
         q: dq.device_ptr(stream).0,
@@ -150,25 +167,55 @@ fn matches_the_reference_on_edge_cases() {
     };
     let h32kv4 = |ps| GqaConfig { num_qo_heads: 32, num_kv_heads: 4, head_dim: 128, page_size: ps };
     let small = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 32 }), ..Tuning::default() };
-    let parts = Tuning { schedule: Some(Schedule::PerSequence { max_parts: 5, min_part_tokens: 16 }), ..Tuning::default() };
+    let parts =
+        Tuning { schedule: Some(Schedule::PerSequence { max_parts: 5, min_part_tokens: 16 }), ..Tuning::default() };
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[64, 0, 1, 300, 0], 11);
     run_and_compare(&ctx, &stream, h32kv4(1), small, &[64, 0, 1, 300, 0, 17, 33], 12);
     run_and_compare(&ctx, &stream, h32kv4(64), small, &[64, 0, 1, 300, 129, 65], 13);
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[0, 0], 14);
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[100_000], 15);
-    run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, small, &[5, 90, 0, 257], 16);
-    run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 6, num_kv_heads: 1, head_dim: 128, page_size: 1 }, small, &[7, 200], 17);
+    run_and_compare(
+        &ctx,
+        &stream,
+        GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+        small,
+        &[5, 90, 0, 257],
+        16,
+    );
+    run_and_compare(
+        &ctx,
+        &stream,
+        GqaConfig { num_qo_heads: 6, num_kv_heads: 1, head_dim: 128, page_size: 1 },
+        small,
+        &[7, 200],
+        17,
+    );
     // Sequences cut into parts on the device (fewer parts than max_parts when short).
     run_and_compare(&ctx, &stream, h32kv4(1), parts, &[64, 0, 1, 300, 0, 17, 33, 5000], 18);
     run_and_compare(&ctx, &stream, h32kv4(64), parts, &[64, 0, 1, 300, 129, 65, 2000], 19);
-    run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, parts, &[5, 90, 0, 257], 20);
+    run_and_compare(
+        &ctx,
+        &stream,
+        GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+        parts,
+        &[5, 90, 0, 257],
+        20,
+    );
     // The same in clusters (sm_90): parts merge in distributed shared memory, and CTAs without a
     // part still join the cluster's barriers.
     if ctx.compute_capability().unwrap().0 >= 9 {
-        let cluster = Tuning { schedule: Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 }), ..Tuning::default() };
+        let cluster =
+            Tuning { schedule: Some(Schedule::Cluster { parts: 4, min_part_tokens: 16 }), ..Tuning::default() };
         run_and_compare(&ctx, &stream, h32kv4(1), cluster, &[64, 0, 1, 300, 0, 17, 33, 5000], 31);
         run_and_compare(&ctx, &stream, h32kv4(64), cluster, &[64, 0, 1, 300, 129, 65, 2000], 32);
-        run_and_compare(&ctx, &stream, GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 }, cluster, &[5, 90, 0, 257], 33);
+        run_and_compare(
+            &ctx,
+            &stream,
+            GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+            cluster,
+            &[5, 90, 0, 257],
+            33,
+        );
     }
     // The automatic choice: 4 warps for the seed's shape, 8 warps × 3 stages for 16 sequences of
     // ~1,000 tokens, parts for the long one of a skewed batch, and a cluster for one sequence.

@@ -35,18 +35,29 @@ fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
 /// stored record: (key, record holder, an eligible run observed after the group's last
 /// record event, which may supersede the holder) each, and every row those groups need.
 fn two_groups() -> (Vec<(String, String, String)>, Vec<ExportLine>) {
-    let lines = ki_model::export::read_export(shared("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
-    let eligible = |run: &Map<String, Value>| text(run, "status") == "passed" && run["primaryValue"].is_number() && !run["publishedAt"].is_null();
+    let lines = ki_model::export::read_export(shared(
+        "kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst",
+    ))
+    .unwrap();
+    let eligible = |run: &Map<String, Value>| {
+        text(run, "status") == "passed" && run["primaryValue"].is_number() && !run["publishedAt"].is_null()
+    };
     let mut chosen: Vec<(String, String, String)> = Vec::new();
     for line in lines.iter().filter(|line| line.table == "record_events") {
         let key = text(&line.row, "comparisonKey");
         if chosen.len() == 2 || chosen.iter().any(|(k, _, _)| k == key) {
             continue;
         }
-        let runs: Vec<&Map<String, Value>> =
-            lines.iter().filter(|l| l.table == "benchmark_runs" && text(&l.row, "comparisonKey") == key && eligible(&l.row)).map(|l| &l.row).collect();
-        let events: Vec<&Map<String, Value>> =
-            lines.iter().filter(|l| l.table == "record_events" && text(&l.row, "comparisonKey") == key).map(|l| &l.row).collect();
+        let runs: Vec<&Map<String, Value>> = lines
+            .iter()
+            .filter(|l| l.table == "benchmark_runs" && text(&l.row, "comparisonKey") == key && eligible(&l.row))
+            .map(|l| &l.row)
+            .collect();
+        let events: Vec<&Map<String, Value>> = lines
+            .iter()
+            .filter(|l| l.table == "record_events" && text(&l.row, "comparisonKey") == key)
+            .map(|l| &l.row)
+            .collect();
         let Some(last) = events.iter().max_by_key(|event| text(event, "at")) else { continue };
         let holder = text(last, "runId");
         let later = runs.iter().find(|run| text(run, "id") != holder && text(run, "observedAt") > text(last, "at"));
@@ -55,11 +66,18 @@ fn two_groups() -> (Vec<(String, String, String)>, Vec<ExportLine>) {
         }
     }
     let keys: BTreeSet<&str> = chosen.iter().map(|(key, _, _)| key.as_str()).collect();
-    let runs: Vec<&ExportLine> = lines.iter().filter(|l| l.table == "benchmark_runs" && keys.contains(text(&l.row, "comparisonKey"))).collect();
-    let of_runs = |column: &str| -> BTreeSet<String> { runs.iter().map(|l| text(&l.row, column).to_string()).collect() };
-    let (run_ids, implementation_ids, workload_ids, source_ids) = (of_runs("id"), of_runs("implementationId"), of_runs("workloadId"), of_runs("sourceId"));
+    let runs: Vec<&ExportLine> =
+        lines.iter().filter(|l| l.table == "benchmark_runs" && keys.contains(text(&l.row, "comparisonKey"))).collect();
+    let of_runs =
+        |column: &str| -> BTreeSet<String> { runs.iter().map(|l| text(&l.row, column).to_string()).collect() };
+    let (run_ids, implementation_ids, workload_ids, source_ids) =
+        (of_runs("id"), of_runs("implementationId"), of_runs("workloadId"), of_runs("sourceId"));
     let parents = |table: &str, ids: &BTreeSet<String>, column: &str| -> BTreeSet<String> {
-        lines.iter().filter(|l| l.table == table && ids.contains(text(&l.row, "id"))).map(|l| text(&l.row, column).to_string()).collect()
+        lines
+            .iter()
+            .filter(|l| l.table == table && ids.contains(text(&l.row, "id")))
+            .map(|l| text(&l.row, column).to_string())
+            .collect()
     };
     let project_ids = parents("implementations", &implementation_ids, "projectId");
     let mut operation_ids = parents("implementations", &implementation_ids, "operationId");
@@ -102,7 +120,11 @@ impl Drop for Server {
 fn http(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(stream, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len())?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -157,7 +179,8 @@ async fn publish_and_correct_while_serving() {
     let key = ki(&["admin", "key", "create", "--label", "tester", "--scope", "submit", "--state", &state_arg]);
     assert!(key.status.success(), "{}", out(&key));
     let secret = String::from_utf8_lossy(&key.stdout).trim().to_string();
-    let bundle = std::fs::read_to_string(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap();
+    let bundle =
+        std::fs::read_to_string(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap();
     let auth = format!("Authorization: Bearer {secret}\r\nContent-Type: application/yaml\r\n");
     let (status, body) = http(&server.addr, "POST", "/api/v1/submissions", &auth, &bundle).unwrap();
     assert_eq!(status, 201, "{body}");
@@ -193,24 +216,36 @@ async fn publish_and_correct_while_serving() {
     assert_eq!(catalog.row_counts().await.unwrap(), counts);
 
     // The running server shows the published run without a restart.
-    let page = wait_for(&server.addr, &format!("/api/v1/runs/{run_digest}"), "the published run", |status, _| status == 200);
+    let page =
+        wait_for(&server.addr, &format!("/api/v1/runs/{run_digest}"), "the published run", |status, _| status == 200);
     assert!(page.contains("reported"), "{page}");
 
     // A serving submission (the registry's five serving examples as one multi-document
     // bundle) publishes into the serving tables and shows on its page.
-    let serving_bundle = ["model-revision", "serving-stack-revision", "serving-configuration", "serving-workload", "serving-run"]
-        .iter()
-        .map(|name| std::fs::read_to_string(shared(&format!("kernelindex-registry/registry/examples/{name}.yaml"))).unwrap())
-        .collect::<Vec<_>>()
-        .join("\n---\n");
+    let serving_bundle =
+        ["model-revision", "serving-stack-revision", "serving-configuration", "serving-workload", "serving-run"]
+            .iter()
+            .map(|name| {
+                std::fs::read_to_string(shared(&format!("kernelindex-registry/registry/examples/{name}.yaml"))).unwrap()
+            })
+            .collect::<Vec<_>>()
+            .join("\n---\n");
     let (status, body) = http(&server.addr, "POST", "/api/v1/submissions", &auth, &serving_bundle).unwrap();
     assert_eq!(status, 201, "{body}");
     let serving: Value = serde_json::from_str(&body).unwrap();
-    let serving_digest = serving["documents"].as_array().unwrap().iter().find(|d| d["kind"] == "ServingRun").unwrap()["digest"].as_str().unwrap().to_string();
-    let published = ki(&["admin", "publish", serving["id"].as_str().unwrap(), "--database", &url, "--state", &state_arg]);
+    let serving_digest =
+        serving["documents"].as_array().unwrap().iter().find(|d| d["kind"] == "ServingRun").unwrap()["digest"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let published =
+        ki(&["admin", "publish", serving["id"].as_str().unwrap(), "--database", &url, "--state", &state_arg]);
     assert!(published.status.success(), "{}", out(&published));
     assert!(out(&published).contains("serving_runs"), "{}", out(&published));
-    let page = wait_for(&server.addr, &format!("/serving/runs/{serving_digest}"), "the published serving run", |status, _| status == 200);
+    let page =
+        wait_for(&server.addr, &format!("/serving/runs/{serving_digest}"), "the published serving run", |status, _| {
+            status == 200
+        });
     assert!(page.contains("NVIDIA B200"), "the serving run page names its accelerator");
 
     // Retract the record holder of a shared-export group.
@@ -227,23 +262,50 @@ async fn publish_and_correct_while_serving() {
     assert!(out(&twice).contains("already retracted"), "{}", out(&twice));
 
     // Its page shows the retraction and why, once the server has reloaded.
-    wait_for(&server.addr, &format!("/runs/{holder}"), "the retraction banner", |status, body| status == 200 && body.contains(reason));
+    wait_for(&server.addr, &format!("/runs/{holder}"), "the retraction banner", |status, body| {
+        status == 200 && body.contains(reason)
+    });
 
     // Superseding across comparison groups, or an unknown run: refused, named.
     let (_, other_holder, successor) = &groups[1];
-    let across = ki(&["admin", "supersede", other_holder, "--by", holder, "--reason", "x", "--actor", "a", "--database", &url]);
+    let across =
+        ki(&["admin", "supersede", other_holder, "--by", holder, "--reason", "x", "--actor", "a", "--database", &url]);
     assert!(!across.status.success());
     assert!(out(&across).contains("different comparison groups"), "{}", out(&across));
-    let unknown = ki(&["admin", "retract", "01a00000-0000-7000-8000-000000000000", "--reason", "x", "--actor", "a", "--database", &url]);
+    let unknown = ki(&[
+        "admin",
+        "retract",
+        "01a00000-0000-7000-8000-000000000000",
+        "--reason",
+        "x",
+        "--actor",
+        "a",
+        "--database",
+        &url,
+    ]);
     assert!(!unknown.status.success());
     assert!(out(&unknown).contains("no benchmark run has the id or digest"), "{}", out(&unknown));
 
     // A supersession within a group: the old run's page says by whom and why.
     let why = "rerun under the fixed timing harness";
-    let superseded = ki(&["admin", "supersede", other_holder, "--by", successor, "--reason", why, "--actor", "test-admin", "--database", &url]);
+    let superseded = ki(&[
+        "admin",
+        "supersede",
+        other_holder,
+        "--by",
+        successor,
+        "--reason",
+        why,
+        "--actor",
+        "test-admin",
+        "--database",
+        &url,
+    ]);
     assert!(superseded.status.success(), "{}", out(&superseded));
     assert!(out(&superseded).contains(&format!("is superseded by run {successor}")), "{}", out(&superseded));
-    let page = wait_for(&server.addr, &format!("/runs/{other_holder}"), "the supersession banner", |status, body| status == 200 && body.contains(why));
+    let page = wait_for(&server.addr, &format!("/runs/{other_holder}"), "the supersession banner", |status, body| {
+        status == 200 && body.contains(why)
+    });
     assert!(page.contains(&format!("/runs/{successor}")), "the banner links the superseding run");
 
     // The audit trail lists both corrections, oldest first, as lines and as JSON.
@@ -251,8 +313,16 @@ async fn publish_and_correct_while_serving() {
     assert!(listed.status.success(), "{}", out(&listed));
     let lines: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().map(String::from).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[0].contains("retract") && lines[0].contains(holder.as_str()) && lines[0].ends_with(reason), "{lines:?}");
-    assert!(lines[1].contains("supersede") && lines[1].contains(&format!("{other_holder} by {successor}")) && lines[1].ends_with(why), "{lines:?}");
+    assert!(
+        lines[0].contains("retract") && lines[0].contains(holder.as_str()) && lines[0].ends_with(reason),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains("supersede")
+            && lines[1].contains(&format!("{other_holder} by {successor}"))
+            && lines[1].ends_with(why),
+        "{lines:?}"
+    );
     let json = ki(&["admin", "corrections", "--json", "--database", &url]);
     let entries: Vec<Value> = serde_json::from_slice(&json.stdout).expect("--json prints a JSON array");
     assert_eq!(entries.iter().map(|e| e["action"].as_str().unwrap()).collect::<Vec<_>>(), ["retract", "supersede"]);
@@ -263,7 +333,12 @@ async fn publish_and_correct_while_serving() {
     let shown = ki(&["show", "run", other_holder, "--database", &url]);
     assert!(shown.status.success(), "{}", out(&shown));
     let text = String::from_utf8_lossy(&shown.stdout).to_string();
-    assert!(text.contains("Corrections") && text.contains(&format!("supersede run {other_holder} by run {successor}")) && text.contains(why), "{text}");
+    assert!(
+        text.contains("Corrections")
+            && text.contains(&format!("supersede run {other_holder} by run {successor}"))
+            && text.contains(why),
+        "{text}"
+    );
     let successor_json = ki(&["show", "run", successor, "--json", "--database", &url]);
     let dossier: Value = serde_json::from_slice(&successor_json.stdout).expect("--json prints the dossier");
     assert_eq!(dossier["corrections"][0]["action"], "supersede");

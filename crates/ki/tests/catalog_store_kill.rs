@@ -115,7 +115,12 @@ async fn killed_mid_import_changes_nothing(backend: &str) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{backend}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     let total = format!("total {:>34} {:>16}", lines.len() - parents.len(), parents.len());
-    assert!(stdout.lines().any(|line| line.split_whitespace().collect::<Vec<_>>() == total.split_whitespace().collect::<Vec<_>>()), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.split_whitespace().collect::<Vec<_>>() == total.split_whitespace().collect::<Vec<_>>()),
+        "{stdout}"
+    );
     assert!(!stdout.contains('\u{1b}'), "no progress bar when piped");
 
     // A second run inserts nothing and says so.
@@ -160,7 +165,8 @@ fn an_altered_digest_is_refused_by_the_command() {
     let text = String::from_utf8(plain).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let position = lines.iter().position(|line| line.starts_with("{\"table\":\"workloads\"")).unwrap();
-    let digest_at = lines[position].find("\"workloadDigest\":\"sha256:").unwrap() + "\"workloadDigest\":\"sha256:".len();
+    let digest_at =
+        lines[position].find("\"workloadDigest\":\"sha256:").unwrap() + "\"workloadDigest\":\"sha256:".len();
     let original = lines[position].as_bytes()[digest_at];
     lines[position].replace_range(digest_at..digest_at + 1, if original == b'a' { "b" } else { "a" });
     let path = directory.path().join("altered.jsonl");

@@ -39,7 +39,8 @@ fn the_shared_export_verifies_clean() {
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", text(&output.stderr));
     // Piped output carries no progress bar.
     assert!(!stdout.contains('\u{1b}') && !text(&output.stderr).contains('\u{1b}'));
-    let field_lines: Vec<&str> = stdout.lines().filter(|l| l.contains('.') && l.split_whitespace().count() >= 3).collect();
+    let field_lines: Vec<&str> =
+        stdout.lines().filter(|l| l.contains('.') && l.split_whitespace().count() >= 3).collect();
     assert!(field_lines.iter().any(|l| l.starts_with("benchmark_runs.comparisonKey")), "{stdout}");
     assert!(field_lines.iter().any(|l| l.starts_with("serving_runs.cohortKey")), "{stdout}");
     for line in field_lines.iter().filter(|l| l.ends_with(char::is_numeric)) {
@@ -70,7 +71,8 @@ fn a_missing_record_event_is_reported_and_exits_1() {
 fn an_altered_digest_is_reported_with_its_line_and_exit_1() {
     let mut lines = shared_lines();
     let index = lines.iter().position(|l| l.starts_with(r#"{"table":"implementations""#)).unwrap();
-    let start = lines[index].find(r#""implementationDigest":"sha256:"#).unwrap() + r#""implementationDigest":"sha256:"#.len();
+    let start =
+        lines[index].find(r#""implementationDigest":"sha256:"#).unwrap() + r#""implementationDigest":"sha256:"#.len();
     let original = lines[index][start..start + 64].to_string();
     let forged = original.chars().rev().collect::<String>();
     lines[index].replace_range(start..start + 64, &forged);

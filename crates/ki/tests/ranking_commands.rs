@@ -76,7 +76,8 @@ fn resolve_names_the_flashinfer_wrapper_first_on_b200() {
     let page = stdout(&output);
     assert!(page.contains("Rank 1 in its comparison group") && page.contains("source-native comparison"), "{page}");
     assert!(page.contains("× reference") && page.contains(run_id));
-    let output = ki(&["show", "run", leader["runDigest"].as_str().unwrap(), "--json", "--export", path.to_str().unwrap()]);
+    let output =
+        ki(&["show", "run", leader["runDigest"].as_str().unwrap(), "--json", "--export", path.to_str().unwrap()]);
     let dossier: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(dossier["summary"]["runId"], run_id);
 }
@@ -98,7 +99,11 @@ fn an_unmeasured_case_prints_its_brackets_and_an_unknown_operation_fails() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("mode: browse") && text.contains("never measured"), "{text}");
-    assert!(text.contains("Nearest measured case below: num_kv_indices=") && text.contains("Nearest measured case above: num_kv_indices="), "{text}");
+    assert!(
+        text.contains("Nearest measured case below: num_kv_indices=")
+            && text.contains("Nearest measured case above: num_kv_indices="),
+        "{text}"
+    );
 
     let output = ki(&["resolve", "--operation", "no_such_op", "--export", path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
@@ -132,11 +137,13 @@ fn records_since_a_date_and_compare_two_runs() {
 
     // Two successive holders of one record: same comparison group.
     let with_previous = all.iter().find(|r| r["event"]["previousRunId"].is_string()).unwrap();
-    let (new, old) = (with_previous["event"]["runId"].as_str().unwrap(), with_previous["event"]["previousRunId"].as_str().unwrap());
+    let (new, old) =
+        (with_previous["event"]["runId"].as_str().unwrap(), with_previous["event"]["previousRunId"].as_str().unwrap());
     let output = ki(&["compare", new, old, "--export", path]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("All runs are in one comparison group"), "{}", stdout(&output));
-    let comparison: Value = serde_json::from_slice(&ki(&["compare", new, old, "--json", "--export", path]).stdout).unwrap();
+    let comparison: Value =
+        serde_json::from_slice(&ki(&["compare", new, old, "--json", "--export", path]).stdout).unwrap();
     assert_eq!(comparison["runs"][0]["relativeToBestInGroup"], 1.0);
     assert!(comparison["runs"][1]["relativeToBestInGroup"].as_f64().unwrap() > 1.0);
     let output = ki(&["compare", new, "--export", path]);
@@ -186,7 +193,10 @@ fn an_unreachable_catalog_fails_at_once_naming_why_without_the_password() {
     let output = ki(&["resolve", "--database", "postgres://reader:hunter2@127.0.0.1:1/catalog", "--operation", "x"]);
     assert!(!output.status.success());
     let message = stderr(&output);
-    assert!(message.contains("Connection refused") && message.contains("postgres://reader:***@127.0.0.1:1/catalog"), "{message}");
+    assert!(
+        message.contains("Connection refused") && message.contains("postgres://reader:***@127.0.0.1:1/catalog"),
+        "{message}"
+    );
     assert!(!message.contains("hunter2"), "{message}");
     let sqlite = ki(&["resolve", "--database", "sqlite:///no/such/directory/k.db", "--operation", "x"]);
     assert!(!sqlite.status.success());

@@ -17,17 +17,9 @@ fn ki_reference_writes_named_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.safetensors");
     let status = ki()
-        .args([
-            "reference",
-            "gqa_paged_decode_h32_kv4_d128_ps1",
-            "--workloads",
-        ])
+        .args(["reference", "gqa_paged_decode_h32_kv4_d128_ps1", "--workloads"])
         .arg(workloads_file())
-        .args([
-            "--workload",
-            "0c2489b2-f878-428b-b1bd-d0c6d4c39338",
-            "--out",
-        ])
+        .args(["--workload", "0c2489b2-f878-428b-b1bd-d0c6d4c39338", "--out"])
         .arg(&out)
         .status()
         .unwrap();
@@ -36,12 +28,7 @@ fn ki_reference_writes_named_outputs() {
     // safetensors: an 8-byte header length, then a JSON header naming the outputs.
     let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
-    assert!(
-        header.contains("\"lse\"")
-            && header.contains("\"output\"")
-            && header.contains("[1,32,128]"),
-        "{header}"
-    );
+    assert!(header.contains("\"lse\"") && header.contains("\"output\"") && header.contains("[1,32,128]"), "{header}");
 }
 
 #[test]
@@ -58,13 +45,7 @@ fn ki_reference_and_run_refuse_bad_input() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("missing.safetensors"));
     let output = ki()
-        .args([
-            "run",
-            "--operation",
-            "gqa_paged_decode_h32_kv4_d128_ps1",
-            "--implementation",
-            "flashinfer",
-        ])
+        .args(["run", "--operation", "gqa_paged_decode_h32_kv4_d128_ps1", "--implementation", "flashinfer"])
         .output()
         .unwrap();
     assert!(!output.status.success());

@@ -59,7 +59,8 @@ impl Browser {
     fn screenshot(&self, url: &str, name: &str) {
         let file = self.shots.join(format!("{name}.png"));
         let _ = std::fs::remove_file(&file);
-        let status = self.command().arg(format!("--screenshot={}", file.display())).arg(url).status().expect("chromium runs");
+        let status =
+            self.command().arg(format!("--screenshot={}", file.display())).arg(url).status().expect("chromium runs");
         assert!(status.success(), "chromium --screenshot {url} failed");
         let bytes = std::fs::read(&file).expect("a screenshot was written");
         assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "{name}.png is not a real screenshot");
@@ -80,15 +81,24 @@ fn link_with_text(dom: &str, text: &str) -> Option<String> {
 fn form_field_names(dom: &str, action: &str) -> Vec<String> {
     let start = dom.find(&format!("action=\"{action}\"")).expect("the form is on the page");
     let end = start + dom[start..].find("</form>").unwrap();
-    dom[start..end].match_indices("name=\"").map(|(i, _)| {
-        let rest = &dom[start + i + 6..end];
-        rest[..rest.find('"').unwrap()].to_string()
-    }).collect()
+    dom[start..end]
+        .match_indices("name=\"")
+        .map(|(i, _)| {
+            let rest = &dom[start + i + 6..end];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
 }
 
 fn encode(text: &str) -> String {
     text.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -119,12 +129,31 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
     let run_url = format!("{base}/runs/{SEED_WORKLOAD_RUN}");
     let dossier = browser.dom(&run_url);
     for section in [
-        "Primary measurement", "Identity", "Correctness", "Workload", "Measurements", "Protocol", "Environment",
-        "Artifacts", "Replications and notes", "Canonical manifest", "Cite this record", "Report an issue",
+        "Primary measurement",
+        "Identity",
+        "Correctness",
+        "Workload",
+        "Measurements",
+        "Protocol",
+        "Environment",
+        "Artifacts",
+        "Replications and notes",
+        "Canonical manifest",
+        "Cite this record",
+        "Report an issue",
     ] {
         assert!(dossier.contains(&format!(">{section}</h2>")), "dossier lacks {section}");
     }
-    for fact in ["19.5 µs", "Rank 1 of 1", "flashinfer_wrapper_78fd04", "FlashInfer-Bench", "NVIDIA B200 (unknown)", "× reference", "Show manifest", "BibTeX"] {
+    for fact in [
+        "19.5 µs",
+        "Rank 1 of 1",
+        "flashinfer_wrapper_78fd04",
+        "FlashInfer-Bench",
+        "NVIDIA B200 (unknown)",
+        "× reference",
+        "Show manifest",
+        "BibTeX",
+    ] {
         assert!(dossier.contains(fact), "dossier lacks {fact}");
     }
     browser.screenshot(&run_url, "run-dossier");
@@ -184,7 +213,14 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
         encode("https://example.org/e2e-log"),
         encode("Reproduced on a B200 <b>bold</b>")
     );
-    let (status, head, _) = http(&server.addr, "POST", &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"), "application/x-www-form-urlencoded", &form).unwrap();
+    let (status, head, _) = http(
+        &server.addr,
+        "POST",
+        &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"),
+        "application/x-www-form-urlencoded",
+        &form,
+    )
+    .unwrap();
     assert_eq!(status, 303, "{head}");
     assert!(head.to_lowercase().contains(&format!("location: /runs/{SEED_WORKLOAD_RUN}#replications")));
     let after = browser.dom(&run_url);
@@ -196,6 +232,13 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
 
     // A wrong key is refused and nothing is added.
     let bad = form.replace(&encode(&secret), "ki_wrong");
-    let (status, _, _) = http(&server.addr, "POST", &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"), "application/x-www-form-urlencoded", &bad).unwrap();
+    let (status, _, _) = http(
+        &server.addr,
+        "POST",
+        &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"),
+        "application/x-www-form-urlencoded",
+        &bad,
+    )
+    .unwrap();
     assert_eq!(status, 401);
 }

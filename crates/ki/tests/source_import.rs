@@ -71,13 +71,15 @@ fn a_malformed_definition_is_refused_and_nothing_written() {
     let dir = scratch("malformed");
     let data = dir.join("data");
     std::fs::create_dir_all(data.join("definitions/gqa_paged")).unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sources/tests/fixtures/definitions/shape_undeclared_axis.json");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sources/tests/fixtures/definitions/shape_undeclared_axis.json");
     std::fs::copy(&fixture, data.join("definitions/gqa_paged/shape_undeclared_axis.json")).unwrap();
     let database_file = dir.join("catalog.db");
     let output = ki_import(&data, &format!("sqlite://{}", database_file.display()), &[]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success());
-    let line = std::fs::read_to_string(&fixture).unwrap().lines().position(|l| l.contains("\"num_heads\"")).unwrap() + 1;
+    let line =
+        std::fs::read_to_string(&fixture).unwrap().lines().position(|l| l.contains("\"num_heads\"")).unwrap() + 1;
     assert!(stderr.contains(&format!("shape_undeclared_axis.json:{line}: /outputs/lse/shape/1:")), "{stderr}");
     assert!(stderr.contains("nothing written"), "{stderr}");
     assert!(!database_file.exists(), "the catalog is not even opened");

@@ -21,7 +21,16 @@ fn run_ki(args: &[&str]) -> std::process::Output {
 /// `ki resolve --json` of the batch-1, 7-token h32/kv4 workload on the H200.
 fn resolve_batch1_on_h200(database: &str) -> Value {
     let axes = ["batch_size=1", "num_pages=8", "len_indptr=2", "num_kv_indices=7"];
-    let mut args = vec!["resolve", "--operation", "gqa_paged_decode_h32_kv4_d128_ps1", "--hardware", "NVIDIA H200", "--json", "--database", database];
+    let mut args = vec![
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv4_d128_ps1",
+        "--hardware",
+        "NVIDIA H200",
+        "--json",
+        "--database",
+        database,
+    ];
     for axis in &axes {
         args.extend(["--axis", axis]);
     }
@@ -75,16 +84,23 @@ fn runner_records_import_and_show_as_verified() {
     assert!(json.contains("\"verified\""), "{json}");
     // A FlashInfer run of the same workload, also verified, ranks below it.
     let flashinfer = fastest.iter().find(|r| r["implementation"].as_str().unwrap().starts_with("flashinfer")).unwrap();
-    let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{}", flashinfer["runId"].as_str().unwrap()), "text/plain", "").unwrap();
+    let (status, _, page) =
+        http(&server.addr, "GET", &format!("/runs/{}", flashinfer["runId"].as_str().unwrap()), "text/plain", "")
+            .unwrap();
     assert_eq!(status, 200);
-    assert!(page.contains("evidence: verified") && (page.contains("Rank 2") || page.contains("Rank 3")), "{}", &page[..page.len().min(3000)]);
+    assert!(
+        page.contains("evidence: verified") && (page.contains("Rank 2") || page.contains("Rank 3")),
+        "{}",
+        &page[..page.len().min(3000)]
+    );
 }
 
 /// A fresh index (`ki serve` on an empty catalog) imports the public snapshot and our verified
 /// runs together, so the native kernel's H200 records are there from the first start.
 #[test]
 fn a_fresh_index_holds_the_bundled_verified_runs() {
-    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
+    let bundled =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
     let bundled = String::from_utf8(zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap()).unwrap();
     // The h32/kv4 and h32/kv8 runs, each line once (the two sessions share their source and projects).
     let mut expected: Vec<String> = Vec::new();
@@ -95,7 +111,11 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
             }
         }
     }
-    assert_eq!(bundled.lines().collect::<Vec<_>>(), expected, "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side and kv8");
+    assert_eq!(
+        bundled.lines().collect::<Vec<_>>(),
+        expected,
+        "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side and kv8"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
@@ -104,10 +124,23 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     let leader = &answer["cohorts"][0]["fastest"][0];
     assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{answer}");
     // The kv8 definition's runs are there too.
-    let kv8 = run_ki(&["resolve", "--operation", "gqa_paged_decode_h32_kv8_d128_ps1", "--hardware", "NVIDIA H200", "--json", "--database", &database]);
+    let kv8 = run_ki(&[
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv8_d128_ps1",
+        "--hardware",
+        "NVIDIA H200",
+        "--json",
+        "--database",
+        &database,
+    ]);
     let kv8: Value = serde_json::from_slice(&kv8.stdout).unwrap();
-    assert!(kv8["cohorts"].as_array().is_some_and(|c| c.iter().any(|c| c["fastest"][0]["trust"] == "verified")), "{kv8}");
-    let (status, _, page) = http(&server.addr, "GET", &format!("/runs/{}", leader["runId"].as_str().unwrap()), "text/plain", "").unwrap();
+    assert!(
+        kv8["cohorts"].as_array().is_some_and(|c| c.iter().any(|c| c["fastest"][0]["trust"] == "verified")),
+        "{kv8}"
+    );
+    let (status, _, page) =
+        http(&server.addr, "GET", &format!("/runs/{}", leader["runId"].as_str().unwrap()), "text/plain", "").unwrap();
     assert_eq!(status, 200);
     assert!(page.contains("evidence: verified"));
 }

@@ -55,7 +55,17 @@ pub const TABLES: &[(&str, &[&str])] = &[
     ("serving_workloads", &["id", "workloadDigest", "manifest"]),
     (
         "serving_runs",
-        &["id", "runDigest", "modelRevisionId", "configurationId", "workloadId", "cohortKey", "protocolKey", "metricSetKey", "manifest"],
+        &[
+            "id",
+            "runDigest",
+            "modelRevisionId",
+            "configurationId",
+            "workloadId",
+            "cohortKey",
+            "protocolKey",
+            "metricSetKey",
+            "manifest",
+        ],
     ),
     ("serving_measurements", &["id", "runId", "metric", "statistic", "unit", "value"]),
 ];

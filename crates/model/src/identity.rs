@@ -150,25 +150,23 @@ pub fn primary_measurement(run_spec: &Value) -> Result<Option<PrimaryMeasurement
 fn nanoseconds(value: &Value) -> Result<Number, String> {
     match value {
         Value::Number(number) if number.is_u64() => Ok(number.clone()),
-        Value::String(text) => Err(format!("duration {text:?} must be normalized to integer nanoseconds before digesting")),
+        Value::String(text) => {
+            Err(format!("duration {text:?} must be normalized to integer nanoseconds before digesting"))
+        }
         other => Err(format!("expected integer nanoseconds, found {other}")),
     }
 }
 
 fn string_at<'a>(object: &'a Value, at: &str, field: &str) -> Result<&'a str, IdentityError> {
-    object
-        .get(field)
-        .and_then(Value::as_str)
-        .ok_or_else(|| shape(&format!("{at}/{field}"), "required string"))
+    object.get(field).and_then(Value::as_str).ok_or_else(|| shape(&format!("{at}/{field}"), "required string"))
 }
 
 fn optional_count(object: &Value, at: &str, field: &str) -> Result<Option<u64>, IdentityError> {
     match object.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| shape(&format!("{at}/{field}"), "expected a non-negative integer")),
+        Some(value) => {
+            value.as_u64().map(Some).ok_or_else(|| shape(&format!("{at}/{field}"), "expected a non-negative integer"))
+        }
     }
 }
 
@@ -225,7 +223,8 @@ pub fn benchmark_run_keys(
     let environment_key = object_digest(environment).map_err(|e| prefixed("/environment", e))?;
     let workload_digest = object_digest(workload).map_err(|e| prefixed("/workload", e))?;
     let workload_spec = &workload["spec"];
-    let correctness_key = correctness_key(workload_spec.get("correctness")).map_err(|e| prefixed("/workload/spec", e))?;
+    let correctness_key =
+        correctness_key(workload_spec.get("correctness")).map_err(|e| prefixed("/workload/spec", e))?;
     let operation = workload_spec
         .get("operationSpecDigest")
         .and_then(Value::as_str)
@@ -240,12 +239,22 @@ pub fn benchmark_run_keys(
         correctness: &correctness_key,
         metric: &metric_key,
     });
-    Ok(BenchmarkRunKeys { run_digest, protocol_key, environment_key, correctness_key, primary, metric_key, comparison_key })
+    Ok(BenchmarkRunKeys {
+        run_digest,
+        protocol_key,
+        environment_key,
+        correctness_key,
+        primary,
+        metric_key,
+        comparison_key,
+    })
 }
 
 fn prefixed(prefix: &str, error: IdentityError) -> IdentityError {
     match error {
-        IdentityError::Shape { pointer, reason } => IdentityError::Shape { pointer: format!("{prefix}{pointer}"), reason },
+        IdentityError::Shape { pointer, reason } => {
+            IdentityError::Shape { pointer: format!("{prefix}{pointer}"), reason }
+        }
         IdentityError::Canonical(JcsError::UnsafeInteger { pointer, literal }) => {
             IdentityError::Canonical(JcsError::UnsafeInteger { pointer: format!("{prefix}{pointer}"), literal })
         }
@@ -420,8 +429,12 @@ mod tests {
             "measurements": [{"metric": "score", "statistic": "geomean", "unit": "s", "value": 0.5}]
         });
         let primary = primary_measurement(&spec).unwrap().unwrap();
-        assert_eq!((primary.metric_key(), primary.value.as_u64(), primary.sample_count), ("latency:mean:ns".into(), Some(7), Some(3)));
-        let without_timing = json!({"measurements": [{"metric": "score", "statistic": "geomean", "unit": "s", "value": 0.5}]});
+        assert_eq!(
+            (primary.metric_key(), primary.value.as_u64(), primary.sample_count),
+            ("latency:mean:ns".into(), Some(7), Some(3))
+        );
+        let without_timing =
+            json!({"measurements": [{"metric": "score", "statistic": "geomean", "unit": "s", "value": 0.5}]});
         assert_eq!(metric_key(primary_measurement(&without_timing).unwrap().as_ref()), "score:geomean:s");
         assert_eq!(metric_key(primary_measurement(&json!({})).unwrap().as_ref()), "none");
         let unnormalized = json!({"timing": {"primaryStatistic": "median", "latencyNs": {"median": "8 us"}}});

@@ -17,7 +17,9 @@ use serde_json::{Map, Number, Value};
 pub enum JcsError {
     /// An integer above 2^53 whose canonical (ECMAScript double) text is not its own
     /// digits: JavaScript, and so the public index, would read a different number.
-    #[error("{pointer}: integer {literal} is above 2^53 and would not survive canonicalization (JavaScript reads it as a different number)")]
+    #[error(
+        "{pointer}: integer {literal} is above 2^53 and would not survive canonicalization (JavaScript reads it as a different number)"
+    )]
     UnsafeInteger { pointer: String, literal: String },
     /// NaN and the infinities have no JSON form (serde_json cannot build them, but a
     /// `Number` from a custom source might).
@@ -249,10 +251,7 @@ mod tests {
         assert_eq!(canonicalize(&json!(10000000000000000000u64)).unwrap(), "10000000000000000000");
         assert!(canonicalize(&json!(1152921504606846976u64)).is_err());
         let error = canonicalize(&json!({"a": [1, 9007199254740993u64]})).unwrap_err();
-        assert_eq!(
-            error,
-            JcsError::UnsafeInteger { pointer: "/a/1".into(), literal: "9007199254740993".into() }
-        );
+        assert_eq!(error, JcsError::UnsafeInteger { pointer: "/a/1".into(), literal: "9007199254740993".into() });
         assert!(canonicalize(&json!(-9007199254740993i64)).is_err());
     }
 

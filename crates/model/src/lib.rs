@@ -9,10 +9,10 @@ pub mod jcs;
 pub mod verify;
 
 // Typed manifests: parse (YAML 1.2 / JSON), normalize, validate.
-pub mod normalize;
 pub mod manifest;
+pub mod normalize;
 pub mod parse;
 pub mod problem;
 pub mod records;
-pub mod utc;
 pub mod schema;
+pub mod utc;

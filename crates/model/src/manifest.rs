@@ -44,7 +44,8 @@ pub struct ValidManifest {
 pub fn parse_manifests(bytes: &[u8]) -> Result<Vec<ValidManifest>, Vec<Problem>> {
     // Positions are recorded only on a second pass, when there are problems to locate.
     // Parsing problems are re-read with positions so that a duplicate key names its first line.
-    let documents = parse_documents_with(bytes, false).map_err(|fast| parse_documents_with(bytes, true).err().unwrap_or(fast))?;
+    let documents =
+        parse_documents_with(bytes, false).map_err(|fast| parse_documents_with(bytes, true).err().unwrap_or(fast))?;
     if documents.is_empty() {
         return Err(vec![Problem::new("", "no manifest: the input holds no YAML or JSON document")]);
     }
@@ -61,9 +62,14 @@ pub fn parse_manifests(bytes: &[u8]) -> Result<Vec<ValidManifest>, Vec<Problem>>
                 }
                 Ok(m) => {
                     let names: Vec<&str> = expected.unwrap_or_default().iter().map(|k| k.name()).collect();
-                    found.push(Problem::new(format!("{pointer}/kind"), format!("expected {} here, got {}", names.join(" or "), m.kind)));
+                    found.push(Problem::new(
+                        format!("{pointer}/kind"),
+                        format!("expected {} here, got {}", names.join(" or "), m.kind),
+                    ));
                 }
-                Err(inner) => found.extend(inner.into_iter().map(|p| Problem { pointer: format!("{pointer}{}", p.pointer), ..p })),
+                Err(inner) => {
+                    found.extend(inner.into_iter().map(|p| Problem { pointer: format!("{pointer}{}", p.pointer), ..p }))
+                }
             }
         }
         if found.is_empty() {
@@ -100,7 +106,9 @@ fn manifests_of_document(document: Value, problems: &mut Vec<Problem>) -> Vec<Sl
     let Value::Object(map) = document else {
         return vec![(String::new(), None, document)];
     };
-    let is_bundle = !map.contains_key("kind") && !map.contains_key("apiVersion") && map.keys().any(|k| BUNDLE_SECTIONS.iter().any(|(s, _)| s == k));
+    let is_bundle = !map.contains_key("kind")
+        && !map.contains_key("apiVersion")
+        && map.keys().any(|k| BUNDLE_SECTIONS.iter().any(|(s, _)| s == k));
     if !is_bundle {
         return vec![(String::new(), None, Value::Object(map))];
     }
@@ -108,7 +116,10 @@ fn manifests_of_document(document: Value, problems: &mut Vec<Problem>) -> Vec<Sl
     for (section, entries) in map {
         let Some(&(_, kinds)) = BUNDLE_SECTIONS.iter().find(|(s, _)| *s == section) else {
             let names: Vec<&str> = BUNDLE_SECTIONS.iter().map(|(s, _)| *s).collect();
-            problems.push(Problem::new(format!("/{section}"), format!("unknown bundle section {section:?}; allowed: {}", names.join(", "))));
+            problems.push(Problem::new(
+                format!("/{section}"),
+                format!("unknown bundle section {section:?}; allowed: {}", names.join(", ")),
+            ));
             continue;
         };
         let Value::Array(entries) = entries else {
@@ -120,10 +131,10 @@ fn manifests_of_document(document: Value, problems: &mut Vec<Problem>) -> Vec<Sl
             match section.as_str() {
                 "implementations" => {
                     let mut parts = take_fields(entry, &at, &["projectSlug", "manifest"], &["manifest"], problems);
-                    if let Some(slug) = parts.remove("projectSlug") {
-                        if !slug.is_string() {
-                            problems.push(Problem::new(format!("{at}/projectSlug"), "expected string"));
-                        }
+                    if let Some(slug) = parts.remove("projectSlug")
+                        && !slug.is_string()
+                    {
+                        problems.push(Problem::new(format!("{at}/projectSlug"), "expected string"));
                     }
                     if let Some(m) = parts.remove("manifest") {
                         slots.push((format!("{at}/manifest"), Some(kinds), m));
@@ -132,7 +143,11 @@ fn manifests_of_document(document: Value, problems: &mut Vec<Problem>) -> Vec<Sl
                 "runs" => {
                     let fields = ["run", "protocol", "environment"];
                     let mut parts = take_fields(entry, &at, &fields, &fields, problems);
-                    for (field, kind) in [("run", &[Kind::BenchmarkRun]), ("protocol", &[Kind::BenchmarkProtocol]), ("environment", &[Kind::ExecutionEnvironment])] {
+                    for (field, kind) in [
+                        ("run", &[Kind::BenchmarkRun]),
+                        ("protocol", &[Kind::BenchmarkProtocol]),
+                        ("environment", &[Kind::ExecutionEnvironment]),
+                    ] {
                         if let Some(m) = parts.remove(field) {
                             slots.push((format!("{at}/{field}"), Some(kind as &'static [Kind]), m));
                         }
@@ -146,13 +161,22 @@ fn manifests_of_document(document: Value, problems: &mut Vec<Problem>) -> Vec<Sl
 }
 
 /// The fields of a bundle entry, checking it is a mapping with only `allowed` and all `required`.
-fn take_fields(entry: Value, at: &str, allowed: &[&str], required: &[&str], problems: &mut Vec<Problem>) -> serde_json::Map<String, Value> {
+fn take_fields(
+    entry: Value,
+    at: &str,
+    allowed: &[&str],
+    required: &[&str],
+    problems: &mut Vec<Problem>,
+) -> serde_json::Map<String, Value> {
     let Value::Object(map) = entry else {
         problems.push(Problem::new(at, format!("expected a mapping with {}", allowed.join(", "))));
         return serde_json::Map::new();
     };
     for key in map.keys().filter(|k| !allowed.contains(&k.as_str())) {
-        problems.push(Problem::new(crate::problem::child_pointer(at, key), format!("unknown field {key:?}; allowed fields: {}", allowed.join(", "))));
+        problems.push(Problem::new(
+            crate::problem::child_pointer(at, key),
+            format!("unknown field {key:?}; allowed fields: {}", allowed.join(", ")),
+        ));
     }
     for name in required.iter().filter(|n| !map.contains_key(**n)) {
         problems.push(Problem::new(format!("{at}/{name}"), "required field is missing"));
@@ -172,7 +196,10 @@ fn check_bundle_pairs<'a>(manifests: impl Iterator<Item = &'a ValidManifest>, pr
             if named != given.digest {
                 problems.push(Problem::new(
                     format!("{}/spec/{field}", run.pointer),
-                    format!("names {named}, but the {partner} given with this run ({partner_pointer}) has digest {}", given.digest),
+                    format!(
+                        "names {named}, but the {partner} given with this run ({partner_pointer}) has digest {}",
+                        given.digest
+                    ),
                 ));
             }
         }
@@ -196,7 +223,11 @@ pub fn validate_value(mut value: Value) -> Result<ValidManifest, Vec<Problem>> {
         return Err(problems);
     }
     // check_manifest has verified `kind` names one of the 13 kinds.
-    let kind = value.get("kind").and_then(Value::as_str).and_then(Kind::from_name).ok_or_else(|| vec![Problem::new("/kind", "unknown kind")])?;
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(Kind::from_name)
+        .ok_or_else(|| vec![Problem::new("/kind", "unknown kind")])?;
     let problems = normalize(kind, &mut value);
     if !problems.is_empty() {
         return Err(problems);
@@ -216,7 +247,10 @@ pub fn read_manifest_file(path: &Path) -> Result<Vec<ValidManifest>, Vec<Problem
     file.take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(io_problem)?;
     if bytes.len() > MAX_INPUT_BYTES {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(bytes.len() as u64);
-        return Err(vec![Problem::new("", format!("input is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes (1 MiB)"))]);
+        return Err(vec![Problem::new(
+            "",
+            format!("input is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes (1 MiB)"),
+        )]);
     }
     parse_manifests(&bytes)
 }

@@ -100,7 +100,7 @@ pub fn duration_to_nanoseconds(text: &str) -> Result<u64, String> {
     let scale = 10u128.pow(fraction.len() as u32);
     let mantissa: u128 = format!("{whole}{fraction}").parse().unwrap_or(0);
     let scaled = mantissa * ns_per_unit;
-    if scaled % scale != 0 {
+    if !scaled.is_multiple_of(scale) {
         return Err(format!("duration {text:?} is not a whole number of nanoseconds"));
     }
     let ns = scaled / scale;

@@ -70,11 +70,7 @@ pub fn parse_documents_with(bytes: &[u8], record_positions: bool) -> Result<Vec<
     if bytes.len() > MAX_INPUT_BYTES {
         return Err(vec![Problem::new(
             "",
-            format!(
-                "input is {} bytes; the limit is {} bytes (1 MiB)",
-                bytes.len(),
-                MAX_INPUT_BYTES
-            ),
+            format!("input is {} bytes; the limit is {} bytes (1 MiB)", bytes.len(), MAX_INPUT_BYTES),
         )]);
     }
     let text = match std::str::from_utf8(bytes) {
@@ -82,10 +78,7 @@ pub fn parse_documents_with(bytes: &[u8], record_positions: bool) -> Result<Vec<
         Err(e) => {
             let offset = e.valid_up_to();
             let location = location_of_byte(bytes, offset);
-            return Err(vec![
-                Problem::new("", format!("input is not valid UTF-8 (byte {offset})"))
-                    .at(Some(location)),
-            ]);
+            return Err(vec![Problem::new("", format!("input is not valid UTF-8 (byte {offset})")).at(Some(location))]);
         }
     };
     parse_text(text, record_positions)
@@ -125,11 +118,7 @@ fn parse_text(text: &str, record_positions: bool) -> Result<Vec<ParsedDocument>,
             }
         }
     }
-    if builder.problems.is_empty() {
-        Ok(builder.documents)
-    } else {
-        Err(builder.problems)
-    }
+    if builder.problems.is_empty() { Ok(builder.documents) } else { Err(builder.problems) }
 }
 
 fn location(m: &Marker) -> Location {
@@ -146,8 +135,18 @@ fn location_of_byte(bytes: &[u8], offset: usize) -> Location {
 /// A collection being built; the pointer is its own, the anchor is 0 when it has none, and a
 /// pending key is flagged when it duplicates an earlier one.
 enum Frame {
-    Sequence { items: Vec<Value>, pointer: String, anchor: usize },
-    Mapping { entries: Map<String, Value>, pending_key: Option<(String, bool)>, key_lines: HashMap<String, Location>, pointer: String, anchor: usize },
+    Sequence {
+        items: Vec<Value>,
+        pointer: String,
+        anchor: usize,
+    },
+    Mapping {
+        entries: Map<String, Value>,
+        pending_key: Option<(String, bool)>,
+        key_lines: HashMap<String, Location>,
+        pointer: String,
+        anchor: usize,
+    },
 }
 
 #[derive(Default)]
@@ -240,7 +239,11 @@ impl Builder {
                 };
                 let (value, nodes, depth) = (anchored.value.clone(), anchored.nodes, anchored.depth);
                 if self.stack.len() + depth > MAX_DEPTH {
-                    return Err(self.fatal(&pointer, format!("alias nests the document deeper than {MAX_DEPTH} levels"), at));
+                    return Err(self.fatal(
+                        &pointer,
+                        format!("alias nests the document deeper than {MAX_DEPTH} levels"),
+                        at,
+                    ));
                 }
                 self.count_nodes(nodes, at)?;
                 self.complete(value, at, 0);
@@ -255,10 +258,13 @@ impl Builder {
                     let key = text.into_owned();
                     let mut duplicate = None;
                     let record_positions = self.record_positions;
-                    if let Some(Frame::Mapping { entries, pending_key, key_lines, pointer: map_pointer, .. }) = self.stack.last_mut() {
+                    if let Some(Frame::Mapping { entries, pending_key, key_lines, pointer: map_pointer, .. }) =
+                        self.stack.last_mut()
+                    {
                         // A key's first value is already attached when a second key arrives.
                         if entries.contains_key(&key) {
-                            let first = key_lines.get(&key).map(|l| format!(" (first at line {})", l.line)).unwrap_or_default();
+                            let first =
+                                key_lines.get(&key).map(|l| format!(" (first at line {})", l.line)).unwrap_or_default();
                             let message = format!("duplicate mapping key {key:?}{first}");
                             duplicate = Some((child_pointer(map_pointer, &key), message));
                             // Keep parsing (the second value is dropped) so later problems are found too.
@@ -332,7 +338,8 @@ impl Builder {
 
     fn check_collection_tag(&mut self, tag: Option<&Tag>, pointer: &str, at: Location) {
         if let Some(t) = tag {
-            let allowed = (t.is_yaml_core_schema() && (t.suffix == "map" || t.suffix == "seq")) || (t.handle == "!" && t.suffix.is_empty());
+            let allowed = (t.is_yaml_core_schema() && (t.suffix == "map" || t.suffix == "seq"))
+                || (t.handle == "!" && t.suffix.is_empty());
             if !allowed {
                 self.problem(pointer, format!("unsupported YAML tag {t}"), at);
             }

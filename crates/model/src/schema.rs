@@ -36,9 +36,28 @@ pub fn schema_text(kind: Kind) -> &'static str {
 
 /// Keywords the interpreter understands; anything else in a schema is a bug in this module.
 pub const SUPPORTED_KEYWORDS: &[&str] = &[
-    "$comment", "$id", "$schema", "title", "type", "properties", "required", "additionalProperties",
-    "propertyNames", "items", "prefixItems", "anyOf", "const", "enum", "pattern", "format",
-    "maxLength", "minimum", "maximum", "exclusiveMinimum", "minItems", "maxItems",
+    "$comment",
+    "$id",
+    "$schema",
+    "title",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "propertyNames",
+    "items",
+    "prefixItems",
+    "anyOf",
+    "const",
+    "enum",
+    "pattern",
+    "format",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
 ];
 
 /// A schema node compiled once: properties in a small vector (a dozen at most, so a scan beats
@@ -76,7 +95,10 @@ impl Node {
         let pattern_of = |v: Option<&Value>| v.and_then(Value::as_str).map(|p| (p.to_owned(), compile_ecma_pattern(p)));
         Node {
             type_name: get("type").and_then(Value::as_str).map(str::to_owned),
-            any_of: get("anyOf").and_then(Value::as_array).map(|b| b.iter().map(Node::compile).collect()).unwrap_or_default(),
+            any_of: get("anyOf")
+                .and_then(Value::as_array)
+                .map(|b| b.iter().map(Node::compile).collect())
+                .unwrap_or_default(),
             constant: get("const").cloned(),
             allowed: get("enum").and_then(Value::as_array).cloned(),
             pattern: pattern_of(get("pattern")),
@@ -199,22 +221,22 @@ fn check_at(node: &Node, value: &Value, path: &Path<'_>, out: &mut Vec<Problem>)
         return;
     }
 
-    if let Some(expected) = &node.type_name {
-        if !has_type(value, expected) {
-            out.push(Problem::new(path.pointer(), format!("expected {expected}, got {}", describe(value))));
-            return;
-        }
+    if let Some(expected) = &node.type_name
+        && !has_type(value, expected)
+    {
+        out.push(Problem::new(path.pointer(), format!("expected {expected}, got {}", describe(value))));
+        return;
     }
-    if let Some(constant) = &node.constant {
-        if value != constant {
-            out.push(Problem::new(path.pointer(), format!("must be {constant}, got {}", describe(value))));
-        }
+    if let Some(constant) = &node.constant
+        && value != constant
+    {
+        out.push(Problem::new(path.pointer(), format!("must be {constant}, got {}", describe(value))));
     }
-    if let Some(allowed) = &node.allowed {
-        if !allowed.contains(value) {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            out.push(Problem::new(path.pointer(), format!("must be one of {}, got {}", list.join(", "), describe(value))));
-        }
+    if let Some(allowed) = &node.allowed
+        && !allowed.contains(value)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        out.push(Problem::new(path.pointer(), format!("must be one of {}, got {}", list.join(", "), describe(value))));
     }
 
     match value {
@@ -225,14 +247,20 @@ fn check_at(node: &Node, value: &Value, path: &Path<'_>, out: &mut Vec<Problem>)
                 if s.len() as u64 > max {
                     let length = s.encode_utf16().count() as u64;
                     if length > max {
-                        out.push(Problem::new(path.pointer(), format!("string is {length} characters long; the limit is {max}")));
+                        out.push(Problem::new(
+                            path.pointer(),
+                            format!("string is {length} characters long; the limit is {max}"),
+                        ));
                     }
                 }
             }
-            if let Some((text, regex)) = &node.pattern {
-                if !regex.is_match(s) {
-                    out.push(Problem::new(path.pointer(), format!("{} does not match {}", preview(s), pattern_meaning(text))));
-                }
+            if let Some((text, regex)) = &node.pattern
+                && !regex.is_match(s)
+            {
+                out.push(Problem::new(
+                    path.pointer(),
+                    format!("{} does not match {}", preview(s), pattern_meaning(text)),
+                ));
             }
         }
         Value::Number(n) => {
@@ -240,38 +268,41 @@ fn check_at(node: &Node, value: &Value, path: &Path<'_>, out: &mut Vec<Problem>)
             fn bound(b: &Option<Value>) -> Option<(f64, &Value)> {
                 b.as_ref().and_then(|v| v.as_f64().map(|f| (f, v)))
             }
-            if let Some((min, shown)) = bound(&node.minimum) {
-                if x < min {
-                    out.push(Problem::new(path.pointer(), format!("{n} is less than the minimum {shown}")));
-                }
+            if let Some((min, shown)) = bound(&node.minimum)
+                && x < min
+            {
+                out.push(Problem::new(path.pointer(), format!("{n} is less than the minimum {shown}")));
             }
-            if let Some((max, shown)) = bound(&node.maximum) {
-                if x > max {
-                    out.push(Problem::new(path.pointer(), format!("{n} is greater than the maximum {shown}")));
-                }
+            if let Some((max, shown)) = bound(&node.maximum)
+                && x > max
+            {
+                out.push(Problem::new(path.pointer(), format!("{n} is greater than the maximum {shown}")));
             }
-            if let Some((min, shown)) = bound(&node.exclusive_minimum) {
-                if x <= min {
-                    out.push(Problem::new(path.pointer(), format!("{n} must be greater than {shown}")));
-                }
+            if let Some((min, shown)) = bound(&node.exclusive_minimum)
+                && x <= min
+            {
+                out.push(Problem::new(path.pointer(), format!("{n} must be greater than {shown}")));
             }
         }
         Value::Array(items) => {
-            if let Some(min) = node.min_items {
-                if (items.len() as u64) < min {
-                    out.push(Problem::new(path.pointer(), format!("needs at least {min} items, has {}", items.len())));
-                }
+            if let Some(min) = node.min_items
+                && (items.len() as u64) < min
+            {
+                out.push(Problem::new(path.pointer(), format!("needs at least {min} items, has {}", items.len())));
             }
-            if let Some(max) = node.max_items {
-                if items.len() as u64 > max {
-                    out.push(Problem::new(path.pointer(), format!("allows at most {max} items, has {}", items.len())));
-                }
+            if let Some(max) = node.max_items
+                && items.len() as u64 > max
+            {
+                out.push(Problem::new(path.pointer(), format!("allows at most {max} items, has {}", items.len())));
             }
             if let Some(prefix) = &node.prefix_items {
                 // Generated from a Zod tuple, which requires exactly this many items; the JSON
                 // Schema export dropped that bound, so it is restored here.
                 if node.items.is_none() && items.len() != prefix.len() {
-                    out.push(Problem::new(path.pointer(), format!("must have exactly {} items, has {}", prefix.len(), items.len())));
+                    out.push(Problem::new(
+                        path.pointer(),
+                        format!("must have exactly {} items, has {}", prefix.len(), items.len()),
+                    ));
                 }
             }
             for (i, item) in items.iter().enumerate() {
@@ -294,10 +325,13 @@ fn check_at(node: &Node, value: &Value, path: &Path<'_>, out: &mut Vec<Problem>)
             }
             for (key, child) in map {
                 let child_path = Path::Key(path, key);
-                if let Some((text, regex)) = &node.key_pattern {
-                    if !regex.is_match(key) {
-                        out.push(Problem::new(child_path.pointer(), format!("key {} does not match {}", preview(key), pattern_meaning(text))));
-                    }
+                if let Some((text, regex)) = &node.key_pattern
+                    && !regex.is_match(key)
+                {
+                    out.push(Problem::new(
+                        child_path.pointer(),
+                        format!("key {} does not match {}", preview(key), pattern_meaning(text)),
+                    ));
                 }
                 if let Some(property_node) = node.property(key) {
                     check_at(property_node, child, &child_path, out);
@@ -306,7 +340,10 @@ fn check_at(node: &Node, value: &Value, path: &Path<'_>, out: &mut Vec<Problem>)
                 match &node.extra_properties {
                     Extra::Forbidden => {
                         let allowed: Vec<&str> = node.properties.iter().map(|(k, _)| k.as_str()).collect();
-                        out.push(Problem::new(child_path.pointer(), format!("unknown field {key:?}; allowed fields: {}", allowed.join(", "))));
+                        out.push(Problem::new(
+                            child_path.pointer(),
+                            format!("unknown field {key:?}; allowed fields: {}", allowed.join(", ")),
+                        ));
                     }
                     Extra::Schema(extra) => check_at(extra, child, &child_path, out),
                     Extra::Allowed => {}
@@ -365,7 +402,9 @@ fn pattern_meaning(pattern: &str) -> String {
         "^[a-z0-9][a-z0-9._-]*$" => "a name (lowercase a-z, 0-9, then . _ -)".into(),
         "^[a-z0-9][a-z0-9-]*$" => "a slug (lowercase a-z, 0-9, -)".into(),
         p if p.contains("(ns|us|µs|ms|s)") => "a duration such as \"8120 ns\", \"8.12 us\" or \"0.008 ms\"".into(),
-        p if p.contains("T(?:") => "a UTC timestamp such as 2026-08-01T12:00:00Z (offsets other than Z are not allowed)".into(),
+        p if p.contains("T(?:") => {
+            "a UTC timestamp such as 2026-08-01T12:00:00Z (offsets other than Z are not allowed)".into()
+        }
         p => format!("the pattern {p}"),
     }
 }

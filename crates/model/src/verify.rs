@@ -271,7 +271,9 @@ fn compare(line: &ExportLine, stored: String, recomputed: Result<String, String>
     match recomputed {
         Ok(value) if value == stored => Ok(()),
         Ok(value) => Err(Mismatch { line: line.line, id: line.id().to_string(), stored, recomputed: value }),
-        Err(reason) => Err(Mismatch { line: line.line, id: line.id().to_string(), stored, recomputed: format!("error: {reason}") }),
+        Err(reason) => {
+            Err(Mismatch { line: line.line, id: line.id().to_string(), stored, recomputed: format!("error: {reason}") })
+        }
     }
 }
 
@@ -308,32 +310,65 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
     let row = &line.row;
     let manifest = row.get("manifest");
     match line.table.as_str() {
-        "operations" => record(OPERATION_DIGEST, compare(line, stored(row, "semanticDigest"), manifest_digest(manifest, "manifest"))),
+        "operations" => record(
+            OPERATION_DIGEST,
+            compare(line, stored(row, "semanticDigest"), manifest_digest(manifest, "manifest")),
+        ),
         "workloads" => {
-            record(WORKLOAD_DIGEST, compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")));
-            let operation = referenced(row, "operationId", "operations", &index.operations).map(|op| stored(&op.row, "semanticDigest"));
-            check_reference(line, WORKLOAD_OPERATION, manifest_str(manifest, "/spec/operationSpecDigest"), operation, record);
+            record(
+                WORKLOAD_DIGEST,
+                compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")),
+            );
+            let operation = referenced(row, "operationId", "operations", &index.operations)
+                .map(|op| stored(&op.row, "semanticDigest"));
+            check_reference(
+                line,
+                WORKLOAD_OPERATION,
+                manifest_str(manifest, "/spec/operationSpecDigest"),
+                operation,
+                record,
+            );
         }
         "implementations" => {
-            record(IMPLEMENTATION_DIGEST, compare(line, stored(row, "implementationDigest"), manifest_digest(manifest, "manifest")));
-            let operation = referenced(row, "operationId", "operations", &index.operations).map(|op| stored(&op.row, "semanticDigest"));
-            check_reference(line, IMPLEMENTATION_OPERATION, manifest_str(manifest, "/spec/operation/specDigest"), operation, record);
+            record(
+                IMPLEMENTATION_DIGEST,
+                compare(line, stored(row, "implementationDigest"), manifest_digest(manifest, "manifest")),
+            );
+            let operation = referenced(row, "operationId", "operations", &index.operations)
+                .map(|op| stored(&op.row, "semanticDigest"));
+            check_reference(
+                line,
+                IMPLEMENTATION_OPERATION,
+                manifest_str(manifest, "/spec/operation/specDigest"),
+                operation,
+                record,
+            );
         }
         "benchmark_runs" => check_benchmark_run(line, index, record),
         "record_events" => {
-            let run = referenced(row, "runId", "benchmark_runs", &index.runs).map(|run| stored(&run.row, "comparisonKey"));
+            let run =
+                referenced(row, "runId", "benchmark_runs", &index.runs).map(|run| stored(&run.row, "comparisonKey"));
             record(EVENT_COMPARISON_KEY, compare(line, stored(row, "comparisonKey"), run));
         }
-        "model_revisions" => record(MODEL_DIGEST, compare(line, stored(row, "modelDigest"), manifest_digest(manifest, "manifest"))),
-        "serving_stack_revisions" => record(STACK_DIGEST, compare(line, stored(row, "stackDigest"), manifest_digest(manifest, "manifest"))),
+        "model_revisions" => {
+            record(MODEL_DIGEST, compare(line, stored(row, "modelDigest"), manifest_digest(manifest, "manifest")))
+        }
+        "serving_stack_revisions" => {
+            record(STACK_DIGEST, compare(line, stored(row, "stackDigest"), manifest_digest(manifest, "manifest")))
+        }
         "serving_configurations" => {
-            record(CONFIGURATION_DIGEST, compare(line, stored(row, "configurationDigest"), manifest_digest(manifest, "manifest")));
-            let stack = referenced(row, "stackRevisionId", "serving_stack_revisions", &index.stacks).map(|s| stored(&s.row, "stackDigest"));
+            record(
+                CONFIGURATION_DIGEST,
+                compare(line, stored(row, "configurationDigest"), manifest_digest(manifest, "manifest")),
+            );
+            let stack = referenced(row, "stackRevisionId", "serving_stack_revisions", &index.stacks)
+                .map(|s| stored(&s.row, "stackDigest"));
             check_reference(line, CONFIGURATION_STACK, manifest_str(manifest, "/spec/stackDigest"), stack, record);
         }
-        "serving_workloads" => {
-            record(SERVING_WORKLOAD_DIGEST, compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")))
-        }
+        "serving_workloads" => record(
+            SERVING_WORKLOAD_DIGEST,
+            compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")),
+        ),
         "serving_runs" => check_serving_run(line, index, record),
         _ => {}
     }
@@ -368,17 +403,30 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
     record(RUN_PROTOCOL_KEY, compare(line, stored(row, "protocolKey"), protocol_key.clone()));
     record(RUN_ENVIRONMENT_KEY, compare(line, stored(row, "environmentKey"), environment_key.clone()));
     check_reference(line, RUN_PROTOCOL_DIGEST, manifest_str(run, "/spec/protocolDigest"), protocol_key.clone(), record);
-    check_reference(line, RUN_ENVIRONMENT_DIGEST, manifest_str(run, "/spec/environmentDigest"), environment_key.clone(), record);
+    check_reference(
+        line,
+        RUN_ENVIRONMENT_DIGEST,
+        manifest_str(run, "/spec/environmentDigest"),
+        environment_key.clone(),
+        record,
+    );
 
     let implementation = referenced(row, "implementationId", "implementations", &index.implementations);
     let implementation_digest = implementation.map(|i| stored(&i.row, "implementationDigest"));
-    check_reference(line, RUN_IMPLEMENTATION, manifest_str(run, "/spec/implementationDigest"), implementation_digest, record);
+    check_reference(
+        line,
+        RUN_IMPLEMENTATION,
+        manifest_str(run, "/spec/implementationDigest"),
+        implementation_digest,
+        record,
+    );
     let workload = referenced(row, "workloadId", "workloads", &index.workloads);
     let workload_digest = workload.clone().map(|w| stored(&w.row, "workloadDigest"));
     check_reference(line, RUN_WORKLOAD, manifest_str(run, "/spec/workloadDigest"), workload_digest, record);
 
     // The workload's own manifest, not its stored digest column, feeds the keys.
-    let workload_manifest = workload.and_then(|w| w.row.get("manifest").ok_or_else(|| "the workload row has no manifest".to_string()));
+    let workload_manifest =
+        workload.and_then(|w| w.row.get("manifest").ok_or_else(|| "the workload row has no manifest".to_string()));
     let correctness_key = workload_manifest.clone().and_then(|w| {
         identity::correctness_key(w.pointer("/spec/correctness")).map_err(|e| at_pointer("workload manifest/spec", e))
     });
@@ -389,14 +437,24 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
         .and_then(|run| identity::primary_measurement(&run["spec"]).map_err(|e| at_pointer("manifest/run/spec", e)));
     let stored_metric_key = match row.get("primaryMetric").and_then(Value::as_str) {
         Some(identity::NO_METRIC) => identity::NO_METRIC.to_string(),
-        _ => format!("{}:{}:{}", stored(row, "primaryMetric"), stored(row, "primaryStatistic"), stored(row, "primaryUnit")),
+        _ => format!(
+            "{}:{}:{}",
+            stored(row, "primaryMetric"),
+            stored(row, "primaryStatistic"),
+            stored(row, "primaryUnit")
+        ),
     };
     let metric_key = primary.clone().map(|p| identity::metric_key(p.as_ref()));
     record(RUN_METRIC_KEY, compare(line, stored_metric_key, metric_key.clone()));
     let show_value = |value: Option<f64>, samples: Option<u64>| {
-        format!("{} ({} samples)", value.map_or("null".to_string(), |v| v.to_string()), samples.map_or("null".to_string(), |s| s.to_string()))
+        format!(
+            "{} ({} samples)",
+            value.map_or("null".to_string(), |v| v.to_string()),
+            samples.map_or("null".to_string(), |s| s.to_string())
+        )
     };
-    let stored_value = show_value(row.get("primaryValue").and_then(Value::as_f64), row.get("sampleCount").and_then(Value::as_u64));
+    let stored_value =
+        show_value(row.get("primaryValue").and_then(Value::as_f64), row.get("sampleCount").and_then(Value::as_u64));
     let value = primary.map(|p| match p {
         Some(p) => show_value(p.value.as_f64(), p.sample_count),
         None => show_value(None, None),
@@ -428,7 +486,13 @@ fn check_serving_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMu
     let model = referenced(row, "modelRevisionId", "model_revisions", &index.models);
     let configuration = referenced(row, "configurationId", "serving_configurations", &index.configurations);
     let workload = referenced(row, "workloadId", "serving_workloads", &index.serving_workloads);
-    check_reference(line, SERVING_RUN_MODEL, manifest_str(manifest, "/spec/modelDigest"), model.clone().map(|m| stored(&m.row, "modelDigest")), record);
+    check_reference(
+        line,
+        SERVING_RUN_MODEL,
+        manifest_str(manifest, "/spec/modelDigest"),
+        model.clone().map(|m| stored(&m.row, "modelDigest")),
+        record,
+    );
     check_reference(
         line,
         SERVING_RUN_CONFIGURATION,
@@ -450,7 +514,8 @@ fn check_serving_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMu
         let workload = workload?.row.get("manifest").ok_or("the serving_workloads row has no manifest")?;
         identity::serving_run_keys(run, model, workload).map_err(|error| error.to_string())
     })();
-    let part = |pick: fn(&identity::ServingRunKeys) -> &String| keys.as_ref().map(|k| pick(k).clone()).map_err(Clone::clone);
+    let part =
+        |pick: fn(&identity::ServingRunKeys) -> &String| keys.as_ref().map(|k| pick(k).clone()).map_err(Clone::clone);
     record(SERVING_RUN_PROTOCOL_KEY, compare(line, stored(row, "protocolKey"), part(|k| &k.protocol_key)));
     record(SERVING_RUN_METRIC_SET_KEY, compare(line, stored(row, "metricSetKey"), part(|k| &k.metric_set_key)));
     record(SERVING_RUN_COHORT_KEY, compare(line, stored(row, "cohortKey"), part(|k| &k.cohort_key)));

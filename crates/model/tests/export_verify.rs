@@ -30,7 +30,11 @@ fn every_field_of_the_shared_export_reproduces() {
     let report = verify_export(lines);
     assert_eq!(report.rows(), lines.len() as u64);
     for tally in &report.fields {
-        assert_eq!(tally.mismatched, 0, "{}.{}: first mismatch {:?}", tally.field.table, tally.field.name, tally.first_mismatch);
+        assert_eq!(
+            tally.mismatched, 0,
+            "{}.{}: first mismatch {:?}",
+            tally.field.table, tally.field.name, tally.first_mismatch
+        );
         // A field that was checked on no row would prove nothing.
         let table_rows = report.table_rows.iter().find(|(t, _)| t == tally.field.table).map(|(_, n)| *n).unwrap();
         assert_eq!(tally.ok, table_rows, "{}.{} is checked on every row", tally.field.table, tally.field.name);
@@ -48,10 +52,8 @@ fn one_altered_comparison_key_is_reported_with_its_row() {
         .filter_map(|l| l.row["runId"].as_str().map(str::to_string))
         .collect();
     // A run that no record event points at, so only its own row is affected.
-    let position = lines
-        .iter()
-        .position(|l| l.table == "benchmark_runs" && !runs_with_events.contains(l.id()))
-        .unwrap();
+    let position =
+        lines.iter().position(|l| l.table == "benchmark_runs" && !runs_with_events.contains(l.id())).unwrap();
     let original = lines[position].row["comparisonKey"].as_str().unwrap().to_string();
     let forged = identity::sha256_digest(b"forged");
     lines[position].row.insert("comparisonKey".into(), Value::String(forged.clone()));
@@ -102,7 +104,9 @@ fn an_edited_serving_measurement_breaks_run_digest_metric_set_and_cohort() {
     let report = verify_export(&lines);
     let mismatched: Vec<&str> = report.fields.iter().filter(|t| t.mismatched > 0).map(|t| t.field.name).collect();
     assert_eq!(mismatched, ["runDigest", "metricSetKey", "cohortKey"]);
-    assert!(report.fields.iter().filter(|t| t.mismatched > 0).all(|t| t.field.table == "serving_runs" && t.mismatched == 1));
+    assert!(
+        report.fields.iter().filter(|t| t.mismatched > 0).all(|t| t.field.table == "serving_runs" && t.mismatched == 1)
+    );
 }
 
 #[test]
@@ -133,7 +137,8 @@ fn the_run_key_functions_reproduce_export_rows() {
         }
         let workload = &workloads[line.row["workloadId"].as_str().unwrap()].row["manifest"];
         let keys =
-            identity::benchmark_run_keys(&manifest["run"], &manifest["protocol"], &manifest["environment"], workload).unwrap();
+            identity::benchmark_run_keys(&manifest["run"], &manifest["protocol"], &manifest["environment"], workload)
+                .unwrap();
         assert_eq!(keys.run_digest, line.row["runDigest"]);
         assert_eq!(keys.protocol_key, line.row["protocolKey"]);
         assert_eq!(keys.environment_key, line.row["environmentKey"]);

@@ -9,7 +9,8 @@ use ki_model::problem::Problem;
 use serde_json::{Value, json};
 
 fn example(name: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernelindex-registry/registry/examples").join(name);
+    let path: PathBuf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernelindex-registry/registry/examples").join(name);
     std::fs::read_to_string(path).unwrap()
 }
 
@@ -58,7 +59,11 @@ fn all_problems_of_a_file_are_reported() {
         .replace("observedAt: 2026-08-01T12:00:00Z", "observedAt: 2026-08-01T12:00:00+02:00");
     let found = problems(&text);
     let pointers: Vec<&str> = found.iter().map(|p| p.pointer.as_str()).collect();
-    assert_eq!(pointers, ["/spec/status", "/spec/timing/samples", "/spec/timing/latencyNs/stddev", "/spec/observedAt"], "{found:#?}");
+    assert_eq!(
+        pointers,
+        ["/spec/status", "/spec/timing/samples", "/spec/timing/latencyNs/stddev", "/spec/observedAt"],
+        "{found:#?}"
+    );
     assert!(found[0].message.contains("must be one of \"passed\""));
     assert!(found[1].message.contains("must be greater than 0"));
     assert!(found[2].message.starts_with("unknown field \"stddev\""));
@@ -67,9 +72,17 @@ fn all_problems_of_a_file_are_reported() {
 
 #[test]
 fn missing_required_fields_are_named() {
-    let found = problems("apiVersion: kernelindex.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: x}\nspec: {status: passed}\n");
+    let found = problems(
+        "apiVersion: kernelindex.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: x}\nspec: {status: passed}\n",
+    );
     let pointers: Vec<&str> = found.iter().map(|p| p.pointer.as_str()).collect();
-    for missing in ["/spec/implementationDigest", "/spec/workloadDigest", "/spec/protocolDigest", "/spec/environmentDigest", "/spec/observedAt"] {
+    for missing in [
+        "/spec/implementationDigest",
+        "/spec/workloadDigest",
+        "/spec/protocolDigest",
+        "/spec/environmentDigest",
+        "/spec/observedAt",
+    ] {
         assert!(pointers.contains(&missing), "{missing} in {pointers:?}");
     }
     assert!(found.iter().all(|p| p.message == "required field is missing"));
@@ -174,7 +187,9 @@ fn duplicate_keys_are_found_at_every_depth_and_in_json() {
 
 #[test]
 fn yaml_1_2_core_schema_scalars() {
-    let v = first_value("a: yes\nb: no\nc: on\nd: off\ne: 0o17\nf: 0x1F\ng: 1_000\nh: 2026-08-01T12:00:00Z\ni: ~\nj: True\nk: .5\nl: 1e3\nm: '1'\nn: 017\no: -0\n");
+    let v = first_value(
+        "a: yes\nb: no\nc: on\nd: off\ne: 0o17\nf: 0x1F\ng: 1_000\nh: 2026-08-01T12:00:00Z\ni: ~\nj: True\nk: .5\nl: 1e3\nm: '1'\nn: 017\no: -0\n",
+    );
     assert_eq!(
         v,
         json!({"a": "yes", "b": "no", "c": "on", "d": "off", "e": 15, "f": 31, "g": "1_000", "h": "2026-08-01T12:00:00Z",
@@ -202,13 +217,16 @@ fn durations_with_units_become_nanoseconds() {
     assert!(ns("5 min").is_err());
 
     // In a manifest: a protocol's warmupDuration and every latency statistic.
-    let text = example("benchmark-run.yaml").replace("median: 8120", "median: 8.12 us").replace("confidence95: [8095, 8151]", "confidence95: [\"8.095 us\", 0.008151 ms]");
+    let text = example("benchmark-run.yaml")
+        .replace("median: 8120", "median: 8.12 us")
+        .replace("confidence95: [8095, 8151]", "confidence95: [\"8.095 us\", 0.008151 ms]");
     let m = parse_manifests(text.as_bytes()).unwrap().remove(0);
     let plain = parse_manifests(example("benchmark-run.yaml").as_bytes()).unwrap().remove(0);
     assert_eq!(m.value["spec"]["timing"]["latencyNs"]["median"], 8120);
     assert_eq!(m.value["spec"]["timing"]["latencyNs"]["confidence95"], json!([8095, 8151]));
     assert_eq!(m.digest, plain.digest, "a duration digests as its nanosecond count");
-    let text = example("benchmark-protocol.yaml").replace("warmupIterations: 50", "warmupIterations: 50\n    warmupDuration: 25 ms");
+    let text = example("benchmark-protocol.yaml")
+        .replace("warmupIterations: 50", "warmupIterations: 50\n    warmupDuration: 25 ms");
     let m = parse_manifests(text.as_bytes()).unwrap().remove(0);
     assert_eq!(m.value["spec"]["measurement"]["warmupDuration"], 25_000_000);
     // A confidence interval is a pair.

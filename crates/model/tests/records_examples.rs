@@ -34,7 +34,9 @@ fn valid_examples() -> Vec<(PathBuf, ValidManifest)> {
 /// Digest-valued fields that name another record, and the kind of record each must name.
 fn references(m: &ValidManifest) -> Vec<(&'static str, Kind, String)> {
     let spec = &m.value["spec"];
-    let named = |pointer: &'static str, kind: Kind| spec.pointer(pointer).and_then(Value::as_str).map(|d| (pointer, kind, d.to_owned()));
+    let named = |pointer: &'static str, kind: Kind| {
+        spec.pointer(pointer).and_then(Value::as_str).map(|d| (pointer, kind, d.to_owned()))
+    };
     let candidates = match m.kind {
         Kind::WorkloadCase | Kind::WorkloadSuite => vec![named("/operationSpecDigest", Kind::OperationSpec)],
         Kind::ImplementationRevision => vec![named("/operation/specDigest", Kind::OperationSpec)],
@@ -71,14 +73,22 @@ fn every_valid_example_validates_and_covers_all_kinds() {
 #[test]
 fn example_digest_chain_is_closed() {
     let examples = valid_examples();
-    let by_digest: HashMap<&str, (Kind, &Path)> = examples.iter().map(|(p, m)| (m.digest.as_str(), (m.kind, p.as_path()))).collect();
+    let by_digest: HashMap<&str, (Kind, &Path)> =
+        examples.iter().map(|(p, m)| (m.digest.as_str(), (m.kind, p.as_path()))).collect();
     let mut checked = 0;
     for (path, m) in &examples {
         for (pointer, kind, digest) in references(m) {
-            let target = by_digest.get(digest.as_str()).unwrap_or_else(|| {
-                panic!("{}: spec{pointer} = {digest} is the digest of no example", path.display())
-            });
-            assert_eq!(target.0, kind, "{}: spec{pointer} names a {} ({})", path.display(), target.0, target.1.display());
+            let target = by_digest
+                .get(digest.as_str())
+                .unwrap_or_else(|| panic!("{}: spec{pointer} = {digest} is the digest of no example", path.display()));
+            assert_eq!(
+                target.0,
+                kind,
+                "{}: spec{pointer} names a {} ({})",
+                path.display(),
+                target.0,
+                target.1.display()
+            );
             checked += 1;
         }
     }
@@ -92,7 +102,8 @@ fn implementation_support_lists_are_sorted_before_digesting() {
     // sorted form, so the chain test above only passes with normalization. Show it directly too.
     let path = registry().join("examples/implementation-revision.yaml");
     let m = read_manifest_file(&path).unwrap().remove(0);
-    let axes: Vec<&str> = m.value["spec"]["support"]["axes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let axes: Vec<&str> =
+        m.value["spec"]["support"]["axes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     let mut sorted = axes.clone();
     sorted.sort();
     assert_eq!(axes, sorted);
@@ -158,7 +169,15 @@ fn submission_bundle_validates_and_its_chain_holds() {
     pointers.sort();
     assert_eq!(
         pointers,
-        ["/implementations/0/manifest", "/operations/0", "/projects/0", "/runs/0/environment", "/runs/0/protocol", "/runs/0/run", "/workloads/0"]
+        [
+            "/implementations/0/manifest",
+            "/operations/0",
+            "/projects/0",
+            "/runs/0/environment",
+            "/runs/0/protocol",
+            "/runs/0/run",
+            "/workloads/0"
+        ]
     );
     let run = &at["/runs/0/run"].value["spec"];
     assert_eq!(run["implementationDigest"], at["/implementations/0/manifest"].digest.as_str());
@@ -190,7 +209,10 @@ fn multi_document_file_yields_each_manifest_with_its_index() {
     let model = std::fs::read_to_string(registry().join("examples/model-revision.yaml")).unwrap();
     let both = format!("{project}---\n{model}");
     let manifests = parse_manifests(both.as_bytes()).unwrap();
-    assert_eq!(manifests.iter().map(|m| (m.document, m.kind)).collect::<Vec<_>>(), [(0, Kind::SoftwareProject), (1, Kind::ModelRevision)]);
+    assert_eq!(
+        manifests.iter().map(|m| (m.document, m.kind)).collect::<Vec<_>>(),
+        [(0, Kind::SoftwareProject), (1, Kind::ModelRevision)]
+    );
     // A problem in the second document is reported with that document's index and line.
     let broken = format!("{project}---\n{}", model.replace("contextLength: 32768", "contextLength: -1"));
     let problems = parse_manifests(broken.as_bytes()).unwrap_err();

@@ -48,7 +48,10 @@ fn every_export_manifest_validates_and_keeps_its_digest() {
             let valid = match validate_value(manifest.clone()) {
                 Ok(v) => v,
                 Err(problems) => {
-                    failures.push(format!("{place}: {}", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")));
+                    failures.push(format!(
+                        "{place}: {}",
+                        problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
+                    ));
                     continue;
                 }
             };
@@ -61,10 +64,13 @@ fn every_export_manifest_validates_and_keeps_its_digest() {
                     failures.push(format!("{place}: the YAML reader gave {read:?}"));
                 }
             }
-            if let Some(column) = digest_column {
-                if entry["row"][column] != valid.digest.as_str() {
-                    failures.push(format!("{place}: digest {} but the row's {column} is {}", valid.digest, entry["row"][column]));
-                }
+            if let Some(column) = digest_column
+                && entry["row"][column] != valid.digest.as_str()
+            {
+                failures.push(format!(
+                    "{place}: digest {} but the row's {column} is {}",
+                    valid.digest, entry["row"][column]
+                ));
             }
             // Normalizing an exported manifest changes nothing it digests, and the typed record
             // writes back the same JSON. Plain equality settles almost every row; canonical
@@ -79,7 +85,12 @@ fn every_export_manifest_validates_and_keeps_its_digest() {
             *kinds.entry(valid.kind).or_default() += 1;
         }
     }
-    assert!(failures.is_empty(), "{} failures, first ones:\n{}", failures.len(), failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures, first ones:\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
     // Row counts of the 2026-08-16 export (its README lists them per table).
     let expected = [
         ("benchmark_runs/manifest/environment", 7857),

@@ -8,14 +8,10 @@ use std::time::Instant;
 use ki_ranking::{CatalogRows, Index, ResolveRequest};
 
 fn main() {
-    let path = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
-        });
+    let path = std::env::args().skip(1).find(|a| !a.starts_with('-')).map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    });
     let read_start = Instant::now();
     let mut rows = CatalogRows::new();
     for line in ki_model::export::read_export(&path).expect("export reads") {
@@ -56,11 +52,30 @@ fn main() {
     }
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    println!("catalog: {} rows read in {:.2?}; index built in {:.2?} ({} runs, {} comparison groups)", row_count, read_time, build_time, index.runs.len(), index.cohorts.len());
+    println!(
+        "catalog: {} rows read in {:.2?}; index built in {:.2?} ({} runs, {} comparison groups)",
+        row_count,
+        read_time,
+        build_time,
+        index.runs.len(),
+        index.cohorts.len()
+    );
     println!("resolve: {} requests x 5 rounds, modes {:?}", requests.len(), modes);
-    println!("resolve latency: p50 {:.1?}  p90 {:.1?}  p99 {:.1?}  max {:.1?}", at(0.5), at(0.9), at(0.99), samples[samples.len() - 1]);
+    println!(
+        "resolve latency: p50 {:.1?}  p90 {:.1?}  p99 {:.1?}  max {:.1?}",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        samples[samples.len() - 1]
+    );
     let ledger_start = Instant::now();
     let report = index.verify_record_events();
-    println!("ledger recompute + diff: {:.2?} ({} events, {} cohorts, clean: {})", ledger_start.elapsed(), report.recomputed_events, report.cohorts_checked, report.is_clean());
+    println!(
+        "ledger recompute + diff: {:.2?} ({} events, {} cohorts, clean: {})",
+        ledger_start.elapsed(),
+        report.recomputed_events,
+        report.cohorts_checked,
+        report.is_clean()
+    );
     assert!(at(0.5).as_secs_f64() < 1e-3, "resolve p50 must be under 1 ms");
 }

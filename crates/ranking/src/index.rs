@@ -131,7 +131,11 @@ pub struct Index {
     pub(crate) run_framework: Vec<Option<String>>,
 }
 
-fn index_by_id<'a>(table: &str, ids: impl Iterator<Item = &'a str>, origins: &Origins) -> Result<HashMap<String, usize>, RowError> {
+fn index_by_id<'a>(
+    table: &str,
+    ids: impl Iterator<Item = &'a str>,
+    origins: &Origins,
+) -> Result<HashMap<String, usize>, RowError> {
     let mut map = HashMap::new();
     for (index, id) in ids.enumerate() {
         if map.insert(id.to_string(), index).is_some() {
@@ -193,11 +197,14 @@ impl Index {
         let (sources, source_origins): (Vec<SourceRow>, _) = parse_table("sources", rows.sources)?;
         let (projects, project_origins): (Vec<ProjectRow>, _) = parse_table("projects", rows.projects)?;
         let (operations, operation_origins): (Vec<OperationRow>, _) = parse_table("operations", rows.operations)?;
-        let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) = parse_table("operation_aliases", rows.operation_aliases)?;
+        let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) =
+            parse_table("operation_aliases", rows.operation_aliases)?;
         let (workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
-        let (implementations, implementation_origins): (Vec<ImplementationRow>, _) = parse_table("implementations", rows.implementations)?;
+        let (implementations, implementation_origins): (Vec<ImplementationRow>, _) =
+            parse_table("implementations", rows.implementations)?;
         let (runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
-        let (measurements, measurement_origins): (Vec<MeasurementRow>, _) = parse_table("measurements", rows.measurements)?;
+        let (measurements, measurement_origins): (Vec<MeasurementRow>, _) =
+            parse_table("measurements", rows.measurements)?;
         let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
         let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
 
@@ -208,7 +215,8 @@ impl Index {
         let implementation_by_id =
             index_by_id("implementations", implementations.iter().map(|r| r.id.as_str()), &implementation_origins)?;
         let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.as_str()), &run_origins)?;
-        let run_by_digest: HashMap<String, usize> = runs.iter().enumerate().map(|(i, r)| (r.run_digest.clone(), i)).collect();
+        let run_by_digest: HashMap<String, usize> =
+            runs.iter().enumerate().map(|(i, r)| (r.run_digest.clone(), i)).collect();
 
         let mut operation_by_name = HashMap::new();
         let mut operation_by_folded_name: HashMap<String, Vec<usize>> = HashMap::new();
@@ -250,7 +258,11 @@ impl Index {
         let mut operation_known_axes: Vec<Vec<String>> = operations
             .iter()
             .map(|op| {
-                op.manifest.pointer("/spec/axes").and_then(Value::as_object).map(|a| a.keys().cloned().collect()).unwrap_or_default()
+                op.manifest
+                    .pointer("/spec/axes")
+                    .and_then(Value::as_object)
+                    .map(|a| a.keys().cloned().collect())
+                    .unwrap_or_default()
             })
             .collect();
 
@@ -258,7 +270,15 @@ impl Index {
         let mut workloads_by_operation = vec![Vec::new(); operations.len()];
         let mut workload_axes = Vec::with_capacity(workloads.len());
         for (index, workload) in workloads.iter().enumerate() {
-            let op = resolve_reference(&operation_by_id, &workload.operation_id, "workloads", index, &workload_origins, "/operationId", "operation")?;
+            let op = resolve_reference(
+                &operation_by_id,
+                &workload.operation_id,
+                "workloads",
+                index,
+                &workload_origins,
+                "/operationId",
+                "operation",
+            )?;
             workload_operation.push(op);
             workloads_by_operation[op].push(index);
             let mut axes = BTreeMap::new();
@@ -310,7 +330,15 @@ impl Index {
                 "/implementationId",
                 "implementation",
             )?);
-            let workload = resolve_reference(&workload_by_id, &run.workload_id, "benchmark_runs", index, origins, "/workloadId", "workload")?;
+            let workload = resolve_reference(
+                &workload_by_id,
+                &run.workload_id,
+                "benchmark_runs",
+                index,
+                origins,
+                "/workloadId",
+                "workload",
+            )?;
             run_workload.push(workload);
             runs_by_workload[workload].push(index);
             if let Some(source_id) = &run.source_id {
@@ -318,14 +346,30 @@ impl Index {
             }
             // Only a published successor supersedes: a draft correction changes nothing yet.
             if let (Some(target), Some(_)) = (&run.supersedes_id, &run.published_at) {
-                let superseded = resolve_reference(&run_by_id, target, "benchmark_runs", index, origins, "/supersedesId", "benchmark run")?;
+                let superseded = resolve_reference(
+                    &run_by_id,
+                    target,
+                    "benchmark_runs",
+                    index,
+                    origins,
+                    "/supersedesId",
+                    "benchmark run",
+                )?;
                 superseded_by.entry(superseded).or_insert(index);
             }
         }
 
         let mut measurements_by_run = vec![Vec::new(); runs.len()];
         for (index, measurement) in measurements.iter().enumerate() {
-            let run = resolve_reference(&run_by_id, &measurement.run_id, "measurements", index, &measurement_origins, "/runId", "benchmark run")?;
+            let run = resolve_reference(
+                &run_by_id,
+                &measurement.run_id,
+                "measurements",
+                index,
+                &measurement_origins,
+                "/runId",
+                "benchmark run",
+            )?;
             measurements_by_run[run].push(index);
         }
         let mut events_by_run: HashMap<String, Vec<usize>> = HashMap::new();
@@ -338,10 +382,12 @@ impl Index {
             .iter()
             .zip(&run_implementation)
             .map(|(run, &implementation)| {
-                implementations[implementation]
-                    .framework
-                    .clone()
-                    .or_else(|| run.manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str).map(String::from))
+                implementations[implementation].framework.clone().or_else(|| {
+                    run.manifest
+                        .pointer("/environment/spec/software/framework/name")
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                })
             })
             .collect();
 
@@ -369,7 +415,12 @@ impl Index {
                 ineligibility.push(Ineligibility::MissingPrimaryMetric);
             }
             let source_available = implementation.source_available && run.source_available;
-            let trust = TrustLevel::assess(run.independent_replication_count, run.reproduced_by_kernelindex, source_available, run.has_raw_evidence);
+            let trust = TrustLevel::assess(
+                run.independent_replication_count,
+                run.reproduced_by_kernelindex,
+                source_available,
+                run.has_raw_evidence,
+            );
             let licence = implementation
                 .license_expression
                 .as_deref()
@@ -415,7 +466,8 @@ impl Index {
             };
             if let Some(&first) = eligible.first() {
                 let run = &runs[first];
-                cohort.direction = Direction::for_metric(run.primary_metric.as_deref().unwrap_or(""), run.primary_unit.as_deref());
+                cohort.direction =
+                    Direction::for_metric(run.primary_metric.as_deref().unwrap_or(""), run.primary_unit.as_deref());
             }
             let contenders: Vec<Contender> = eligible
                 .iter()
@@ -423,7 +475,9 @@ impl Index {
                     id: &runs[r].id,
                     value: primary_value(&runs[r]).unwrap_or(f64::NAN),
                     interval: match (runs[r].uncertainty_low, runs[r].uncertainty_high) {
-                        (Some(low), Some(high)) if low.is_finite() && high.is_finite() => Some((low.min(high), low.max(high))),
+                        (Some(low), Some(high)) if low.is_finite() && high.is_finite() => {
+                            Some((low.min(high), low.max(high)))
+                        }
                         _ => None,
                     },
                     trust: facts[r].trust,
@@ -551,7 +605,8 @@ impl Index {
         if let Some(&run) = self.run_by_id.get(reference) {
             return Ok(run);
         }
-        let digest = if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
+        let digest =
+            if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
         if let Some(&run) = self.run_by_digest.get(&digest) {
             return Ok(run);
         }

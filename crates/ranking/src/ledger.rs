@@ -89,7 +89,14 @@ impl Index {
             }
             timeline.push((row.observed_at.instant, 0, &row.id, run, Change::Arrival, &row.observed_at));
             if let Some(retracted_at) = &row.retracted_at {
-                timeline.push((retracted_at.instant, 1, &row.id, run, Change::Removal { cause: CAUSE_RETRACTION }, retracted_at));
+                timeline.push((
+                    retracted_at.instant,
+                    1,
+                    &row.id,
+                    run,
+                    Change::Removal { cause: CAUSE_RETRACTION },
+                    retracted_at,
+                ));
             }
             if let Some(by) = self.facts[run].ineligibility.iter().find_map(|reason| match reason {
                 crate::rank::Ineligibility::Superseded { by } => Some(by),

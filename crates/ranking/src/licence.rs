@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 /// The licences under which a kernel can be dropped into any codebase.
-pub const PERMISSIVE_LICENCES: [&str; 7] = ["Apache-2.0", "MIT", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "BSL-1.0"];
+pub const PERMISSIVE_LICENCES: [&str; 7] =
+    ["Apache-2.0", "MIT", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "BSL-1.0"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
@@ -48,7 +49,10 @@ mod tests {
         assert_eq!(judge_licence(Some("Apache-2.0 WITH LLVM-exception")), LicenceVerdict::Permissive);
         assert_eq!(judge_licence(Some("(BSD-3-Clause AND Zlib) OR MIT")), LicenceVerdict::Permissive);
         assert!(matches!(judge_licence(Some("MIT AND GPL-3.0-only")), LicenceVerdict::NotPermissive { .. }));
-        assert!(matches!(judge_licence(Some("LicenseRef-GPUMode-Reciprocity-1.0")), LicenceVerdict::NotPermissive { .. }));
+        assert!(matches!(
+            judge_licence(Some("LicenseRef-GPUMode-Reciprocity-1.0")),
+            LicenceVerdict::NotPermissive { .. }
+        ));
         assert!(matches!(judge_licence(Some("MIT AND (")), LicenceVerdict::Unparseable { .. }));
         assert_eq!(judge_licence(None), LicenceVerdict::Missing);
         assert_eq!(judge_licence(Some("  ")), LicenceVerdict::Missing);

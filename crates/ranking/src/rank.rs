@@ -16,7 +16,9 @@ pub enum Ineligibility {
     Status(String),
     Retracted,
     /// Superseded by the named published run.
-    Superseded { by: String },
+    Superseded {
+        by: String,
+    },
     MissingPrimaryMetric,
 }
 
@@ -51,7 +53,12 @@ pub enum TrustLevel {
 impl TrustLevel {
     /// Attestations are not an input: only KernelIndex's own reruns and independent
     /// replications raise trust.
-    pub fn assess(independent_replications: i64, reproduced_by_kernelindex: bool, source_available: bool, has_raw_evidence: bool) -> TrustLevel {
+    pub fn assess(
+        independent_replications: i64,
+        reproduced_by_kernelindex: bool,
+        source_available: bool,
+        has_raw_evidence: bool,
+    ) -> TrustLevel {
         if independent_replications >= 2 {
             TrustLevel::Replicated
         } else if reproduced_by_kernelindex {
@@ -94,7 +101,8 @@ impl Direction {
         let higher_metric = ["throughput", "flops", "bandwidth", "speedup", "tokens_per", "per_second", "tps"]
             .iter()
             .any(|word| metric.contains(word));
-        let rate_unit = unit.contains("/s") || unit.ends_with("_s") && unit != "s" || unit.ends_with("ps") || unit == "x";
+        let rate_unit =
+            unit.contains("/s") || unit.ends_with("_s") && unit != "s" || unit.ends_with("ps") || unit == "x";
         if higher_metric || rate_unit { Direction::HigherIsBetter } else { Direction::LowerIsBetter }
     }
 
@@ -156,7 +164,9 @@ pub fn tie_order(a: &Contender, b: &Contender) -> Ordering {
 pub fn rank_contenders(contenders: &[Contender], profile: CohortProfile, direction: Direction) -> Vec<(usize, u32)> {
     let mut order: Vec<usize> = (0..contenders.len()).collect();
     order.sort_by(|&a, &b| {
-        direction.compare(contenders[a].value, contenders[b].value).then_with(|| tie_order(&contenders[a], &contenders[b]))
+        direction
+            .compare(contenders[a].value, contenders[b].value)
+            .then_with(|| tie_order(&contenders[a], &contenders[b]))
     });
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for candidate in order {
@@ -180,19 +190,36 @@ pub fn rank_contenders(contenders: &[Contender], profile: CohortProfile, directi
 mod tests {
     use super::*;
 
-    fn contender(id: &'static str, value: f64, interval: Option<(f64, f64)>, trust: TrustLevel, observed_second: i64) -> Contender<'static> {
+    fn contender(
+        id: &'static str,
+        value: f64,
+        interval: Option<(f64, f64)>,
+        trust: TrustLevel,
+        observed_second: i64,
+    ) -> Contender<'static> {
         Contender { id, value, interval, trust, observed_at: Instant(observed_second * 1_000_000_000) }
     }
 
-    fn ranks(contenders: &[Contender<'static>], profile: CohortProfile, direction: Direction) -> Vec<(&'static str, u32)> {
-        rank_contenders(contenders, profile, direction).into_iter().map(|(index, rank)| (contenders[index].id, rank)).collect()
+    fn ranks(
+        contenders: &[Contender<'static>],
+        profile: CohortProfile,
+        direction: Direction,
+    ) -> Vec<(&'static str, u32)> {
+        rank_contenders(contenders, profile, direction)
+            .into_iter()
+            .map(|(index, rank)| (contenders[index].id, rank))
+            .collect()
     }
 
     use TrustLevel::*;
 
     #[test]
     fn equal_values_tie_in_every_profile() {
-        let runs = [contender("a", 10.0, None, Reported, 1), contender("b", 10.0, None, Reported, 2), contender("c", 12.0, None, Reported, 3)];
+        let runs = [
+            contender("a", 10.0, None, Reported, 1),
+            contender("b", 10.0, None, Reported, 2),
+            contender("c", 12.0, None, Reported, 3),
+        ];
         for profile in [CohortProfile::SourceNative, CohortProfile::StrictExact] {
             assert_eq!(ranks(&runs, profile, Direction::LowerIsBetter), vec![("b", 1), ("a", 1), ("c", 2)]);
         }
@@ -200,7 +227,10 @@ mod tests {
 
     #[test]
     fn overlapping_intervals_tie_only_in_strict_exact_cohorts() {
-        let runs = [contender("a", 10.0, Some((9.0, 11.0)), Reported, 1), contender("b", 10.5, Some((10.2, 10.8)), Reported, 1)];
+        let runs = [
+            contender("a", 10.0, Some((9.0, 11.0)), Reported, 1),
+            contender("b", 10.5, Some((10.2, 10.8)), Reported, 1),
+        ];
         assert_eq!(ranks(&runs, CohortProfile::StrictExact, Direction::LowerIsBetter), vec![("a", 1), ("b", 1)]);
         assert_eq!(ranks(&runs, CohortProfile::SourceNative, Direction::LowerIsBetter), vec![("a", 1), ("b", 2)]);
     }
@@ -213,7 +243,10 @@ mod tests {
 
     #[test]
     fn disjoint_intervals_do_not_tie() {
-        let runs = [contender("a", 10.0, Some((9.5, 10.5)), Reported, 1), contender("b", 11.0, Some((10.6, 11.4)), Reported, 1)];
+        let runs = [
+            contender("a", 10.0, Some((9.5, 10.5)), Reported, 1),
+            contender("b", 11.0, Some((10.6, 11.4)), Reported, 1),
+        ];
         assert_eq!(ranks(&runs, CohortProfile::StrictExact, Direction::LowerIsBetter), vec![("a", 1), ("b", 2)]);
     }
 
@@ -225,7 +258,10 @@ mod tests {
             contender("b", 10.5, Some((10.4, 11.2)), Reported, 1),
             contender("c", 11.0, Some((10.9, 11.5)), Reported, 1),
         ];
-        assert_eq!(ranks(&runs, CohortProfile::StrictExact, Direction::LowerIsBetter), vec![("a", 1), ("b", 1), ("c", 2)]);
+        assert_eq!(
+            ranks(&runs, CohortProfile::StrictExact, Direction::LowerIsBetter),
+            vec![("a", 1), ("b", 1), ("c", 2)]
+        );
     }
 
     #[test]

@@ -132,12 +132,17 @@ impl Index {
         cohorts.sort_by(|&a, &b| {
             let key = |c: usize| {
                 let first = self.cohorts[c].ranking[0].run;
-                (self.runs[first].hardware_model.clone(), std::cmp::Reverse(self.cohorts[c].ranking.len()), self.cohorts[c].comparison_key.clone())
+                (
+                    self.runs[first].hardware_model.clone(),
+                    std::cmp::Reverse(self.cohorts[c].ranking.len()),
+                    self.cohorts[c].comparison_key.clone(),
+                )
             };
             key(a).cmp(&key(b))
         });
         let omitted = cohorts.len().saturating_sub(MAX_COHORTS_PER_ANSWER);
-        let views = cohorts.into_iter().take(MAX_COHORTS_PER_ANSWER).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
+        let views =
+            cohorts.into_iter().take(MAX_COHORTS_PER_ANSWER).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
         (views, omitted)
     }
 
@@ -166,7 +171,8 @@ impl Index {
             family: operation.family.clone(),
             variable_axes: self.operation_variable_axes[op].clone(),
         });
-        let unknown: Vec<&String> = request.axes.keys().filter(|name| !self.operation_known_axes[op].contains(name)).collect();
+        let unknown: Vec<&String> =
+            request.axes.keys().filter(|name| !self.operation_known_axes[op].contains(name)).collect();
         if !unknown.is_empty() {
             response.notes.push(format!(
                 "operation {} has no axis {}; its axes are {}",
@@ -176,13 +182,15 @@ impl Index {
             ));
             return response;
         }
-        let missing: Vec<&String> = self.operation_variable_axes[op].iter().filter(|name| !request.axes.contains_key(*name)).collect();
+        let missing: Vec<&String> =
+            self.operation_variable_axes[op].iter().filter(|name| !request.axes.contains_key(*name)).collect();
         let pinned = missing.is_empty();
 
         let mut exact_cohorts = Vec::new();
         for &workload in &self.workloads_by_operation[op] {
             let axes = &self.workload_axes[workload];
-            let matches = request.axes.iter().all(|(name, wanted)| axes.get(name).is_some_and(|have| axis_equal(have, wanted)));
+            let matches =
+                request.axes.iter().all(|(name, wanted)| axes.get(name).is_some_and(|have| axis_equal(have, wanted)));
             if matches && self.workload_has_dtypes(workload, &request.dtypes) {
                 self.measured_cohorts(workload, request, &mut exact_cohorts);
             }
@@ -216,12 +224,16 @@ impl Index {
                     self.measured_cohorts(workload, &unfiltered, &mut elsewhere);
                 }
             }
-            let mut hardware: Vec<&str> =
-                elsewhere.iter().filter_map(|&c| self.runs[self.cohorts[c].ranking[0].run].hardware_model.as_deref()).collect();
+            let mut hardware: Vec<&str> = elsewhere
+                .iter()
+                .filter_map(|&c| self.runs[self.cohorts[c].ranking[0].run].hardware_model.as_deref())
+                .collect();
             hardware.sort_unstable();
             hardware.dedup();
             if !hardware.is_empty() {
-                response.notes.push(format!("measured without the hardware/framework filter on: {}", hardware.join(", ")));
+                response
+                    .notes
+                    .push(format!("measured without the hardware/framework filter on: {}", hardware.join(", ")));
             }
         }
         response.nearest = self.nearest_cases(op, request);
@@ -241,7 +253,10 @@ impl Index {
                 continue;
             }
             let axes = &self.workload_axes[workload];
-            let mut differing = request.axes.iter().filter(|(name, wanted)| !axes.get(*name).is_some_and(|have| axis_equal(have, wanted)));
+            let mut differing = request
+                .axes
+                .iter()
+                .filter(|(name, wanted)| !axes.get(*name).is_some_and(|have| axis_equal(have, wanted)));
             let (Some((name, wanted)), None) = (differing.next(), differing.next()) else {
                 continue;
             };

@@ -117,7 +117,10 @@ pub(crate) type Origins = Vec<(RowOrigin, Option<String>)>;
 
 /// Deserializes every row of one table (taking the rows, so that manifests are moved,
 /// not copied), naming the first bad field.
-pub(crate) fn parse_table<T: DeserializeOwned>(table: &str, rows: Vec<(RowOrigin, Value)>) -> Result<(Vec<T>, Origins), RowError> {
+pub(crate) fn parse_table<T: DeserializeOwned>(
+    table: &str,
+    rows: Vec<(RowOrigin, Value)>,
+) -> Result<(Vec<T>, Origins), RowError> {
     let mut parsed = Vec::with_capacity(rows.len());
     let mut origins = Vec::with_capacity(rows.len());
     for (index, (origin, value)) in rows.into_iter().enumerate() {

@@ -23,12 +23,23 @@ impl Instant {
                 Err(bad("expected digits"))
             }
         };
-        if bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
+        if bytes[4] != b'-'
+            || bytes[7] != b'-'
+            || !matches!(bytes[10], b'T' | b't' | b' ')
+            || bytes[13] != b':'
+            || bytes[16] != b':'
+        {
             return Err(bad("expected YYYY-MM-DDTHH:MM:SS"));
         }
         let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
         let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-        if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 || second > 60 {
+        if !(1..=12).contains(&month)
+            || day < 1
+            || day > days_in_month(year, month)
+            || hour > 23
+            || minute > 59
+            || second > 60
+        {
             return Err(bad("date or time out of range"));
         }
         let mut rest = &text[19..];
@@ -107,7 +118,13 @@ mod tests {
 
     #[test]
     fn malformed_timestamps_are_rejected_with_the_text() {
-        for text in ["2026-08-15", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-08-15T02:02:57", "2026-08-15T02:02:57.Z"] {
+        for text in [
+            "2026-08-15",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-08-15T02:02:57",
+            "2026-08-15T02:02:57.Z",
+        ] {
             let err = Instant::parse(text).unwrap_err();
             assert!(err.contains(text), "{err}");
         }

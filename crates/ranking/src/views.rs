@@ -104,9 +104,13 @@ impl Index {
             .take_while(|(position, entry)| *position < top || entry.rank == 1)
             .map(|(_, entry)| self.run_summary(entry.run))
             .collect();
-        let best_verified = cohort_row.ranking.iter().find(|e| self.facts[e.run].trust.is_verified()).map(|e| self.run_summary(e.run));
-        let best_deployable =
-            cohort_row.ranking.iter().find(|e| self.facts[e.run].deployability.deployable).map(|e| self.run_summary(e.run));
+        let best_verified =
+            cohort_row.ranking.iter().find(|e| self.facts[e.run].trust.is_verified()).map(|e| self.run_summary(e.run));
+        let best_deployable = cohort_row
+            .ranking
+            .iter()
+            .find(|e| self.facts[e.run].deployability.deployable)
+            .map(|e| self.run_summary(e.run));
         CohortView {
             comparison_key: cohort_row.comparison_key.clone(),
             profile: cohort_row.profile,
@@ -187,7 +191,8 @@ impl Index {
         let cohort = &self.cohorts[facts.cohort];
         let implementation = self.implementation_of(run);
         let workload = self.workload_of(run);
-        let leader = cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
+        let leader =
+            cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
         let artifacts = implementation
             .manifest
             .pointer("/spec/source/contentDigest")
@@ -216,7 +221,11 @@ impl Index {
             workload_axes: self.workload_axes[self.run_workload[run]].clone(),
             workload_dtypes: workload.dtypes.clone(),
             workload_tensors: workload.manifest.pointer("/spec/tensors").cloned(),
-            external_id: row.manifest.pointer("/run/spec/sourceNative/externalId").and_then(Value::as_str).map(String::from),
+            external_id: row
+                .manifest
+                .pointer("/run/spec/sourceNative/externalId")
+                .and_then(Value::as_str)
+                .map(String::from),
             correctness: row.manifest.pointer("/run/spec/correctness").cloned(),
             measurements: self.measurements_by_run[run].iter().map(|&m| self.measurements[m].clone()).collect(),
             protocol: row.manifest.pointer("/protocol/spec").cloned(),
@@ -289,7 +298,8 @@ impl Index {
             runs.push(run);
         }
         let same_comparison_group = runs.iter().all(|&r| self.facts[r].cohort == self.facts[runs[0]].cohort);
-        let mut axis_names: Vec<&String> = runs.iter().flat_map(|&r| self.workload_axes[self.run_workload[r]].keys()).collect();
+        let mut axis_names: Vec<&String> =
+            runs.iter().flat_map(|&r| self.workload_axes[self.run_workload[r]].keys()).collect();
         axis_names.sort();
         axis_names.dedup();
         let differing_axes = axis_names
@@ -337,7 +347,11 @@ impl Index {
             .map(|event| RecordView {
                 event: event.clone(),
                 run: self.run_index(&event.run_id).map(|r| self.run_summary(r)),
-                previous_value: event.previous_run_id.as_deref().and_then(|p| self.run_index(p)).and_then(|p| self.primary_value(p)),
+                previous_value: event
+                    .previous_run_id
+                    .as_deref()
+                    .and_then(|p| self.run_index(p))
+                    .and_then(|p| self.primary_value(p)),
             })
             .collect()
     }

@@ -73,7 +73,10 @@ fn rank_one_runs_are_their_cohorts_last_record_holders() {
     let mut checked = 0;
     for cohort in &index.cohorts {
         let Some(first) = cohort.ranking.first() else {
-            assert!(!last_holder.contains_key(cohort.comparison_key.as_str()), "a cohort with no eligible run holds a record");
+            assert!(
+                !last_holder.contains_key(cohort.comparison_key.as_str()),
+                "a cohort with no eligible run holds a record"
+            );
             continue;
         };
         let holder = last_holder[cohort.comparison_key.as_str()];
@@ -173,7 +176,11 @@ fn measured_values(index: &Index, op: usize, axis: &str, fixed: &BTreeMap<String
             fixed.iter().all(|(k, v)| k == axis || axes.get(k).and_then(Value::as_f64) == v.as_f64())
         })
         .filter(|(w, _)| {
-            index.runs.iter().enumerate().any(|(r, run)| &run.workload_id == &index.workloads[*w].id && index.facts[r].eligible())
+            index
+                .runs
+                .iter()
+                .enumerate()
+                .any(|(r, run)| run.workload_id == index.workloads[*w].id && index.facts[r].eligible())
         })
         .filter_map(|(w, _)| index.axes_of_workload(w).get(axis).and_then(Value::as_f64))
         .collect();
@@ -227,11 +234,13 @@ fn brackets_follow_the_one_differing_axis_and_never_two() {
     let fixed: BTreeMap<String, Value> = [("batch_size".to_string(), json!(16))].into_iter().collect();
     let values = measured_values(index, op, "num_kv_indices", &fixed);
     let (low, high) = (values[3], values[4]);
-    let mut request = ResolveRequest { operation: index.operations[op].name.clone(), axes: fixed, ..Default::default() };
+    let mut request =
+        ResolveRequest { operation: index.operations[op].name.clone(), axes: fixed, ..Default::default() };
     request.axes.insert("num_kv_indices".into(), json!(((low + high) / 2.0).round()));
     let answer = index.resolve(&request);
     assert_eq!(answer.mode, ResolveMode::Browse);
-    let sides: Vec<(Side, Option<f64>, &str)> = answer.nearest.iter().map(|n| (n.side, n.measured.as_f64(), n.axis.as_str())).collect();
+    let sides: Vec<(Side, Option<f64>, &str)> =
+        answer.nearest.iter().map(|n| (n.side, n.measured.as_f64(), n.axis.as_str())).collect();
     assert_eq!(sides, vec![(Side::Below, Some(low), "num_kv_indices"), (Side::Above, Some(high), "num_kv_indices")]);
 
     // A pinned case that differs from every measured case in two axes or more has no
@@ -262,7 +271,8 @@ fn several_comparison_groups_for_one_case_make_a_chooser() {
             groups.entry(&run.workload_id).or_default().insert(&run.comparison_key);
         }
     }
-    let (workload_id, keys) = groups.iter().filter(|(_, k)| k.len() >= 2).min_by_key(|(w, _)| **w).expect("a case in two groups");
+    let (workload_id, keys) =
+        groups.iter().filter(|(_, k)| k.len() >= 2).min_by_key(|(w, _)| **w).expect("a case in two groups");
     let w = index.workloads.iter().position(|w| &w.id == workload_id).unwrap();
     let op = index.operations.iter().position(|o| o.id == index.workloads[w].operation_id).unwrap();
     let axes = index.axes_of_workload(w).clone();

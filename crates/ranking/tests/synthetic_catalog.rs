@@ -18,7 +18,11 @@ fn object(value: Value) -> Map<String, Value> {
 fn base_rows() -> CatalogRows {
     let mut rows = CatalogRows::new();
     rows.push("sources", object(json!({"id": "src", "slug": "test-source", "name": "Test source"})), Some(1));
-    rows.push("projects", object(json!({"id": "proj", "slug": "p", "name": "Project", "licenseExpression": null})), Some(2));
+    rows.push(
+        "projects",
+        object(json!({"id": "proj", "slug": "p", "name": "Project", "licenseExpression": null})),
+        Some(2),
+    );
     rows.push(
         "operations",
         object(json!({
@@ -87,13 +91,23 @@ fn each_eligibility_reason_is_named() {
         run("unpublished", 9.0, "2026-01-02T00:00:00Z", json!({"publishedAt": null})),
         run("crashed", 8.0, "2026-01-03T00:00:00Z", json!({"status": "runtime_error"})),
         run("compile", 8.0, "2026-01-03T00:00:00Z", json!({"status": "compile_error"})),
-        run("retracted", 7.0, "2026-01-04T00:00:00Z", json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "wrong harness"})),
+        run(
+            "retracted",
+            7.0,
+            "2026-01-04T00:00:00Z",
+            json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "wrong harness"}),
+        ),
         run("old", 6.0, "2026-01-05T00:00:00Z", json!({})),
         run("new", 6.5, "2026-01-06T00:00:00Z", json!({"supersedesId": "old"})),
         run("draft-fix", 20.0, "2026-01-06T00:00:00Z", json!({"supersedesId": "ok", "publishedAt": null})),
         run("no-metric", 5.0, "2026-01-07T00:00:00Z", json!({"primaryMetric": "none", "primaryValue": null})),
         run("nan-value", 5.0, "2026-01-07T00:00:00Z", json!({"primaryValue": null})),
-        run("many", 5.0, "2026-01-08T00:00:00Z", json!({"publishedAt": null, "status": "timeout", "primaryMetric": null})),
+        run(
+            "many",
+            5.0,
+            "2026-01-08T00:00:00Z",
+            json!({"publishedAt": null, "status": "timeout", "primaryMetric": null}),
+        ),
     ]);
     assert!(codes(&index, "ok").is_empty(), "a draft correction does not supersede");
     assert_eq!(codes(&index, "unpublished"), ["UNPUBLISHED"]);
@@ -126,7 +140,10 @@ fn source_native_profile_ties_only_equal_values() {
     // Same intervals, but one run is source-native: the cohort is, and they no longer tie.
     let mut native = interval(10.0, 11.0);
     native["sourceNative"] = json!(true);
-    let mixed = build(vec![run("a", 10.0, "2026-01-01T00:00:00Z", interval(9.0, 11.0)), run("b", 10.5, "2026-01-02T00:00:00Z", native)]);
+    let mixed = build(vec![
+        run("a", 10.0, "2026-01-01T00:00:00Z", interval(9.0, 11.0)),
+        run("b", 10.5, "2026-01-02T00:00:00Z", native),
+    ]);
     let cohort = mixed.cohort(KEY).unwrap();
     assert_eq!(cohort.profile, CohortProfile::SourceNative);
     assert_eq!(cohort.ranking.iter().map(|e| e.rank).collect::<Vec<_>>(), [1, 2]);
@@ -152,7 +169,11 @@ fn trust_breaks_a_tie_before_recency() {
             ("newer", TrustLevel::Reported)
         ]
     );
-    let answer = index.resolve(&ResolveRequest { operation: "saxpy_like".into(), axes: [("n".into(), json!(1024))].into(), ..Default::default() });
+    let answer = index.resolve(&ResolveRequest {
+        operation: "saxpy_like".into(),
+        axes: [("n".into(), json!(1024))].into(),
+        ..Default::default()
+    });
     assert_eq!(answer.mode, ResolveMode::Exact);
     assert_eq!(answer.cohorts[0].best_verified.as_ref().unwrap().run_id, "replicated");
 }
@@ -162,7 +183,10 @@ fn deployability_names_each_missing_requirement() {
     let mut rows = base_rows();
     rows.push(
         "implementations",
-        object(implementation("deployable", json!({"licenseExpression": "MIT OR GPL-3.0-only", "installCommand": "pip install fastkernel"}))),
+        object(implementation(
+            "deployable",
+            json!({"licenseExpression": "MIT OR GPL-3.0-only", "installCommand": "pip install fastkernel"}),
+        )),
         Some(7),
     );
     rows.push(
@@ -170,7 +194,11 @@ fn deployability_names_each_missing_requirement() {
         object(implementation("copyleft", json!({"licenseExpression": "GPL-3.0-only AND MIT", "installable": true}))),
         Some(8),
     );
-    rows.push("implementations", object(implementation("garbled", json!({"licenseExpression": "MIT AND (", "sourceAvailable": false}))), Some(9));
+    rows.push(
+        "implementations",
+        object(implementation("garbled", json!({"licenseExpression": "MIT AND (", "sourceAvailable": false}))),
+        Some(9),
+    );
     for (i, implementation) in ["impl", "deployable", "copyleft", "garbled"].iter().enumerate() {
         rows.push(
             "benchmark_runs",
@@ -195,7 +223,11 @@ fn baseline_speedup_uses_the_marked_implementation() {
     let mut rows = base_rows();
     rows.push("implementations", object(implementation("torch", json!({"role": "baseline"}))), Some(7));
     rows.push("benchmark_runs", run("fast", 25.0, "2026-01-01T00:00:00Z", json!({})), Some(10));
-    rows.push("benchmark_runs", run("reference", 100.0, "2026-01-01T00:00:00Z", json!({"implementationId": "torch"})), Some(11));
+    rows.push(
+        "benchmark_runs",
+        run("reference", 100.0, "2026-01-01T00:00:00Z", json!({"implementationId": "torch"})),
+        Some(11),
+    );
     let index = Index::from_rows(&rows).unwrap();
     assert_eq!(index.facts[index.run_index("fast").unwrap()].baseline_speedup, Some(4.0));
     assert_eq!(index.facts[index.run_index("reference").unwrap()].baseline_speedup, Some(1.0));
@@ -219,7 +251,10 @@ fn ledger_is_a_running_best_with_no_event_for_an_equal_value() {
     let events = index.ledger_for_cohort(0);
     let chain: Vec<(&str, Option<&str>, &str)> =
         events.iter().map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str())).collect();
-    assert_eq!(chain, [("first", None, "new_run"), ("better", Some("first"), "new_run"), ("a-best", Some("better"), "new_run")]);
+    assert_eq!(
+        chain,
+        [("first", None, "new_run"), ("better", Some("first"), "new_run"), ("a-best", Some("better"), "new_run")]
+    );
     assert!(events.iter().all(|e| e.policy_version == "ranking-v1"));
     assert_eq!(events[1].at.text, "2026-01-03T00:00:00Z");
     // Idempotent: same rows, same ledger; stored as-is, nothing is pending.
@@ -232,12 +267,19 @@ fn a_retraction_appends_an_event_for_the_new_leader_and_deletes_nothing() {
     let index = build(vec![
         run("first", 100.0, "2026-01-01T00:00:00Z", json!({})),
         run("second", 90.0, "2026-01-02T00:00:00Z", json!({})),
-        run("cheat", 10.0, "2026-01-03T00:00:00Z", json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "did not compute the op"})),
+        run(
+            "cheat",
+            10.0,
+            "2026-01-03T00:00:00Z",
+            json!({"retractedAt": "2026-02-01T00:00:00Z", "retractionReason": "did not compute the op"}),
+        ),
         run("later", 95.0, "2026-03-01T00:00:00Z", json!({})),
     ]);
     let events = index.ledger_for_cohort(0);
-    let chain: Vec<(&str, Option<&str>, &str, &str)> =
-        events.iter().map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str(), e.at.text.as_str())).collect();
+    let chain: Vec<(&str, Option<&str>, &str, &str)> = events
+        .iter()
+        .map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str(), e.at.text.as_str()))
+        .collect();
     assert_eq!(
         chain,
         [
@@ -306,7 +348,11 @@ fn bad_rows_are_refused_naming_line_and_field() {
     assert!(err.contains("line 43") && err.contains("/observedAt") && err.contains("offset"), "{err}");
 
     let mut rows = base_rows();
-    rows.push("benchmark_runs", run("orphan", 10.0, "2026-01-01T00:00:00Z", json!({"workloadId": "missing"})), Some(44));
+    rows.push(
+        "benchmark_runs",
+        run("orphan", 10.0, "2026-01-01T00:00:00Z", json!({"workloadId": "missing"})),
+        Some(44),
+    );
     let err = Index::from_rows(&rows).unwrap_err().to_string();
     assert!(err.contains("line 44") && err.contains("/workloadId") && err.contains("missing"), "{err}");
 
@@ -329,7 +375,10 @@ fn bad_rows_are_refused_naming_line_and_field() {
 #[test]
 fn higher_is_better_metrics_rank_and_record_the_other_way() {
     let throughput = json!({"primaryMetric": "throughput", "primaryUnit": "tokens/s"});
-    let index = build(vec![run("low", 100.0, "2026-01-01T00:00:00Z", throughput.clone()), run("high", 300.0, "2026-01-02T00:00:00Z", throughput)]);
+    let index = build(vec![
+        run("low", 100.0, "2026-01-01T00:00:00Z", throughput.clone()),
+        run("high", 300.0, "2026-01-02T00:00:00Z", throughput),
+    ]);
     let cohort = index.cohort(KEY).unwrap();
     assert_eq!(index.runs[cohort.ranking[0].run].id, "high");
     assert_eq!(index.ledger_for_cohort(0).len(), 2);
@@ -338,7 +387,11 @@ fn higher_is_better_metrics_rank_and_record_the_other_way() {
 #[test]
 fn a_hardware_filter_that_removes_everything_says_where_the_case_was_measured() {
     let index = build(vec![run("b200", 10.0, "2026-01-01T00:00:00Z", json!({}))]);
-    let mut request = ResolveRequest { operation: "scale_add".into(), axes: [("n".into(), json!(1024.0))].into(), ..Default::default() };
+    let mut request = ResolveRequest {
+        operation: "scale_add".into(),
+        axes: [("n".into(), json!(1024.0))].into(),
+        ..Default::default()
+    };
     assert_eq!(index.resolve(&request).mode, ResolveMode::Exact, "1024.0 and 1024 are one case");
     request.hardware = Some("nvidia b200".into());
     assert_eq!(index.resolve(&request).mode, ResolveMode::Exact, "hardware matches without regard to case");

@@ -62,12 +62,7 @@ pub fn reference(args: ReferenceArgs) -> Result<ExitCode> {
                 .iter()
                 .find(|l| l.workload.uuid == uuid)
                 .with_context(|| format!("{}: no workload with uuid {uuid}", file.display()))?;
-            let inputs = materialize(
-                &definition,
-                &line.workload,
-                args.seed,
-                blob_root_of(file).as_deref(),
-            )?;
+            let inputs = materialize(&definition, &line.workload, args.seed, blob_root_of(file).as_deref())?;
             if let Some(path) = &args.save_inputs {
                 inputs.write(path)?;
             }
@@ -79,11 +74,7 @@ pub fn reference(args: ReferenceArgs) -> Result<ExitCode> {
     let outputs = run_definition_reference(&definition, &inputs, &origin)?;
     let seconds = started.elapsed().as_secs_f64();
     outputs.write(&args.out)?;
-    eprintln!(
-        "reference {}: {origin} -> {} in {seconds:.3} s",
-        definition.name,
-        args.out.display()
-    );
+    eprintln!("reference {}: {origin} -> {} in {seconds:.3} s", definition.name, args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -146,24 +137,14 @@ impl ImplementationChoice {
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item {
                 "flashinfer" => {
-                    choices.push(ImplementationChoice::FlashInfer {
-                        use_tensor_cores: false,
-                    });
-                    choices.push(ImplementationChoice::FlashInfer {
-                        use_tensor_cores: true,
-                    });
+                    choices.push(ImplementationChoice::FlashInfer { use_tensor_cores: false });
+                    choices.push(ImplementationChoice::FlashInfer { use_tensor_cores: true });
                 }
-                "flashinfer-notc" => choices.push(ImplementationChoice::FlashInfer {
-                    use_tensor_cores: false,
-                }),
-                "flashinfer-tc" => choices.push(ImplementationChoice::FlashInfer {
-                    use_tensor_cores: true,
-                }),
+                "flashinfer-notc" => choices.push(ImplementationChoice::FlashInfer { use_tensor_cores: false }),
+                "flashinfer-tc" => choices.push(ImplementationChoice::FlashInfer { use_tensor_cores: true }),
                 "native" => choices.push(ImplementationChoice::Native),
                 other => match other.strip_prefix("python:") {
-                    Some(path) if !path.is_empty() => {
-                        choices.push(ImplementationChoice::Python(PathBuf::from(path)))
-                    }
+                    Some(path) if !path.is_empty() => choices.push(ImplementationChoice::Python(PathBuf::from(path))),
                     _ => bail!(
                         "--implementation: unknown `{other}` (flashinfer, flashinfer-tc, flashinfer-notc, native, python:PATH)"
                     ),
@@ -178,12 +159,8 @@ impl ImplementationChoice {
 
     pub fn label(&self) -> String {
         match self {
-            ImplementationChoice::FlashInfer {
-                use_tensor_cores: true,
-            } => "flashinfer-tc".into(),
-            ImplementationChoice::FlashInfer {
-                use_tensor_cores: false,
-            } => "flashinfer-notc".into(),
+            ImplementationChoice::FlashInfer { use_tensor_cores: true } => "flashinfer-tc".into(),
+            ImplementationChoice::FlashInfer { use_tensor_cores: false } => "flashinfer-notc".into(),
             ImplementationChoice::Native => "kernelindex-native".into(),
             ImplementationChoice::Python(path) => format!("python:{}", path.display()),
         }
@@ -194,13 +171,8 @@ fn parse_axes(items: &[String]) -> Result<BTreeMap<String, i64>> {
     items
         .iter()
         .map(|item| {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| anyhow!("--axis {item}: expected NAME=VALUE"))?;
-            let value: i64 = value
-                .trim()
-                .parse()
-                .map_err(|_| anyhow!("--axis {item}: `{value}` is not an integer"))?;
+            let (name, value) = item.split_once('=').ok_or_else(|| anyhow!("--axis {item}: expected NAME=VALUE"))?;
+            let value: i64 = value.trim().parse().map_err(|_| anyhow!("--axis {item}: `{value}` is not an integer"))?;
             Ok((name.trim().to_string(), value))
         })
         .collect()
@@ -208,21 +180,12 @@ fn parse_axes(items: &[String]) -> Result<BTreeMap<String, i64>> {
 
 /// Environment for the worker: FlashInfer's JIT cache under /tmp (the repository stays clean).
 fn worker_environment() -> Vec<(String, String)> {
-    let base =
-        std::env::var("KI_FLASHINFER_WORKSPACE").unwrap_or_else(|_| "/tmp/ki-flashinfer".into());
-    vec![
-        ("FLASHINFER_WORKSPACE_BASE".into(), base),
-        ("PYTHONUNBUFFERED".into(), "1".into()),
-    ]
+    let base = std::env::var("KI_FLASHINFER_WORKSPACE").unwrap_or_else(|_| "/tmp/ki-flashinfer".into());
+    vec![("FLASHINFER_WORKSPACE_BASE".into(), base), ("PYTHONUNBUFFERED".into(), "1".into())]
 }
 
-fn native_implementation(
-    session: &GpuSession,
-    definition: &Definition,
-) -> Result<Box<dyn GpuImplementation>> {
-    Ok(Box::new(crate::native::NativeGqaPagedDecode::new(
-        session, definition,
-    )?))
+fn native_implementation(session: &GpuSession, definition: &Definition) -> Result<Box<dyn GpuImplementation>> {
+    Ok(Box::new(crate::native::NativeGqaPagedDecode::new(session, definition)?))
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -247,10 +210,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 "{}: no workload of {} matches{}",
                 file.display(),
                 definition.name,
-                args.workload
-                    .as_deref()
-                    .map(|u| format!(" uuid {u}"))
-                    .unwrap_or_default()
+                args.workload.as_deref().map(|u| format!(" uuid {u}")).unwrap_or_default()
             );
         }
         if let Some(limit) = args.limit {
@@ -258,50 +218,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
         selected
     } else if !args.axes.is_empty() {
-        vec![WorkloadCase::from_axes(
-            &definition,
-            parse_axes(&args.axes)?,
-        )?]
+        vec![WorkloadCase::from_axes(&definition, parse_axes(&args.axes)?)?]
     } else {
-        bail!(
-            "give --workloads [--workload UUID], --axis NAME=VALUE..., or --inputs with --outputs"
-        );
+        bail!("give --workloads [--workload UUID], --axis NAME=VALUE..., or --inputs with --outputs");
     };
     if !cuda_available() {
         bail!("ki run needs a CUDA GPU: the CUDA driver library or device was not found");
     }
-    let protocol = TimingProtocol {
-        trials: args.trials,
-        ..TimingProtocol::RERUN_V1
-    };
+    let protocol = TimingProtocol { trials: args.trials, ..TimingProtocol::RERUN_V1 };
     let session = GpuSession::open(0, protocol)?;
-    let needs_python = choices
-        .iter()
-        .any(|c| !matches!(c, ImplementationChoice::Native));
-    let worker = if needs_python {
-        Some(RefCell::new(PythonWorker::start(
-            &args.python,
-            &worker_environment(),
-        )?))
-    } else {
-        None
-    };
+    let needs_python = choices.iter().any(|c| !matches!(c, ImplementationChoice::Native));
+    let worker =
+        if needs_python { Some(RefCell::new(PythonWorker::start(&args.python, &worker_environment())?)) } else { None };
 
     if let (Some(inputs_path), Some(outputs_path)) = (&args.inputs, &args.outputs) {
-        return run_once(
-            &definition,
-            &choices[0],
-            &session,
-            worker.as_ref(),
-            inputs_path,
-            outputs_path,
-        );
+        return run_once(&definition, &choices[0], &session, worker.as_ref(), inputs_path, outputs_path);
     }
 
-    let facts = SessionFacts::read(
-        &session,
-        worker.as_ref().map(|w| w.borrow().environment.clone()),
-    )?;
+    let facts = SessionFacts::read(&session, worker.as_ref().map(|w| w.borrow().environment.clone()))?;
     let calibration = session.calibrate(1 << 30)?;
     eprintln!(
         "calibration: empty kernel {:.2} us eager / {:.2} us graph; copy bandwidth {:.0} GB/s",
@@ -312,10 +246,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut executors: Vec<Executor> = Vec::new();
     for choice in &choices {
         executors.push(match choice {
-            ImplementationChoice::Native => Executor::Gpu {
-                session: &session,
-                implementation: native_implementation(&session, &definition)?,
-            },
+            ImplementationChoice::Native => {
+                Executor::Gpu { session: &session, implementation: native_implementation(&session, &definition)? }
+            }
             ImplementationChoice::FlashInfer { use_tensor_cores } => Executor::Python {
                 worker: worker.as_ref().unwrap(),
                 implementation: "flashinfer".into(),
@@ -327,9 +260,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 worker: worker.as_ref().unwrap(),
                 implementation: format!(
                     "python:{}",
-                    std::fs::canonicalize(path)
-                        .with_context(|| format!("{}", path.display()))?
-                        .display()
+                    std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?.display()
                 ),
                 options: Value::Null,
                 label: choice.label(),
@@ -340,14 +271,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)?;
     let scratch = tempfile::tempdir()?;
     let blob_root = args.workloads.as_deref().and_then(blob_root_of);
-    let mut writer = RecordWriter::new(
-        &args.out,
-        &definition,
-        &protocol,
-        &facts,
-        &calibration,
-        args.catalog.as_deref(),
-    )?;
+    let mut writer =
+        RecordWriter::new(&args.out, &definition, &protocol, &facts, &calibration, args.catalog.as_deref())?;
     let mut all_runs: Vec<WorkloadRun> = Vec::new();
     for (index, workload) in workloads.iter().enumerate() {
         let work_dir = scratch.path().join(format!("w{index}"));
@@ -360,15 +285,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             &work_dir,
             needs_python,
         )?;
-        let runs = run_workload(
-            &definition,
-            workload,
-            args.seed,
-            &trials,
-            &mut executors,
-            &protocol,
-            Some(&calibration),
-        );
+        let runs =
+            run_workload(&definition, workload, args.seed, &trials, &mut executors, &protocol, Some(&calibration));
         for run in &runs {
             print_run_line(index, workloads.len(), run);
             writer.write_run(workload, run)?;
@@ -379,22 +297,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let command: Vec<String> = std::env::args().collect();
     writer.finish(&all_runs, &command.join(" "))?;
     let all_correct = all_runs.iter().all(|r| r.correct);
-    eprintln!(
-        "wrote {} runs to {}; all correct: {all_correct}",
-        all_runs.len(),
-        args.out.display()
-    );
-    Ok(if all_correct {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    eprintln!("wrote {} runs to {}; all correct: {all_correct}", all_runs.len(), args.out.display());
+    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
 fn print_run_line(index: usize, total: usize, run: &WorkloadRun) {
     let us = |s: &Option<crate::stats::SampleSummary>| {
-        s.as_ref()
-            .map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3))
+        s.as_ref().map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3))
     };
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
@@ -407,10 +316,7 @@ fn print_run_line(index: usize, total: usize, run: &WorkloadRun) {
         us(&run.eager),
         us(&run.graph),
         run.correct,
-        run.error
-            .as_deref()
-            .map(|e| format!(" ERROR {e}"))
-            .unwrap_or_default()
+        run.error.as_deref().map(|e| format!(" ERROR {e}")).unwrap_or_default()
     );
 }
 
@@ -425,8 +331,7 @@ fn run_once(
     outputs_path: &Path,
 ) -> Result<ExitCode> {
     let inputs = TensorSet::read(inputs_path)?;
-    let reference =
-        run_definition_reference(definition, &inputs, &inputs_path.display().to_string())?;
+    let reference = run_definition_reference(definition, &inputs, &inputs_path.display().to_string())?;
     let outputs = match choice {
         ImplementationChoice::Native => {
             let mut implementation = native_implementation(session, definition)?;
@@ -436,22 +341,16 @@ fn run_once(
         }
         other => {
             let (implementation, options) = match other {
-                ImplementationChoice::FlashInfer { use_tensor_cores } => (
-                    "flashinfer".to_string(),
-                    json!({"use_tensor_cores": use_tensor_cores}),
-                ),
-                ImplementationChoice::Python(path) => (
-                    format!("python:{}", std::fs::canonicalize(path)?.display()),
-                    Value::Null,
-                ),
+                ImplementationChoice::FlashInfer { use_tensor_cores } => {
+                    ("flashinfer".to_string(), json!({"use_tensor_cores": use_tensor_cores}))
+                }
+                ImplementationChoice::Python(path) => {
+                    (format!("python:{}", std::fs::canonicalize(path)?.display()), Value::Null)
+                }
                 ImplementationChoice::Native => unreachable!(),
             };
-            let once = TimingProtocol {
-                warmup_iterations: 0,
-                timed_iterations: 1,
-                trials: 1,
-                ..TimingProtocol::RERUN_V1
-            };
+            let once =
+                TimingProtocol { warmup_iterations: 0, timed_iterations: 1, trials: 1, ..TimingProtocol::RERUN_V1 };
             let files = crate::python::TrialFiles {
                 inputs: std::fs::canonicalize(inputs_path)?,
                 outputs: outputs_path.to_path_buf(),
@@ -469,8 +368,7 @@ fn run_once(
     };
     outputs.write(outputs_path)?;
     for spec in definition.output_specs().map_err(|e| anyhow!(e))? {
-        let (Some(got), Some(expected)) = (outputs.get(&spec.name), reference.get(&spec.name))
-        else {
+        let (Some(got), Some(expected)) = (outputs.get(&spec.name), reference.get(&spec.name)) else {
             continue;
         };
         let c = crate::compare::compare_tensors(
@@ -481,12 +379,7 @@ fn run_once(
         )?;
         eprintln!(
             "{}: max abs {:.3e} max rel {:.3e} rel L2 {:.3e} matched {:.4} flashinfer_bench_eval {}",
-            c.name,
-            c.max_abs_error,
-            c.max_rel_error,
-            c.relative_l2_error,
-            c.matched_ratio,
-            c.flashinfer_bench_pass
+            c.name, c.max_abs_error, c.max_rel_error, c.relative_l2_error, c.matched_ratio, c.flashinfer_bench_pass
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -20,10 +20,7 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    pub const FLASHINFER_BENCH_DEFAULT: Tolerance = Tolerance {
-        atol: 1e-2,
-        rtol: 1e-2,
-    };
+    pub const FLASHINFER_BENCH_DEFAULT: Tolerance = Tolerance { atol: 1e-2, rtol: 1e-2 };
 }
 
 /// How one output compared. Errors are taken over elements where both values are finite.
@@ -64,31 +61,19 @@ fn count_passing(out: &[f32], reference: &[f32], passes: impl Fn(f64, f64) -> bo
 }
 
 /// `flashinfer_bench_eval` element rule over two equally long slices; true when all pass.
-pub fn flashinfer_bench_eval(
-    out: &[f32],
-    reference: &[f32],
-    tolerance: Tolerance,
-) -> (usize, bool) {
+pub fn flashinfer_bench_eval(out: &[f32], reference: &[f32], tolerance: Tolerance) -> (usize, bool) {
     let passing = count_passing(out, reference, |o, r| {
         let abs_err = (o - r).abs();
         let rel_err = abs_err / (r.abs() + 1e-8);
         !(abs_err > tolerance.atol && rel_err > tolerance.rtol)
     });
-    (
-        passing,
-        passing == out.len() && out.len() == reference.len(),
-    )
+    (passing, passing == out.len() && out.len() == reference.len())
 }
 
 /// `sol_execbench_eval` element rule (|out − ref| <= atol + rtol·|ref|); true when all pass.
 pub fn sol_execbench_eval(out: &[f32], reference: &[f32], tolerance: Tolerance) -> (usize, bool) {
-    let passing = count_passing(out, reference, |o, r| {
-        (o - r).abs() <= tolerance.atol + tolerance.rtol * r.abs()
-    });
-    (
-        passing,
-        passing == out.len() && out.len() == reference.len(),
-    )
+    let passing = count_passing(out, reference, |o, r| (o - r).abs() <= tolerance.atol + tolerance.rtol * r.abs());
+    (passing, passing == out.len() && out.len() == reference.len())
 }
 
 /// ‖out − ref‖₂ / ‖ref‖₂ over positions where both are finite; 0 when both norms are 0, +inf when
@@ -102,8 +87,8 @@ pub fn relative_l2_error(out: &[f32], reference: &[f32]) -> f64 {
         }
     }
     match (diff, norm) {
-        (d, _) if d == 0.0 => 0.0,
-        (_, n) if n == 0.0 => f64::INFINITY,
+        (0.0, _) => 0.0,
+        (_, 0.0) => f64::INFINITY,
         (d, n) => (d / n).sqrt(),
     }
 }
@@ -118,11 +103,7 @@ pub fn compare_values(
     if out.len() != reference.len() {
         return Err(CompareError {
             name: name.into(),
-            message: format!(
-                "{} elements, the reference has {}",
-                out.len(),
-                reference.len()
-            ),
+            message: format!("{} elements, the reference has {}", out.len(), reference.len()),
         });
     }
     let (mut max_abs, mut max_rel, mut non_finite) = (0.0f64, 0.0f64, 0usize);
@@ -138,11 +119,7 @@ pub fn compare_values(
     let (fib_passing, fib_pass) = flashinfer_bench_eval(out, reference, tolerance);
     let (sol_passing, sol_pass) = sol_execbench_eval(out, reference, tolerance);
     let ratio = |n: usize| {
-        if out.is_empty() {
-            1.0
-        } else {
-            n as f64 / out.len() as f64
-        }
+        if out.is_empty() { 1.0 } else { n as f64 / out.len() as f64 }
     };
     Ok(OutputComparison {
         name: name.into(),
@@ -168,10 +145,7 @@ pub fn compare_tensors(
     if out.shape != reference.shape {
         return Err(CompareError {
             name: name.into(),
-            message: format!(
-                "shape {:?}, the reference has {:?}",
-                out.shape, reference.shape
-            ),
+            message: format!("shape {:?}, the reference has {:?}", out.shape, reference.shape),
         });
     }
     if out.dtype != reference.dtype {
@@ -180,10 +154,5 @@ pub fn compare_tensors(
             message: format!("dtype {}, the reference has {}", out.dtype, reference.dtype),
         });
     }
-    compare_values(
-        name,
-        &out.to_f32_lossy(),
-        &reference.to_f32_lossy(),
-        tolerance,
-    )
+    compare_values(name, &out.to_f32_lossy(), &reference.to_f32_lossy(), tolerance)
 }

@@ -80,75 +80,44 @@ builtin!(
 
 impl Definition {
     pub fn parse(json: &str, origin: &str) -> Result<Definition, DefinitionError> {
-        let definition: Definition =
-            serde_json::from_str(json).map_err(|e| DefinitionError::Invalid {
-                origin: origin.to_string(),
-                message: format!("line {} column {}: {e}", e.line(), e.column()),
-            })?;
+        let definition: Definition = serde_json::from_str(json).map_err(|e| DefinitionError::Invalid {
+            origin: origin.to_string(),
+            message: format!("line {} column {}: {e}", e.line(), e.column()),
+        })?;
         // Resolve the tensor specs once so a bad dtype or shape is reported at load time.
-        definition
-            .input_specs()
-            .map_err(|message| DefinitionError::Invalid {
-                origin: origin.into(),
-                message,
-            })?;
-        definition
-            .output_specs()
-            .map_err(|message| DefinitionError::Invalid {
-                origin: origin.into(),
-                message,
-            })?;
+        definition.input_specs().map_err(|message| DefinitionError::Invalid { origin: origin.into(), message })?;
+        definition.output_specs().map_err(|message| DefinitionError::Invalid { origin: origin.into(), message })?;
         Ok(definition)
     }
 
     /// A built-in definition by name, or else a definition JSON file at that path.
     pub fn load(name_or_path: &str) -> Result<Definition, DefinitionError> {
-        if let Some((_, json)) = BUILTIN_DEFINITIONS
-            .iter()
-            .find(|(name, _)| *name == name_or_path)
-        {
+        if let Some((_, json)) = BUILTIN_DEFINITIONS.iter().find(|(name, _)| *name == name_or_path) {
             return Definition::parse(json, name_or_path);
         }
         let path = Path::new(name_or_path);
         if path.is_file() {
-            let json = std::fs::read_to_string(path).map_err(|e| DefinitionError::Invalid {
-                origin: name_or_path.to_string(),
-                message: e.to_string(),
-            })?;
+            let json = std::fs::read_to_string(path)
+                .map_err(|e| DefinitionError::Invalid { origin: name_or_path.to_string(), message: e.to_string() })?;
             return Definition::parse(&json, name_or_path);
         }
         let names: Vec<&str> = BUILTIN_DEFINITIONS.iter().map(|(n, _)| *n).collect();
-        Err(DefinitionError::Unknown(
-            name_or_path.to_string(),
-            names.join(", "),
-        ))
+        Err(DefinitionError::Unknown(name_or_path.to_string(), names.join(", ")))
     }
 
     pub fn builtin(name: &str) -> Option<Definition> {
-        BUILTIN_DEFINITIONS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(n, json)| Definition::parse(json, n).unwrap())
+        BUILTIN_DEFINITIONS.iter().find(|(n, _)| *n == name).map(|(n, json)| Definition::parse(json, n).unwrap())
     }
 
     pub fn const_axis(&self, name: &str) -> Option<i64> {
-        self.axes
-            .get(name)
-            .filter(|a| a.kind == "const")
-            .and_then(|a| a.value)
+        self.axes.get(name).filter(|a| a.kind == "const").and_then(|a| a.value)
     }
 
-    fn specs(
-        map: &serde_json::Map<String, serde_json::Value>,
-        group: &str,
-    ) -> Result<Vec<TensorSpec>, String> {
+    fn specs(map: &serde_json::Map<String, serde_json::Value>, group: &str) -> Result<Vec<TensorSpec>, String> {
         let mut specs = Vec::new();
         for (name, spec) in map {
             let pointer = format!("/{group}/{name}");
-            let dtype_name = spec
-                .get("dtype")
-                .and_then(|d| d.as_str())
-                .ok_or(format!("{pointer}/dtype: missing"))?;
+            let dtype_name = spec.get("dtype").and_then(|d| d.as_str()).ok_or(format!("{pointer}/dtype: missing"))?;
             let dtype = DType::from_definition_name(dtype_name)
                 .ok_or(format!("{pointer}/dtype: unsupported dtype `{dtype_name}`"))?;
             let shape = match spec.get("shape") {
@@ -157,23 +126,15 @@ impl Definition {
                     dims.iter()
                         .enumerate()
                         .map(|(i, d)| {
-                            d.as_str()
-                                .map(str::to_string)
-                                .ok_or(format!("{pointer}/shape/{i}: not an axis name"))
+                            d.as_str().map(str::to_string).ok_or(format!("{pointer}/shape/{i}: not an axis name"))
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
                 Some(_) => {
-                    return Err(format!(
-                        "{pointer}/shape: must be a list of axis names or null"
-                    ));
+                    return Err(format!("{pointer}/shape: must be a list of axis names or null"));
                 }
             };
-            specs.push(TensorSpec {
-                name: name.clone(),
-                shape,
-                dtype,
-            });
+            specs.push(TensorSpec { name: name.clone(), shape, dtype });
         }
         Ok(specs)
     }
@@ -189,11 +150,7 @@ impl Definition {
     /// Checks that `tensors` holds every declared input with its dtype and a shape consistent with
     /// the axes (const axes must match; var axes must agree wherever they appear). Returns the
     /// resolved axis values.
-    pub fn check_inputs(
-        &self,
-        tensors: &TensorSet,
-        origin: &str,
-    ) -> Result<BTreeMap<String, usize>, String> {
+    pub fn check_inputs(&self, tensors: &TensorSet, origin: &str) -> Result<BTreeMap<String, usize>, String> {
         let mut axes: BTreeMap<String, usize> = BTreeMap::new();
         for (name, axis) in &self.axes {
             if let (true, Some(v)) = (axis.kind == "const", axis.value) {
@@ -202,10 +159,7 @@ impl Definition {
         }
         for spec in self.input_specs()? {
             let tensor = tensors.get(&spec.name).ok_or_else(|| {
-                format!(
-                    "{origin}: input tensor `{}` is missing (definition {})",
-                    spec.name, self.name
-                )
+                format!("{origin}: input tensor `{}` is missing (definition {})", spec.name, self.name)
             })?;
             check_tensor(&spec, tensor, &mut axes, origin)?;
         }
@@ -220,10 +174,7 @@ pub(crate) fn check_tensor(
     origin: &str,
 ) -> Result<(), String> {
     if tensor.dtype != spec.dtype {
-        return Err(format!(
-            "{origin}: tensor `{}` has dtype {}, expected {}",
-            spec.name, tensor.dtype, spec.dtype
-        ));
+        return Err(format!("{origin}: tensor `{}` has dtype {}, expected {}", spec.name, tensor.dtype, spec.dtype));
     }
     let expected_dims: &[String] = spec.shape.as_deref().unwrap_or(&[]);
     if tensor.shape.len() != expected_dims.len() {

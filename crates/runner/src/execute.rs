@@ -22,10 +22,7 @@ use crate::tensor::TensorSet;
 /// Something that runs an implementation over a workload's trials.
 pub enum Executor<'a> {
     /// A Rust implementation on the runner's own GPU session.
-    Gpu {
-        session: &'a GpuSession,
-        implementation: Box<dyn GpuImplementation + 'a>,
-    },
+    Gpu { session: &'a GpuSession, implementation: Box<dyn GpuImplementation + 'a> },
     /// A Python implementation ("flashinfer" or "python:PATH") in the worker.
     Python {
         worker: &'a RefCell<PythonWorker>,
@@ -83,17 +80,12 @@ pub struct WorkloadRun {
 /// The fewest bytes one call must move: every input read once (K and V only for the tokens the
 /// sequences use), every output written once.
 pub fn gqa_minimum_bytes(definition: &Definition, inputs: &TensorSet) -> u64 {
-    let (Some(hkv), Some(d), Some(ps)) = (
-        definition.const_axis("num_kv_heads"),
-        definition.const_axis("head_dim"),
-        definition.const_axis("page_size"),
-    ) else {
+    let (Some(hkv), Some(d), Some(ps)) =
+        (definition.const_axis("num_kv_heads"), definition.const_axis("head_dim"), definition.const_axis("page_size"))
+    else {
         return 0;
     };
-    let indptr = inputs
-        .get("kv_indptr")
-        .and_then(|t| t.to_i32())
-        .unwrap_or_default();
+    let indptr = inputs.get("kv_indptr").and_then(|t| t.to_i32()).unwrap_or_default();
     let last = inputs.get("kv_last_page_len").and_then(|t| t.to_i32());
     let mut tokens = 0u64;
     for b in 0..indptr.len().saturating_sub(1) {
@@ -136,9 +128,7 @@ fn worst_of(trials: &[TrialRecord]) -> Vec<OutputComparison> {
                 w.max_rel_error = w.max_rel_error.max(c.max_rel_error);
                 w.relative_l2_error = w.relative_l2_error.max(c.relative_l2_error);
                 w.matched_ratio = w.matched_ratio.min(c.matched_ratio);
-                w.sol_execbench_matched_ratio = w
-                    .sol_execbench_matched_ratio
-                    .min(c.sol_execbench_matched_ratio);
+                w.sol_execbench_matched_ratio = w.sol_execbench_matched_ratio.min(c.sol_execbench_matched_ratio);
                 w.flashinfer_bench_pass &= c.flashinfer_bench_pass;
                 w.sol_execbench_pass &= c.sol_execbench_pass;
                 w.non_finite_mismatches += c.non_finite_mismatches;
@@ -155,18 +145,11 @@ fn compare_outputs(
 ) -> Result<Vec<OutputComparison>> {
     let mut comparisons = Vec::new();
     for spec in definition.output_specs().map_err(|e| anyhow!(e))? {
-        let expected = reference
-            .get(&spec.name)
-            .ok_or_else(|| anyhow!("the reference has no output `{}`", spec.name))?;
-        let got = outputs
-            .get(&spec.name)
-            .ok_or_else(|| anyhow!("the implementation produced no output `{}`", spec.name))?;
-        comparisons.push(compare_tensors(
-            &spec.name,
-            got,
-            expected,
-            Tolerance::FLASHINFER_BENCH_DEFAULT,
-        )?);
+        let expected =
+            reference.get(&spec.name).ok_or_else(|| anyhow!("the reference has no output `{}`", spec.name))?;
+        let got =
+            outputs.get(&spec.name).ok_or_else(|| anyhow!("the implementation produced no output `{}`", spec.name))?;
+        comparisons.push(compare_tensors(&spec.name, got, expected, Tolerance::FLASHINFER_BENCH_DEFAULT)?);
     }
     Ok(comparisons)
 }
@@ -190,17 +173,13 @@ pub fn prepare_trials(
     work_dir: &Path,
     write_files: bool,
 ) -> Result<Vec<PreparedTrial>> {
-    std::fs::create_dir_all(work_dir)
-        .with_context(|| format!("creating {}", work_dir.display()))?;
+    std::fs::create_dir_all(work_dir).with_context(|| format!("creating {}", work_dir.display()))?;
     (0..trials)
         .map(|t| {
             let seed = trial_seed(seed, t);
             let inputs = materialize(definition, workload, seed, blob_root)?;
-            let reference = run_definition_reference(
-                definition,
-                &inputs,
-                &format!("workload {} trial {t}", workload.uuid),
-            )?;
+            let reference =
+                run_definition_reference(definition, &inputs, &format!("workload {} trial {t}", workload.uuid))?;
             let files = TrialFiles {
                 inputs: work_dir.join(format!("trial{t}.inputs.safetensors")),
                 outputs: work_dir.join(format!("trial{t}.outputs.safetensors")),
@@ -208,12 +187,7 @@ pub fn prepare_trials(
             if write_files {
                 inputs.write(&files.inputs)?;
             }
-            Ok(PreparedTrial {
-                seed,
-                inputs,
-                reference,
-                files,
-            })
+            Ok(PreparedTrial { seed, inputs, reference, files })
         })
         .collect()
 }
@@ -232,12 +206,7 @@ fn run_gpu(
         let comparisons = compare_outputs(definition, &first, &trial.reference)?;
         let timing = session.time_trial(implementation)?;
         let last = implementation.read_outputs(session)?;
-        records.push(TrialRecord {
-            seed: trial.seed,
-            comparisons,
-            repeat_identical: Some(first == last),
-            timing,
-        });
+        records.push(TrialRecord { seed: trial.seed, comparisons, repeat_identical: Some(first == last), timing });
     }
     Ok(records)
 }
@@ -252,26 +221,14 @@ fn run_python(
     trials: &[PreparedTrial],
 ) -> Result<(Vec<TrialRecord>, Option<String>)> {
     let files: Vec<TrialFiles> = trials.iter().map(|t| t.files.clone()).collect();
-    let results = worker.borrow_mut().run(
-        implementation,
-        options,
-        definition,
-        protocol,
-        flush_bytes,
-        &files,
-    )?;
+    let results = worker.borrow_mut().run(implementation, options, definition, protocol, flush_bytes, &files)?;
     let mut records = Vec::new();
     let mut graph_error = None;
     for (trial, (timing, error)) in trials.iter().zip(results) {
         let outputs = TensorSet::read(&trial.files.outputs)?;
         let comparisons = compare_outputs(definition, &outputs, &trial.reference)?;
         graph_error = graph_error.or(error);
-        records.push(TrialRecord {
-            seed: trial.seed,
-            comparisons,
-            repeat_identical: None,
-            timing,
-        });
+        records.push(TrialRecord { seed: trial.seed, comparisons, repeat_identical: None, timing });
     }
     Ok((records, graph_error))
 }
@@ -286,57 +243,32 @@ pub fn run_workload(
     protocol: &TimingProtocol,
     calibration: Option<&Calibration>,
 ) -> Vec<WorkloadRun> {
-    let minimum_bytes = trials
-        .first()
-        .map_or(0, |t| gqa_minimum_bytes(definition, &t.inputs));
+    let minimum_bytes = trials.first().map_or(0, |t| gqa_minimum_bytes(definition, &t.inputs));
     executors
         .iter_mut()
         .map(|executor| {
             let label = executor.label();
             let result = match executor {
-                Executor::Gpu {
-                    session,
-                    implementation,
-                } => {
+                Executor::Gpu { session, implementation } => {
                     run_gpu(session, implementation.as_mut(), definition, trials).map(|r| (r, None))
                 }
-                Executor::Python {
-                    worker,
-                    implementation,
-                    options,
-                    flush_bytes,
-                    ..
-                } => run_python(
-                    worker,
-                    implementation,
-                    options,
-                    *flush_bytes,
-                    protocol,
-                    definition,
-                    trials,
-                ),
+                Executor::Python { worker, implementation, options, flush_bytes, .. } => {
+                    run_python(worker, implementation, options, *flush_bytes, protocol, definition, trials)
+                }
             };
             let (records, graph_error, error) = match result {
                 Ok((records, graph_error)) => (records, graph_error, None),
                 Err(e) => (Vec::new(), None, Some(format!("{e:#}"))),
             };
-            let eager_samples: Vec<f64> = records
-                .iter()
-                .flat_map(|r| r.timing.eager_ns.iter().copied())
-                .collect();
-            let graph_samples: Vec<f64> = records
-                .iter()
-                .flat_map(|r| r.timing.graph_ns.iter().flatten().copied())
-                .collect();
+            let eager_samples: Vec<f64> = records.iter().flat_map(|r| r.timing.eager_ns.iter().copied()).collect();
+            let graph_samples: Vec<f64> =
+                records.iter().flat_map(|r| r.timing.graph_ns.iter().flatten().copied()).collect();
             let eager = (!eager_samples.is_empty()).then(|| summarize(&eager_samples));
-            let graph = (!graph_samples.is_empty()
-                && records.iter().all(|r| r.timing.graph_ns.is_some()))
-            .then(|| summarize(&graph_samples));
+            let graph = (!graph_samples.is_empty() && records.iter().all(|r| r.timing.graph_ns.is_some()))
+                .then(|| summarize(&graph_samples));
             let correct = error.is_none()
                 && !records.is_empty()
-                && records
-                    .iter()
-                    .all(|r| r.comparisons.iter().all(|c| c.flashinfer_bench_pass));
+                && records.iter().all(|r| r.comparisons.iter().all(|c| c.flashinfer_bench_pass));
             WorkloadRun {
                 implementation: label,
                 definition: definition.name.clone(),
@@ -346,16 +278,8 @@ pub fn run_workload(
                 worst: worst_of(&records),
                 trials: records,
                 correct,
-                eager_percent_of_speed_of_light: percent_of_speed_of_light(
-                    minimum_bytes,
-                    &eager,
-                    calibration,
-                ),
-                graph_percent_of_speed_of_light: percent_of_speed_of_light(
-                    minimum_bytes,
-                    &graph,
-                    calibration,
-                ),
+                eager_percent_of_speed_of_light: percent_of_speed_of_light(minimum_bytes, &eager, calibration),
+                graph_percent_of_speed_of_light: percent_of_speed_of_light(minimum_bytes, &graph, calibration),
                 eager,
                 graph,
                 graph_error,
@@ -368,10 +292,6 @@ pub fn run_workload(
 
 /// Where a workload's scratch files go.
 pub fn workload_dir(root: &Path, workload: &WorkloadCase, index: usize) -> PathBuf {
-    let name = if workload.uuid.is_empty() {
-        format!("workload{index}")
-    } else {
-        workload.uuid.clone()
-    };
+    let name = if workload.uuid.is_empty() { format!("workload{index}") } else { workload.uuid.clone() };
     root.join(name)
 }

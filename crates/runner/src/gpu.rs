@@ -12,8 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use cudarc::driver::sys::{self, CUdevice_attribute, CUdeviceptr};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr,
-    LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 use serde::Serialize;
@@ -115,9 +114,7 @@ pub struct GpuSession {
 }
 
 fn attribute(context: &CudaContext, attribute: CUdevice_attribute) -> Result<i32> {
-    context
-        .attribute(attribute)
-        .map_err(|e| anyhow!("cuDeviceGetAttribute({attribute:?}): {e}"))
+    context.attribute(attribute).map_err(|e| anyhow!("cuDeviceGetAttribute({attribute:?}): {e}"))
 }
 
 impl GpuSession {
@@ -139,42 +136,22 @@ impl GpuSession {
         let properties = DeviceProperties {
             name: context.name()?,
             compute_capability: (major, minor),
-            multiprocessor_count: attribute(
-                &context,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )?,
+            multiprocessor_count: attribute(&context, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             total_memory_bytes: context.total_mem()?,
-            l2_cache_bytes: attribute(
-                &context,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-            )? as usize,
+            l2_cache_bytes: attribute(&context, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             driver_cuda_version: driver_version,
             nvrtc_version: (nvrtc_major, nvrtc_minor),
-            max_sm_clock_khz: attribute(
-                &context,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
-            )?,
-            max_memory_clock_khz: attribute(
-                &context,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-            )?,
+            max_sm_clock_khz: attribute(&context, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+            max_memory_clock_khz: attribute(&context, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?,
             memory_bus_width_bits: attribute(
                 &context,
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
             )?,
         };
-        let arch: &'static str = if (major, minor) == (9, 0) {
-            "sm_90"
-        } else {
-            "compute_70"
-        };
+        let arch: &'static str = if (major, minor) == (9, 0) { "sm_90" } else { "compute_70" };
         let ptx = compile_ptx_with_opts(
             SUPPORT_SOURCE,
-            CompileOptions {
-                arch: Some(arch),
-                name: Some("ki_runner_support.cu".into()),
-                ..Default::default()
-            },
+            CompileOptions { arch: Some(arch), name: Some("ki_runner_support.cu".into()), ..Default::default() },
         )
         .map_err(|e| anyhow!("NVRTC: {e}"))?;
         let module = context.load_module(ptx)?;
@@ -208,42 +185,21 @@ impl GpuSession {
         let salt = self.flush_calls.get().wrapping_add(1);
         self.flush_calls.set(salt);
         let blocks = (self.properties.multiprocessor_count.max(1) as u32) * 4;
-        let config = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (512, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
         unsafe {
-            self.stream
-                .launch_builder(&self.flush_kernel)
-                .arg(&self.flush_buffer)
-                .arg(&words)
-                .arg(&salt)
-                .launch(config)
+            self.stream.launch_builder(&self.flush_kernel).arg(&self.flush_buffer).arg(&words).arg(&salt).launch(config)
         }?;
         Ok(())
     }
 
     fn timing_events(&self, count: usize) -> Result<Vec<(CudaEvent, CudaEvent)>> {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        (0..count)
-            .map(|_| {
-                Ok((
-                    self.context.new_event(flags)?,
-                    self.context.new_event(flags)?,
-                ))
-            })
-            .collect()
+        (0..count).map(|_| Ok((self.context.new_event(flags)?, self.context.new_event(flags)?))).collect()
     }
 
     /// The core loop: warm-ups, then timed iterations, each preceded by a flush, each timed by a pair
     /// of events around `call`. Returns ns per iteration.
-    fn timed_loop(
-        &self,
-        warmups: usize,
-        iterations: usize,
-        call: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<Vec<f64>> {
+    fn timed_loop(&self, warmups: usize, iterations: usize, call: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
         for _ in 0..warmups {
             self.flush_l2()?;
             call()?;
@@ -255,19 +211,13 @@ impl GpuSession {
             call()?;
             end.record(&self.stream)?;
         }
-        self.stream
-            .synchronize()
-            .context("synchronizing after the timed iterations")?;
-        events
-            .iter()
-            .map(|(start, end)| Ok(start.elapsed_ms(end)? as f64 * 1e6))
-            .collect()
+        self.stream.synchronize().context("synchronizing after the timed iterations")?;
+        events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64 * 1e6)).collect()
     }
 
     /// Captures `call` into a graph on the session's stream.
     fn capture(&self, call: &mut dyn FnMut() -> Result<()>) -> Result<CudaGraph> {
-        self.stream
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         let launched = call();
         let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
         launched.context("launching while capturing a graph")?;
@@ -279,10 +229,7 @@ impl GpuSession {
     /// One trial of `kernelindex-rerun-v1` for an implementation already `prepare`d on this trial's
     /// inputs: warm-ups and timed eager calls, then the same over graph replays.
     pub fn time_trial(&self, implementation: &mut dyn GpuImplementation) -> Result<TrialTiming> {
-        let (warmups, iterations) = (
-            self.protocol.warmup_iterations,
-            self.protocol.timed_iterations,
-        );
+        let (warmups, iterations) = (self.protocol.warmup_iterations, self.protocol.timed_iterations);
         let eager_ns = self.timed_loop(warmups, iterations, &mut || implementation.launch(self))?;
         let graph_ns = if implementation.capturable() {
             let graph = self.capture(&mut || implementation.launch(self))?;
@@ -296,17 +243,9 @@ impl GpuSession {
     /// Calibration: empty-kernel time (eager and graph, after a flush) and device-to-device copy
     /// bandwidth (bytes read + written per second over a copy of `copy_bytes`).
     pub fn calibrate(&self, copy_bytes: usize) -> Result<Calibration> {
-        let config = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
         let mut empty = || -> Result<()> {
-            unsafe {
-                self.stream
-                    .launch_builder(&self.empty_kernel)
-                    .launch(config)
-            }?;
+            unsafe { self.stream.launch_builder(&self.empty_kernel).launch(config) }?;
             Ok(())
         };
         let eager = self.timed_loop(10, 200, &mut empty)?;
@@ -341,11 +280,7 @@ impl DeviceTensors {
             } else {
                 stream.clone_htod(&tensor.bytes)?
             };
-            let shell = HostTensor {
-                dtype: tensor.dtype,
-                shape: tensor.shape.clone(),
-                bytes: Vec::new(),
-            };
+            let shell = HostTensor { dtype: tensor.dtype, shape: tensor.shape.clone(), bytes: Vec::new() };
             buffers.insert(name.clone(), (buffer, shell));
         }
         Ok(DeviceTensors { buffers })
@@ -365,34 +300,17 @@ impl DeviceTensors {
                 .as_deref()
                 .unwrap_or(&[])
                 .iter()
-                .map(|a| {
-                    axes.get(a)
-                        .copied()
-                        .ok_or_else(|| anyhow!("output {}: axis {a} unknown", spec.name))
-                })
+                .map(|a| axes.get(a).copied().ok_or_else(|| anyhow!("output {}: axis {a} unknown", spec.name)))
                 .collect::<Result<_>>()?;
             let bytes = shape.iter().product::<usize>() * spec.dtype.size_in_bytes();
             let buffer = stream.clone_htod(&vec![0xFFu8; bytes.max(1)])?;
-            buffers.insert(
-                spec.name.clone(),
-                (
-                    buffer,
-                    HostTensor {
-                        dtype: spec.dtype,
-                        shape,
-                        bytes: Vec::new(),
-                    },
-                ),
-            );
+            buffers.insert(spec.name.clone(), (buffer, HostTensor { dtype: spec.dtype, shape, bytes: Vec::new() }));
         }
         Ok(DeviceTensors { buffers })
     }
 
     pub fn pointer(&self, stream: &CudaStream, name: &str) -> Result<CUdeviceptr> {
-        let (buffer, _) = self
-            .buffers
-            .get(name)
-            .ok_or_else(|| anyhow!("no device tensor `{name}`"))?;
+        let (buffer, _) = self.buffers.get(name).ok_or_else(|| anyhow!("no device tensor `{name}`"))?;
         let (pointer, _sync) = buffer.device_ptr(stream);
         Ok(pointer)
     }
@@ -404,14 +322,7 @@ impl DeviceTensors {
             let byte_count = shell.element_count() * shell.dtype.size_in_bytes();
             let mut bytes = stream.clone_dtoh(buffer)?;
             bytes.truncate(byte_count);
-            set.insert(
-                name.clone(),
-                HostTensor {
-                    dtype: shell.dtype,
-                    shape: shell.shape.clone(),
-                    bytes,
-                },
-            );
+            set.insert(name.clone(), HostTensor { dtype: shell.dtype, shape: shell.shape.clone(), bytes });
         }
         Ok(set)
     }

@@ -90,33 +90,25 @@ const CHUNK: usize = 1 << 16;
 /// `count` standard-normal values (see the module docs), as f32.
 pub fn standard_normal_f32(seed: u64, count: usize) -> Vec<f32> {
     let mut values = vec![0.0f32; count];
-    values
-        .par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(chunk, out)| {
-            let first = (chunk * CHUNK) as u64; // CHUNK is even, so pairs never straddle chunks
-            for pair in 0..out.len().div_ceil(2) {
-                let i = first + 2 * pair as u64;
-                let u1 =
-                    ((SplitMix64::draw_at(seed, i) >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64);
-                let u2 =
-                    (SplitMix64::draw_at(seed, i + 1) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-                let r = (-2.0 * u1.ln()).sqrt();
-                let angle = std::f64::consts::TAU * u2;
-                out[2 * pair] = (r * angle.cos()) as f32;
-                if 2 * pair + 1 < out.len() {
-                    out[2 * pair + 1] = (r * angle.sin()) as f32;
-                }
+    values.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+        let first = (chunk * CHUNK) as u64; // CHUNK is even, so pairs never straddle chunks
+        for pair in 0..out.len().div_ceil(2) {
+            let i = first + 2 * pair as u64;
+            let u1 = ((SplitMix64::draw_at(seed, i) >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64);
+            let u2 = (SplitMix64::draw_at(seed, i + 1) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            let r = (-2.0 * u1.ln()).sqrt();
+            let angle = std::f64::consts::TAU * u2;
+            out[2 * pair] = (r * angle.cos()) as f32;
+            if 2 * pair + 1 < out.len() {
+                out[2 * pair + 1] = (r * angle.sin()) as f32;
             }
-        });
+        }
+    });
     values
 }
 
 pub fn standard_normal_bf16(seed: u64, count: usize) -> Vec<bf16> {
-    standard_normal_f32(seed, count)
-        .into_par_iter()
-        .map(bf16::from_f32)
-        .collect()
+    standard_normal_f32(seed, count).into_par_iter().map(bf16::from_f32).collect()
 }
 
 /// `count` integers uniform in [low, high).
@@ -154,23 +146,16 @@ pub fn synthesize_page_table(
         )));
     }
     if batch_size == 0 && num_kv_indices > 0 {
-        return Err(MaterializeError(
-            "axes: batch_size 0 with num_kv_indices > 0".into(),
-        ));
+        return Err(MaterializeError("axes: batch_size 0 with num_kv_indices > 0".into()));
     }
     if num_kv_indices > i32::MAX as usize || num_pages > i32::MAX as usize {
-        return Err(MaterializeError(
-            "axes: num_pages / num_kv_indices exceed int32".into(),
-        ));
+        return Err(MaterializeError("axes: num_pages / num_kv_indices exceed int32".into()));
     }
     let mut rng = SplitMix64::new(tensor_seed(seed, "page_table"));
     let mut kv_indptr = Vec::with_capacity(batch_size + 1);
     kv_indptr.push(0i32);
-    let (base, extra) = if batch_size == 0 {
-        (0, 0)
-    } else {
-        (num_kv_indices / batch_size, num_kv_indices % batch_size)
-    };
+    let base = num_kv_indices.checked_div(batch_size).unwrap_or(0);
+    let extra = num_kv_indices.checked_rem(batch_size).unwrap_or(0);
     for b in 0..batch_size {
         let len = base + usize::from(b < extra);
         kv_indptr.push(kv_indptr[b] + len as i32);
@@ -192,11 +177,7 @@ pub fn synthesize_page_table(
             }
         })
         .collect();
-    Ok(PageTable {
-        kv_indptr,
-        kv_indices: pool,
-        kv_last_page_len,
-    })
+    Ok(PageTable { kv_indptr, kv_indices: pool, kv_last_page_len })
 }
 
 /// Where one input comes from.
@@ -225,20 +206,13 @@ pub struct WorkloadLine {
 
 /// Reads a workloads `.jsonl` file; an error names the file and line.
 pub fn read_workloads(path: &Path) -> Result<Vec<WorkloadLine>, MaterializeError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| MaterializeError(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| MaterializeError(format!("{}: {e}", path.display())))?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, line)| {
-            serde_json::from_str::<WorkloadLine>(line).map_err(|e| {
-                MaterializeError(format!(
-                    "{}:{}: column {}: {e}",
-                    path.display(),
-                    i + 1,
-                    e.column()
-                ))
-            })
+            serde_json::from_str::<WorkloadLine>(line)
+                .map_err(|e| MaterializeError(format!("{}:{}: column {}: {e}", path.display(), i + 1, e.column())))
         })
         .collect()
 }
@@ -246,41 +220,31 @@ pub fn read_workloads(path: &Path) -> Result<Vec<WorkloadLine>, MaterializeError
 impl WorkloadCase {
     /// A workload from axis values alone (`ki run --axis k=v`): random tensors, a synthesized page
     /// table, and sm_scale = 1/√head_dim.
-    pub fn from_axes(
-        definition: &Definition,
-        axes: BTreeMap<String, i64>,
-    ) -> Result<WorkloadCase, MaterializeError> {
+    pub fn from_axes(definition: &Definition, axes: BTreeMap<String, i64>) -> Result<WorkloadCase, MaterializeError> {
         let head_dim = definition.const_axis("head_dim").unwrap_or(128) as f64;
         let mut inputs = BTreeMap::new();
         for spec in definition.input_specs().map_err(MaterializeError)? {
             let source = match spec.name.as_str() {
-                "kv_indptr" | "kv_indices" | "kv_last_page_len" => InputSource::Safetensors {
-                    path: String::new(),
-                    tensor_key: spec.name.clone(),
-                },
-                "sm_scale" => InputSource::Scalar {
-                    value: serde_json::Number::from_f64(1.0 / head_dim.sqrt()).unwrap(),
-                },
+                "kv_indptr" | "kv_indices" | "kv_last_page_len" => {
+                    InputSource::Safetensors { path: String::new(), tensor_key: spec.name.clone() }
+                }
+                "sm_scale" => {
+                    InputSource::Scalar { value: serde_json::Number::from_f64(1.0 / head_dim.sqrt()).unwrap() }
+                }
                 _ => InputSource::Random,
             };
             inputs.insert(spec.name, source);
         }
         for (name, axis) in &definition.axes {
             if axis.kind == "var" && !axes.contains_key(name) && name != "len_indptr" {
-                return Err(MaterializeError(format!(
-                    "axis `{name}` needs a value (--axis {name}=N)"
-                )));
+                return Err(MaterializeError(format!("axis `{name}` needs a value (--axis {name}=N)")));
             }
         }
         let mut axes = axes;
         if let Some(&b) = axes.get("batch_size") {
             axes.entry("len_indptr".into()).or_insert(b + 1);
         }
-        Ok(WorkloadCase {
-            uuid: String::new(),
-            axes,
-            inputs,
-        })
+        Ok(WorkloadCase { uuid: String::new(), axes, inputs })
     }
 }
 
@@ -306,17 +270,11 @@ pub fn materialize(
             ("const", Some(v), _) => v,
             (_, _, Some(&w)) => w,
             _ => {
-                return Err(MaterializeError(format!(
-                    "workload {}: /axes/{name} is missing",
-                    workload.uuid
-                )));
+                return Err(MaterializeError(format!("workload {}: /axes/{name} is missing", workload.uuid)));
             }
         };
         if value < 0 {
-            return Err(MaterializeError(format!(
-                "workload {}: /axes/{name} = {value} is negative",
-                workload.uuid
-            )));
+            return Err(MaterializeError(format!("workload {}: /axes/{name} = {value} is negative", workload.uuid)));
         }
         axes.insert(name.clone(), value as usize);
     }
@@ -333,19 +291,15 @@ pub fn materialize(
     let mut tensors = TensorSet::new();
     for spec in &specs {
         let pointer = format!("workload {}: /inputs/{}", workload.uuid, spec.name);
-        let source = workload
-            .inputs
-            .get(&spec.name)
-            .ok_or_else(|| MaterializeError(format!("{pointer} is missing")))?;
+        let source =
+            workload.inputs.get(&spec.name).ok_or_else(|| MaterializeError(format!("{pointer} is missing")))?;
         let shape: Vec<usize> = spec
             .shape
             .as_deref()
             .unwrap_or(&[])
             .iter()
             .map(|a| {
-                axes.get(a)
-                    .copied()
-                    .ok_or_else(|| MaterializeError(format!("{pointer}: axis `{a}` has no value")))
+                axes.get(a).copied().ok_or_else(|| MaterializeError(format!("{pointer}: axis `{a}` has no value")))
             })
             .collect::<Result<_, _>>()?;
         let count: usize = shape.iter().product();
@@ -356,16 +310,11 @@ pub fn materialize(
                     DType::BF16 => HostTensor::from_bf16(shape, &standard_normal_bf16(s, count)),
                     DType::F32 => HostTensor::from_f32(shape, &standard_normal_f32(s, count)),
                     DType::I32 => {
-                        let values: Vec<i32> = uniform_i64(s, count, 0, 128)
-                            .into_iter()
-                            .map(|v| v as i32)
-                            .collect();
+                        let values: Vec<i32> = uniform_i64(s, count, 0, 128).into_iter().map(|v| v as i32).collect();
                         HostTensor::from_i32(shape, &values)
                     }
                     other => {
-                        return Err(MaterializeError(format!(
-                            "{pointer}: random {other} is not supported"
-                        )));
+                        return Err(MaterializeError(format!("{pointer}: random {other} is not supported")));
                     }
                 }
             }
@@ -376,32 +325,22 @@ pub fn materialize(
                     DType::I32 => HostTensor::from_i32(shape, &vec![v as i32; count]),
                     DType::BF16 => HostTensor::from_bf16(shape, &vec![bf16::from_f64(v); count]),
                     other => {
-                        return Err(MaterializeError(format!(
-                            "{pointer}: scalar {other} is not supported"
-                        )));
+                        return Err(MaterializeError(format!("{pointer}: scalar {other} is not supported")));
                     }
                 }
             }
             InputSource::Safetensors { path, tensor_key } => {
-                let file: Option<PathBuf> = blob_root
-                    .map(|root| root.join(path))
-                    .filter(|p| !path.is_empty() && p.is_file());
+                let file: Option<PathBuf> =
+                    blob_root.map(|root| root.join(path)).filter(|p| !path.is_empty() && p.is_file());
                 match file {
                     Some(file) => {
-                        let set = TensorSet::read(&file)
-                            .map_err(|e| MaterializeError(format!("{pointer}: {e}")))?;
+                        let set = TensorSet::read(&file).map_err(|e| MaterializeError(format!("{pointer}: {e}")))?;
                         set.get(tensor_key).cloned().ok_or_else(|| {
-                            MaterializeError(format!(
-                                "{pointer}: {} has no tensor `{tensor_key}`",
-                                file.display()
-                            ))
+                            MaterializeError(format!("{pointer}: {} has no tensor `{tensor_key}`", file.display()))
                         })?
                     }
                     None if definition.op_type == "gqa_paged"
-                        && matches!(
-                            spec.name.as_str(),
-                            "kv_indptr" | "kv_indices" | "kv_last_page_len"
-                        ) =>
+                        && matches!(spec.name.as_str(), "kv_indptr" | "kv_indices" | "kv_last_page_len") =>
                     {
                         if page_table.is_none() {
                             page_table = Some(synthesize_page_table(

@@ -24,15 +24,9 @@ struct Prepared {
 impl NativeGqaPagedDecode {
     /// Compiles the kernel (NVRTC) for `definition` on the session's device.
     pub fn new(session: &GpuSession, definition: &Definition) -> Result<NativeGqaPagedDecode> {
-        let config = GqaConfig::from_definition_name(&definition.name)
-            .map_err(|e| anyhow!("native: {e}"))?;
-        let kernel = GqaPagedDecode::automatic(&session.context, config)
-            .map_err(|e| anyhow!("native: {e}"))?;
-        Ok(NativeGqaPagedDecode {
-            definition: definition.clone(),
-            kernel,
-            state: None,
-        })
+        let config = GqaConfig::from_definition_name(&definition.name).map_err(|e| anyhow!("native: {e}"))?;
+        let kernel = GqaPagedDecode::automatic(&session.context, config).map_err(|e| anyhow!("native: {e}"))?;
+        Ok(NativeGqaPagedDecode { definition: definition.clone(), kernel, state: None })
     }
 }
 
@@ -42,10 +36,7 @@ impl GpuImplementation for NativeGqaPagedDecode {
     }
 
     fn prepare(&mut self, session: &GpuSession, inputs: &TensorSet) -> Result<()> {
-        let axes = self
-            .definition
-            .check_inputs(inputs, "native inputs")
-            .map_err(|e| anyhow!(e))?;
+        let axes = self.definition.check_inputs(inputs, "native inputs").map_err(|e| anyhow!(e))?;
         let size = ProblemSize {
             batch_size: axes["batch_size"] as u32,
             num_pages: axes["num_pages"] as u32,
@@ -59,25 +50,13 @@ impl GpuImplementation for NativeGqaPagedDecode {
         let stream = session.stream();
         let device_inputs = DeviceTensors::upload(stream, inputs)?;
         let outputs = DeviceTensors::allocate_outputs(stream, &self.definition, &axes)?;
-        let workspace = self
-            .kernel
-            .workspace(stream, &size)
-            .map_err(|e| anyhow!("native: {e}"))?;
-        self.state = Some(Prepared {
-            inputs: device_inputs,
-            outputs,
-            workspace,
-            size,
-            sm_scale,
-        });
+        let workspace = self.kernel.workspace(stream, &size).map_err(|e| anyhow!("native: {e}"))?;
+        self.state = Some(Prepared { inputs: device_inputs, outputs, workspace, size, sm_scale });
         Ok(())
     }
 
     fn launch(&mut self, session: &GpuSession) -> Result<()> {
-        let state = self
-            .state
-            .as_ref()
-            .ok_or_else(|| anyhow!("native: launch before prepare"))?;
+        let state = self.state.as_ref().ok_or_else(|| anyhow!("native: launch before prepare"))?;
         let stream = session.stream();
         let input = |name: &str| state.inputs.pointer(stream, name);
         let pointers = GqaPointers {
@@ -96,23 +75,12 @@ impl GpuImplementation for NativeGqaPagedDecode {
         };
         // SAFETY: every pointer addresses a buffer uploaded or allocated for these shapes by
         // `prepare`, checked against the definition; they live in `self.state`.
-        unsafe {
-            self.kernel.launch(
-                stream,
-                &pointers,
-                state.sm_scale,
-                &state.size,
-                &state.workspace,
-            )
-        }
-        .map_err(|e| anyhow!("native: {e}"))
+        unsafe { self.kernel.launch(stream, &pointers, state.sm_scale, &state.size, &state.workspace) }
+            .map_err(|e| anyhow!("native: {e}"))
     }
 
     fn read_outputs(&mut self, session: &GpuSession) -> Result<TensorSet> {
-        let state = self
-            .state
-            .as_ref()
-            .ok_or_else(|| anyhow!("native: no outputs before prepare"))?;
+        let state = self.state.as_ref().ok_or_else(|| anyhow!("native: no outputs before prepare"))?;
         state.outputs.download(session.stream())
     }
 }

@@ -45,27 +45,14 @@ impl PythonWorker {
         let script = script_dir.path().join("ki_worker.py");
         std::fs::write(&script, WORKER_SOURCE)?;
         let mut command = Command::new(python);
-        command
-            .arg("-u")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        command.arg("-u").arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         for (k, v) in environment {
             command.env(k, v);
         }
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting the Python worker with `{python}`"))?;
+        let mut child = command.spawn().with_context(|| format!("starting the Python worker with `{python}`"))?;
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut worker = PythonWorker {
-            child,
-            stdin,
-            stdout,
-            _script_dir: script_dir,
-            environment: Value::Null,
-        };
+        let mut worker = PythonWorker { child, stdin, stdout, _script_dir: script_dir, environment: Value::Null };
         let hello = worker.request(&json!({"op": "hello"}))?;
         worker.environment = hello.get("environment").cloned().unwrap_or(Value::Null);
         Ok(worker)
@@ -79,15 +66,12 @@ impl PythonWorker {
             let status = self.child.wait()?;
             bail!("the Python worker exited ({status}) before answering");
         }
-        let reply: Value = serde_json::from_str(&line)
-            .with_context(|| format!("the Python worker answered `{}`", line.trim()))?;
+        let reply: Value =
+            serde_json::from_str(&line).with_context(|| format!("the Python worker answered `{}`", line.trim()))?;
         if reply.get("ok") != Some(&Value::Bool(true)) {
             bail!(
                 "Python worker: {}\n{}",
-                reply
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error"),
+                reply.get("error").and_then(Value::as_str).unwrap_or("unknown error"),
                 reply.get("traceback").and_then(Value::as_str).unwrap_or("")
             );
         }
@@ -107,18 +91,10 @@ impl PythonWorker {
         trials: &[TrialFiles],
     ) -> Result<Vec<(TrialTiming, Option<String>)>> {
         let axis = |name: &str| definition.const_axis(name).unwrap_or(0);
-        let input_names: Vec<String> = definition
-            .input_specs()
-            .map_err(|e| anyhow!(e))?
-            .into_iter()
-            .map(|s| s.name)
-            .collect();
-        let output_names: Vec<String> = definition
-            .output_specs()
-            .map_err(|e| anyhow!(e))?
-            .into_iter()
-            .map(|s| s.name)
-            .collect();
+        let input_names: Vec<String> =
+            definition.input_specs().map_err(|e| anyhow!(e))?.into_iter().map(|s| s.name).collect();
+        let output_names: Vec<String> =
+            definition.output_specs().map_err(|e| anyhow!(e))?.into_iter().map(|s| s.name).collect();
         let path = |p: &Path| p.display().to_string();
         let job = json!({
             "implementation": implementation,
@@ -139,27 +115,14 @@ impl PythonWorker {
             "graph": true,
         });
         let reply = self.request(&job)?;
-        let replies: Vec<TrialReply> =
-            serde_json::from_value(reply.get("trials").cloned().unwrap_or(Value::Null))
-                .context("reading the Python worker's trial results")?;
+        let replies: Vec<TrialReply> = serde_json::from_value(reply.get("trials").cloned().unwrap_or(Value::Null))
+            .context("reading the Python worker's trial results")?;
         if replies.len() != trials.len() {
-            bail!(
-                "the Python worker returned {} trials, expected {}",
-                replies.len(),
-                trials.len()
-            );
+            bail!("the Python worker returned {} trials, expected {}", replies.len(), trials.len());
         }
         Ok(replies
             .into_iter()
-            .map(|r| {
-                (
-                    TrialTiming {
-                        eager_ns: r.eager_ns,
-                        graph_ns: r.graph_ns,
-                    },
-                    r.graph_error,
-                )
-            })
+            .map(|r| (TrialTiming { eager_ns: r.eager_ns, graph_ns: r.graph_ns }, r.graph_error))
             .collect())
     }
 }

@@ -30,10 +30,7 @@ const HARNESS_REPOSITORY: &str = "https://github.com/SamMausberg/KernelIndex";
 /// `YYYY-MM-DDTHH:MM:SSZ` for now (UTC), without a date library: days since the epoch to a civil
 /// date by Howard Hinnant's algorithm.
 pub fn utc_now() -> String {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     utc_from_unix(seconds)
 }
 
@@ -41,13 +38,15 @@ pub fn utc_from_unix(seconds: i64) -> String {
     ki_model::utc::from_unix_seconds(seconds)
 }
 
-
 /// See [`RecordWriter::entity_created_at`]: when KernelIndex's runner first wrote records.
 const ENTITY_CREATED_AT: &str = "2026-11-30T00:00:00Z";
 /// The digest of the native kernel's CUDA source and of the Rust launcher that compiles it and
 /// picks its variant and schedule per call.
 fn native_source_digest() -> String {
-    sha256_of(&[ki_kernels::gqa_paged_decode::SOURCE.as_bytes(), ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE.as_bytes()].concat())
+    sha256_of(
+        &[ki_kernels::gqa_paged_decode::SOURCE.as_bytes(), ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE.as_bytes()]
+            .concat(),
+    )
 }
 
 pub fn sha256_of(bytes: &[u8]) -> String {
@@ -63,13 +62,7 @@ fn slug(text: &str) -> String {
     let s: String = text
         .to_ascii_lowercase()
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '-' })
         .collect();
     s.trim_matches('-').chars().take(200).collect()
 }
@@ -90,10 +83,7 @@ pub struct SessionFacts {
 fn nvidia_smi_facts() -> BTreeMap<String, String> {
     let fields = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,persistence_mode,power.limit,temperature.gpu";
     let output = std::process::Command::new("nvidia-smi")
-        .args([
-            &format!("--query-gpu={fields}"),
-            "--format=csv,noheader,nounits",
-        ])
+        .args([&format!("--query-gpu={fields}"), "--format=csv,noheader,nounits"])
         .output();
     let mut facts = BTreeMap::new();
     if let Ok(output) = output {
@@ -109,17 +99,10 @@ fn nvidia_smi_facts() -> BTreeMap<String, String> {
 
 impl SessionFacts {
     pub fn read(session: &GpuSession, worker: Option<Value>) -> Result<SessionFacts> {
-        let os = std::fs::read_to_string("/etc/os-release")
-            .ok()
-            .and_then(|t| {
-                t.lines().find_map(|l| {
-                    l.strip_prefix("PRETTY_NAME=")
-                        .map(|v| v.trim_matches('"').to_string())
-                })
-            });
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string());
+        let os = std::fs::read_to_string("/etc/os-release").ok().and_then(|t| {
+            t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        });
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string());
         Ok(SessionFacts {
             device: session.properties.clone(),
             nvidia_smi: nvidia_smi_facts(),
@@ -136,10 +119,7 @@ impl SessionFacts {
     }
 
     fn architecture(&self) -> String {
-        format!(
-            "sm_{}{}",
-            self.device.compute_capability.0, self.device.compute_capability.1
-        )
+        format!("sm_{}{}", self.device.compute_capability.0, self.device.compute_capability.1)
     }
 }
 
@@ -185,28 +165,16 @@ pub fn environment_manifest(facts: &SessionFacts, calibration: &Calibration) -> 
     software.insert("cudaToolkit".into(), json!(facts.cuda_version()));
     software.insert(
         "compiler".into(),
-        json!(format!(
-            "nvrtc {}.{}",
-            facts.device.nvrtc_version.0, facts.device.nvrtc_version.1
-        )),
+        json!(format!("nvrtc {}.{}", facts.device.nvrtc_version.0, facts.device.nvrtc_version.1)),
     );
     let mut labels = Map::new();
     let mut label = |k: &str, v: String| {
-        labels.insert(
-            k.to_string(),
-            json!(v.chars().take(200).collect::<String>()),
-        );
+        labels.insert(k.to_string(), json!(v.chars().take(200).collect::<String>()));
     };
     label("sm_count", facts.device.multiprocessor_count.to_string());
     label("l2_cache_bytes", facts.device.l2_cache_bytes.to_string());
-    label(
-        "max_sm_clock_khz",
-        facts.device.max_sm_clock_khz.to_string(),
-    );
-    label(
-        "max_memory_clock_khz",
-        facts.device.max_memory_clock_khz.to_string(),
-    );
+    label("max_sm_clock_khz", facts.device.max_sm_clock_khz.to_string());
+    label("max_memory_clock_khz", facts.device.max_memory_clock_khz.to_string());
     for (key, field) in [
         ("sm_clock_mhz_at_start", "clocks.sm"),
         ("memory_clock_mhz_at_start", "clocks.mem"),
@@ -217,14 +185,8 @@ pub fn environment_manifest(facts: &SessionFacts, calibration: &Calibration) -> 
             label(key, v.clone());
         }
     }
-    label(
-        "empty_kernel_graph_ns",
-        format!("{:.0}", calibration.empty_kernel_graph_ns),
-    );
-    label(
-        "copy_bandwidth_gbps",
-        format!("{:.1}", calibration.copy_bandwidth_bytes_per_s / 1e9),
-    );
+    label("empty_kernel_graph_ns", format!("{:.0}", calibration.empty_kernel_graph_ns));
+    label("copy_bandwidth_gbps", format!("{:.1}", calibration.copy_bandwidth_bytes_per_s / 1e9));
     if let Some(kernel) = &facts.kernel {
         label("kernel", kernel.clone());
     }
@@ -251,16 +213,9 @@ pub fn environment_manifest(facts: &SessionFacts, calibration: &Calibration) -> 
 }
 
 /// The ImplementationRevision of one implementation label.
-pub fn implementation_manifest(
-    label: &str,
-    operation_digest: &str,
-    worker: Option<&Value>,
-) -> Value {
-    let flashinfer_version = worker
-        .and_then(|w| w.get("flashinfer"))
-        .and_then(Value::as_str)
-        .unwrap_or("0.5.3")
-        .to_string();
+pub fn implementation_manifest(label: &str, operation_digest: &str, worker: Option<&Value>) -> Value {
+    let flashinfer_version =
+        worker.and_then(|w| w.get("flashinfer")).and_then(Value::as_str).unwrap_or("0.5.3").to_string();
     let (project, callable, support_note, build_variants, source) = match label {
         "flashinfer-tc" | "flashinfer-notc" => {
             let tc = label == "flashinfer-tc";
@@ -289,10 +244,17 @@ pub fn implementation_manifest(
             // A python:PATH file is identified by its contents (the path alone says nothing).
             let path = other.trim_start_matches("python:");
             let source = std::fs::read(path).ok().map(|bytes| {
-                let name = std::path::Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = std::path::Path::new(path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 json!({"contentDigest": sha256_of(&bytes), "fileName": name, "sizeBytes": bytes.len()})
             });
-            let version = source.as_ref().and_then(|s| s["contentDigest"].as_str()).map(|d| format!("src.{}", &d[7..19])).unwrap_or_else(|| "unreadable".into());
+            let version = source
+                .as_ref()
+                .and_then(|s| s["contentDigest"].as_str())
+                .map(|d| format!("src.{}", &d[7..19]))
+                .unwrap_or_else(|| "unreadable".into());
             (
                 json!({"version": version}),
                 json!({"language": "python", "path": path, "symbol": "run", "interface": "kernelindex_worker"}),
@@ -412,18 +374,16 @@ fn write_json(path: &Path, value: &Value) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
+/// An operation row and its workload rows, as a catalog export holds them.
+type OperationRows = (Map<String, Value>, Vec<Map<String, Value>>);
+
 /// The operation row and workload rows the catalog export holds for `definition`, if any.
-fn catalog_rows_of(
-    catalog: &Path,
-    definition: &Definition,
-) -> Result<Option<(Map<String, Value>, Vec<Map<String, Value>>)>> {
-    let lines = ki_model::export::read_export(catalog)
-        .map_err(|e| anyhow!("{}: {e}", catalog.display()))?;
+fn catalog_rows_of(catalog: &Path, definition: &Definition) -> Result<Option<OperationRows>> {
+    let lines = ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?;
     let Some(operation) = lines
         .iter()
         .find(|l| {
-            l.table == "operations"
-                && l.row.get("name").and_then(Value::as_str) == Some(definition.name.as_str())
+            l.table == "operations" && l.row.get("name").and_then(Value::as_str) == Some(definition.name.as_str())
         })
         .map(|l| l.row.clone())
     else {
@@ -464,38 +424,20 @@ impl RecordWriter {
         }
         let protocol_manifest = protocol_manifest(protocol);
         let environment = environment_manifest(facts, calibration);
-        write_json(
-            &root.join("manifests/benchmark-protocol.json"),
-            &protocol_manifest,
-        )?;
-        write_json(
-            &root.join("manifests/execution-environment.json"),
-            &environment,
-        )?;
-        let (operation_row, catalog_workload_rows) = match catalog
-            .map(|c| catalog_rows_of(c, definition))
-            .transpose()?
-            .flatten()
-        {
-            Some((operation, workloads)) => (Some(operation), workloads),
-            None => (None, Vec::new()),
-        };
+        write_json(&root.join("manifests/benchmark-protocol.json"), &protocol_manifest)?;
+        write_json(&root.join("manifests/execution-environment.json"), &environment)?;
+        let (operation_row, catalog_workload_rows) =
+            match catalog.map(|c| catalog_rows_of(c, definition)).transpose()?.flatten() {
+                Some((operation, workloads)) => (Some(operation), workloads),
+                None => (None, Vec::new()),
+            };
         let operation = match &operation_row {
             Some(row) => row["manifest"].clone(),
             None => operation_manifest(definition)?,
         };
-        let catalog_workloads: Vec<Value> = catalog_workload_rows
-            .iter()
-            .map(|r| r["manifest"].clone())
-            .collect();
+        let catalog_workloads: Vec<Value> = catalog_workload_rows.iter().map(|r| r["manifest"].clone()).collect();
         let operation_digest = digest(&operation)?;
-        write_json(
-            &root.join(format!(
-                "manifests/operation-{}.json",
-                slug(&definition.name)
-            )),
-            &operation,
-        )?;
+        write_json(&root.join(format!("manifests/operation-{}.json", slug(&definition.name))), &operation)?;
         write_json(
             &root.join("session.json"),
             &json!({"facts": facts, "calibration": calibration, "protocol": protocol, "protocolDescription": PROTOCOL_DESCRIPTION}),
@@ -523,13 +465,8 @@ impl RecordWriter {
     fn workload_manifest(&self, definition_name: &str, workload: &WorkloadCase) -> Value {
         let found = self.catalog_workloads.iter().find(|m| {
             let axes = &m["spec"]["axes"];
-            workload
-                .axes
-                .iter()
-                .all(|(k, v)| axes.get(k).and_then(Value::as_i64) == Some(*v))
-                && axes
-                    .as_object()
-                    .is_some_and(|a| a.len() == workload.axes.len())
+            workload.axes.iter().all(|(k, v)| axes.get(k).and_then(Value::as_i64) == Some(*v))
+                && axes.as_object().is_some_and(|a| a.len() == workload.axes.len())
         });
         if let Some(found) = found {
             return found.clone();
@@ -554,12 +491,7 @@ impl RecordWriter {
         }
         let manifest = implementation_manifest(label, &self.operation_digest, self.worker.as_ref());
         let d = digest(&manifest)?;
-        write_json(
-            &self
-                .root
-                .join(format!("manifests/implementation-{}.json", slug(label))),
-            &manifest,
-        )?;
+        write_json(&self.root.join(format!("manifests/implementation-{}.json", slug(label))), &manifest)?;
         self.add_implementation_rows(label, &manifest, &d);
         self.implementations.insert(label.to_string(), d.clone());
         Ok(d)
@@ -573,9 +505,7 @@ impl RecordWriter {
             Some(head) if !head.is_empty() => head.to_string(),
             _ => workload_digest.trim_start_matches("sha256:").chars().take(8).collect(),
         };
-        let workload_file = self
-            .root
-            .join(format!("manifests/workload-{}.json", slug(&short)));
+        let workload_file = self.root.join(format!("manifests/workload-{}.json", slug(&short)));
         if !workload_file.exists() {
             write_json(&workload_file, &workload_manifest)?;
         }
@@ -587,11 +517,7 @@ impl RecordWriter {
             "trials": run.trials.iter().map(|t| json!({"seed": t.seed, "eager": t.timing.eager_ns, "graphReplay": t.timing.graph_ns})).collect::<Vec<_>>()
         });
         let samples_bytes = serde_json::to_vec(&samples)?;
-        let samples_name = format!(
-            "samples/{}-{}.json",
-            slug(&run.implementation),
-            slug(&short)
-        );
+        let samples_name = format!("samples/{}-{}.json", slug(&run.implementation), slug(&short));
         std::fs::write(self.root.join(&samples_name), &samples_bytes)?;
         let samples_ref = json!({"uri": samples_name, "digest": sha256_of(&samples_bytes)});
         let status = if run.error.is_some() {
@@ -611,21 +537,9 @@ impl RecordWriter {
             "evidence": {"rawSamples": samples_ref.clone()}
         });
         if !run.worst.is_empty() {
-            let max_abs = run
-                .worst
-                .iter()
-                .map(|c| c.max_abs_error)
-                .fold(0.0, f64::max);
-            let max_rel = run
-                .worst
-                .iter()
-                .map(|c| c.max_rel_error)
-                .fold(0.0, f64::max);
-            let matched = run
-                .worst
-                .iter()
-                .map(|c| c.matched_ratio)
-                .fold(1.0, f64::min);
+            let max_abs = run.worst.iter().map(|c| c.max_abs_error).fold(0.0, f64::max);
+            let max_rel = run.worst.iter().map(|c| c.max_rel_error).fold(0.0, f64::max);
+            let matched = run.worst.iter().map(|c| c.matched_ratio).fold(1.0, f64::min);
             spec["correctness"] = json!({
                 "comparator": "flashinfer_bench_eval",
                 "maximumAbsoluteError": max_abs,
@@ -634,11 +548,7 @@ impl RecordWriter {
             });
         }
         if let Some(eager) = &run.eager {
-            let mut sorted: Vec<f64> = run
-                .trials
-                .iter()
-                .flat_map(|t| t.timing.eager_ns.iter().copied())
-                .collect();
+            let mut sorted: Vec<f64> = run.trials.iter().flat_map(|t| t.timing.eager_ns.iter().copied()).collect();
             sorted.sort_by(f64::total_cmp);
             spec["timing"] = json!({
                 "primaryStatistic": "median",
@@ -667,11 +577,7 @@ impl RecordWriter {
             "spec": spec
         });
         write_json(
-            &self.root.join(format!(
-                "manifests/run-{}-{}.json",
-                slug(&run.implementation),
-                slug(&short)
-            )),
+            &self.root.join(format!("manifests/run-{}-{}.json", slug(&run.implementation), slug(&short))),
             &manifest,
         )?;
         self.add_run_rows(&manifest, &workload_manifest, run)?;
@@ -683,10 +589,7 @@ impl RecordWriter {
             }
         }
         line["runDigest"] = json!(digest(&manifest)?);
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.root.join("runs.jsonl"))?;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(self.root.join("runs.jsonl"))?;
         writeln!(file, "{}", serde_json::to_string(&line)?)?;
         Ok(manifest)
     }
@@ -702,32 +605,16 @@ impl RecordWriter {
         row_id("sources", "kernelindex-rerun")
     }
 
-    fn add_implementation_rows(
-        &mut self,
-        label: &str,
-        manifest: &Value,
-        implementation_digest: &str,
-    ) {
+    fn add_implementation_rows(&mut self, label: &str, manifest: &Value, implementation_digest: &str) {
         let Some(operation_row) = &self.operation_row else {
             return;
         };
-        let (project_slug, project_name, repository, language) = if label.starts_with("flashinfer")
-        {
-            (
-                "flashinfer-library",
-                "FlashInfer",
-                "https://github.com/flashinfer-ai/flashinfer",
-                "python",
-            )
+        let (project_slug, project_name, repository, language) = if label.starts_with("flashinfer") {
+            ("flashinfer-library", "FlashInfer", "https://github.com/flashinfer-ai/flashinfer", "python")
         } else if label == "kernelindex-native" {
             ("kernelindex", "KernelIndex", HARNESS_REPOSITORY, "cuda")
         } else {
-            (
-                "kernelindex-python",
-                "KernelIndex Python implementations",
-                HARNESS_REPOSITORY,
-                "python",
-            )
+            ("kernelindex-python", "KernelIndex Python implementations", HARNESS_REPOSITORY, "python")
         };
         let project_id = row_id("projects", project_slug);
         let created = self.entity_created_at();
@@ -767,23 +654,13 @@ impl RecordWriter {
                 "supersedesId": Value::Null
             }),
         );
-        self.rows
-            .entry("implementations")
-            .or_default()
-            .push(implementation_row);
+        self.rows.entry("implementations").or_default().push(implementation_row);
     }
 
-    fn add_run_rows(
-        &mut self,
-        run_manifest: &Value,
-        workload_manifest: &Value,
-        run: &WorkloadRun,
-    ) -> Result<()> {
+    fn add_run_rows(&mut self, run_manifest: &Value, workload_manifest: &Value, run: &WorkloadRun) -> Result<()> {
         let workload_digest = digest(workload_manifest)?;
-        let Some(workload_row) = self
-            .catalog_workload_rows
-            .iter()
-            .find(|r| r["workloadDigest"] == json!(workload_digest))
+        let Some(workload_row) =
+            self.catalog_workload_rows.iter().find(|r| r["workloadDigest"] == json!(workload_digest))
         else {
             return Ok(()); // only runs of the catalog's own workloads become catalog rows
         };
@@ -806,21 +683,13 @@ impl RecordWriter {
                     "value": Value::Number(p.value.clone()), "sampleCount": p.sample_count
                 }),
             );
-            self.rows
-                .entry("measurements")
-                .or_default()
-                .push(measurement);
+            self.rows.entry("measurements").or_default().push(measurement);
         }
         let environment = &self.environment_manifest["spec"];
-        let cuda = environment["software"]["cudaToolkit"]
-            .as_str()
-            .unwrap_or("");
+        let cuda = environment["software"]["cudaToolkit"].as_str().unwrap_or("");
         let driver = environment["software"]["driver"].as_str().unwrap_or("");
         let (low, high) = run.eager.as_ref().map_or((Value::Null, Value::Null), |s| {
-            (
-                json!(s.ci95_low.round() as u64),
-                json!(s.ci95_high.round() as u64),
-            )
+            (json!(s.ci95_low.round() as u64), json!(s.ci95_high.round() as u64))
         });
         let workload_id = workload_row["id"].clone();
         let run_row = row(
@@ -947,24 +816,15 @@ impl RecordWriter {
             if !by_workload.contains(&run.workload_uuid.as_str()) {
                 by_workload.push(&run.workload_uuid);
             }
-            let n = by_workload
-                .iter()
-                .position(|u| *u == run.workload_uuid)
-                .unwrap()
-                + 1;
-            let us = |s: &Option<SampleSummary>| {
-                s.as_ref()
-                    .map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3))
-            };
-            let interval = run.eager.as_ref().map_or("-".to_string(), |s| {
-                format!("[{:.2}, {:.2}]", s.ci95_low / 1e3, s.ci95_high / 1e3)
-            });
+            let n = by_workload.iter().position(|u| *u == run.workload_uuid).unwrap() + 1;
+            let us =
+                |s: &Option<SampleSummary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3));
+            let interval = run
+                .eager
+                .as_ref()
+                .map_or("-".to_string(), |s| format!("[{:.2}, {:.2}]", s.ci95_low / 1e3, s.ci95_high / 1e3));
             let sol = |p: Option<f64>| p.map_or("-".to_string(), |p| format!("{p:.1}"));
-            let l2 = run
-                .worst
-                .iter()
-                .map(|c| c.relative_l2_error)
-                .fold(0.0, f64::max);
+            let l2 = run.worst.iter().map(|c| c.relative_l2_error).fold(0.0, f64::max);
             md.push_str(&format!(
                 "| {n} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.2e} |\n",
                 run.workload_uuid.split('-').next().unwrap_or(""),
@@ -991,22 +851,11 @@ impl RecordWriter {
         labels.dedup();
         md.push_str("\n## Summary\n\n| implementation | workloads | all correct | geomean median µs | geomean graph µs |\n|---|---|---|---|---|\n");
         for label in labels {
-            let mine: Vec<&WorkloadRun> =
-                runs.iter().filter(|r| r.implementation == label).collect();
-            let eager: Vec<f64> = mine
-                .iter()
-                .filter_map(|r| r.eager.as_ref().map(|s| s.median / 1e3))
-                .collect();
-            let graph: Vec<f64> = mine
-                .iter()
-                .filter_map(|r| r.graph.as_ref().map(|s| s.median / 1e3))
-                .collect();
+            let mine: Vec<&WorkloadRun> = runs.iter().filter(|r| r.implementation == label).collect();
+            let eager: Vec<f64> = mine.iter().filter_map(|r| r.eager.as_ref().map(|s| s.median / 1e3)).collect();
+            let graph: Vec<f64> = mine.iter().filter_map(|r| r.graph.as_ref().map(|s| s.median / 1e3)).collect();
             let geomean = |v: &[f64]| {
-                if v.is_empty() {
-                    "-".to_string()
-                } else {
-                    format!("{:.2}", crate::stats::geometric_mean(v))
-                }
+                if v.is_empty() { "-".to_string() } else { format!("{:.2}", crate::stats::geometric_mean(v)) }
             };
             md.push_str(&format!(
                 "| {label} | {} | {} | {} | {} |\n",

@@ -55,16 +55,9 @@ impl GqaPagedDecodeShape {
     /// Reads the const axes of a `gqa_paged_decode_*` definition.
     pub fn from_definition(definition: &Definition) -> Result<GqaPagedDecodeShape, ReferenceError> {
         let axis = |name: &str| {
-            definition
-                .const_axis(name)
-                .filter(|&v| v > 0)
-                .map(|v| v as usize)
-                .ok_or_else(|| {
-                    ReferenceError(format!(
-                        "definition {}: /axes/{name} is not a positive const",
-                        definition.name
-                    ))
-                })
+            definition.const_axis(name).filter(|&v| v > 0).map(|v| v as usize).ok_or_else(|| {
+                ReferenceError(format!("definition {}: /axes/{name} is not a positive const", definition.name))
+            })
         };
         let shape = GqaPagedDecodeShape {
             num_qo_heads: axis("num_qo_heads")?,
@@ -72,7 +65,7 @@ impl GqaPagedDecodeShape {
             head_dim: axis("head_dim")?,
             page_size: axis("page_size")?,
         };
-        if shape.num_qo_heads % shape.num_kv_heads != 0 {
+        if !shape.num_qo_heads.is_multiple_of(shape.num_kv_heads) {
             return Err(ReferenceError(format!(
                 "definition {}: num_qo_heads {} is not a multiple of num_kv_heads {}",
                 definition.name, shape.num_qo_heads, shape.num_kv_heads
@@ -95,29 +88,15 @@ fn sequence_pages<'a>(
     let start = inputs.kv_indptr[batch_index] as usize;
     let end = inputs.kv_indptr[batch_index + 1] as usize;
     let page_size = shape.page_size;
-    let last_len = inputs
-        .kv_last_page_len
-        .map_or(page_size, |l| l[batch_index] as usize);
+    let last_len = inputs.kv_last_page_len.map_or(page_size, |l| l[batch_index] as usize);
     inputs.kv_indices[start..end]
         .iter()
         .enumerate()
-        .map(move |(i, &page)| {
-            (
-                page as usize,
-                if start + i + 1 == end {
-                    last_len
-                } else {
-                    page_size
-                },
-            )
-        })
+        .map(move |(i, &page)| (page as usize, if start + i + 1 == end { last_len } else { page_size }))
 }
 
 /// Checks every index the reference will follow, so bad inputs give an error instead of a panic.
-pub fn validate_inputs(
-    shape: &GqaPagedDecodeShape,
-    inputs: &GqaPagedDecodeInputs,
-) -> Result<usize, ReferenceError> {
+pub fn validate_inputs(shape: &GqaPagedDecodeShape, inputs: &GqaPagedDecodeInputs) -> Result<usize, ReferenceError> {
     let fail = |m: String| Err(ReferenceError(m));
     if inputs.kv_indptr.is_empty() {
         return fail("kv_indptr: must have batch_size + 1 >= 1 entries".into());
@@ -133,7 +112,7 @@ pub fn validate_inputs(
         ));
     }
     let page_elems = shape.page_size * shape.num_kv_heads * shape.head_dim;
-    if inputs.k_cache.len() % page_elems != 0 || inputs.k_cache.len() != inputs.v_cache.len() {
+    if !inputs.k_cache.len().is_multiple_of(page_elems) || inputs.k_cache.len() != inputs.v_cache.len() {
         return fail(format!(
             "k_cache / v_cache: {} / {} elements, expected equal multiples of page_size × num_kv_heads × head_dim = {page_elems}",
             inputs.k_cache.len(),
@@ -158,31 +137,15 @@ pub fn validate_inputs(
             inputs.kv_indptr[batch]
         ));
     }
-    if let Some(i) = inputs
-        .kv_indices
-        .iter()
-        .position(|&p| p < 0 || p as usize >= num_pages)
-    {
-        return fail(format!(
-            "kv_indices[{i}] = {} is outside 0..{num_pages} (num_pages)",
-            inputs.kv_indices[i]
-        ));
+    if let Some(i) = inputs.kv_indices.iter().position(|&p| p < 0 || p as usize >= num_pages) {
+        return fail(format!("kv_indices[{i}] = {} is outside 0..{num_pages} (num_pages)", inputs.kv_indices[i]));
     }
     if let Some(last) = inputs.kv_last_page_len {
         if last.len() != batch {
-            return fail(format!(
-                "kv_last_page_len: {} entries, expected batch_size {batch}",
-                last.len()
-            ));
+            return fail(format!("kv_last_page_len: {} entries, expected batch_size {batch}", last.len()));
         }
-        if let Some(b) = last
-            .iter()
-            .position(|&l| l < 0 || l as usize > shape.page_size)
-        {
-            return fail(format!(
-                "kv_last_page_len[{b}] = {} is outside 0..={}",
-                last[b], shape.page_size
-            ));
+        if let Some(b) = last.iter().position(|&l| l < 0 || l as usize > shape.page_size) {
+            return fail(format!("kv_last_page_len[{b}] = {} is outside 0..={}", last[b], shape.page_size));
         }
     }
     if !inputs.sm_scale.is_finite() {
@@ -202,8 +165,7 @@ fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
             lanes[l] += a[c * 8 + l] * b[c * 8 + l];
         }
     }
-    let mut sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    let mut sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
     for i in chunks * 8..a.len() {
         sum += a[i] * b[i];
     }
@@ -216,83 +178,68 @@ pub fn gqa_paged_decode_reference(
     inputs: &GqaPagedDecodeInputs,
 ) -> Result<GqaPagedDecodeOutputs, ReferenceError> {
     let batch = validate_inputs(shape, inputs)?;
-    let (hq, hkv, d, g) = (
-        shape.num_qo_heads,
-        shape.num_kv_heads,
-        shape.head_dim,
-        shape.group_size(),
-    );
+    let (hq, hkv, d, g) = (shape.num_qo_heads, shape.num_kv_heads, shape.head_dim, shape.group_size());
     let mut output = vec![bf16::ZERO; batch * hq * d];
     let mut lse = vec![f32::NEG_INFINITY; batch * hq];
-    let row_of = |page: usize, slot: usize, kv_head: usize| {
-        ((page * shape.page_size + slot) * hkv + kv_head) * d
-    };
+    let row_of = |page: usize, slot: usize, kv_head: usize| ((page * shape.page_size + slot) * hkv + kv_head) * d;
 
-    output
-        .par_chunks_mut(g * d)
-        .zip(lse.par_chunks_mut(g))
-        .enumerate()
-        .for_each(|(task, (out_group, lse_group))| {
-            let (b, kv_head) = (task / hkv, task % hkv);
-            let tokens: Vec<usize> = sequence_pages(inputs, shape, b)
-                .flat_map(|(page, used)| (0..used).map(move |slot| row_of(page, slot, kv_head)))
-                .collect();
-            if tokens.is_empty() {
-                return; // zeros and -inf, as initialised
-            }
-            let widen = |s: &[bf16]| s.iter().map(|v| v.to_f32()).collect::<Vec<f32>>();
-            let q_rows: Vec<Vec<f32>> = (0..g)
-                .map(|j| widen(&inputs.q[(b * hq + kv_head * g + j) * d..][..d]))
-                .collect();
-            // logits[j][t] for the group's query heads j over the sequence's tokens t.
-            let mut logits = vec![vec![0.0f32; tokens.len()]; g];
-            let mut key = vec![0.0f32; d];
-            for (t, &row) in tokens.iter().enumerate() {
-                for (k, v) in key.iter_mut().zip(&inputs.k_cache[row..row + d]) {
-                    *k = v.to_f32();
-                }
-                for j in 0..g {
-                    logits[j][t] = dot_f32(&q_rows[j], &key) * inputs.sm_scale;
-                }
-            }
-            let mut accum = vec![vec![0.0f32; d]; g];
-            for j in 0..g {
-                let max = logits[j].iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0.0f32;
-                for l in logits[j].iter_mut() {
-                    *l = (*l - max).exp();
-                    sum += *l;
-                }
-                lse_group[j] = (max + sum.ln()) / std::f32::consts::LN_2;
-                for l in logits[j].iter_mut() {
-                    *l /= sum;
-                }
-            }
-            let mut value = vec![0.0f32; d];
-            for (t, &row) in tokens.iter().enumerate() {
-                for (x, v) in value.iter_mut().zip(&inputs.v_cache[row..row + d]) {
-                    *x = v.to_f32();
-                }
-                for j in 0..g {
-                    let p = logits[j][t];
-                    for (a, x) in accum[j].iter_mut().zip(&value) {
-                        *a += p * x;
-                    }
-                }
+    output.par_chunks_mut(g * d).zip(lse.par_chunks_mut(g)).enumerate().for_each(|(task, (out_group, lse_group))| {
+        let (b, kv_head) = (task / hkv, task % hkv);
+        let tokens: Vec<usize> = sequence_pages(inputs, shape, b)
+            .flat_map(|(page, used)| (0..used).map(move |slot| row_of(page, slot, kv_head)))
+            .collect();
+        if tokens.is_empty() {
+            return; // zeros and -inf, as initialised
+        }
+        let widen = |s: &[bf16]| s.iter().map(|v| v.to_f32()).collect::<Vec<f32>>();
+        let q_rows: Vec<Vec<f32>> = (0..g).map(|j| widen(&inputs.q[(b * hq + kv_head * g + j) * d..][..d])).collect();
+        // logits[j][t] for the group's query heads j over the sequence's tokens t.
+        let mut logits = vec![vec![0.0f32; tokens.len()]; g];
+        let mut key = vec![0.0f32; d];
+        for (t, &row) in tokens.iter().enumerate() {
+            for (k, v) in key.iter_mut().zip(&inputs.k_cache[row..row + d]) {
+                *k = v.to_f32();
             }
             for j in 0..g {
-                for (o, a) in out_group[j * d..(j + 1) * d].iter_mut().zip(&accum[j]) {
-                    *o = bf16::from_f32(*a);
+                logits[j][t] = dot_f32(&q_rows[j], &key) * inputs.sm_scale;
+            }
+        }
+        let mut accum = vec![vec![0.0f32; d]; g];
+        for j in 0..g {
+            let max = logits[j].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0f32;
+            for l in logits[j].iter_mut() {
+                *l = (*l - max).exp();
+                sum += *l;
+            }
+            lse_group[j] = (max + sum.ln()) / std::f32::consts::LN_2;
+            for l in logits[j].iter_mut() {
+                *l /= sum;
+            }
+        }
+        let mut value = vec![0.0f32; d];
+        for (t, &row) in tokens.iter().enumerate() {
+            for (x, v) in value.iter_mut().zip(&inputs.v_cache[row..row + d]) {
+                *x = v.to_f32();
+            }
+            for j in 0..g {
+                let p = logits[j][t];
+                for (a, x) in accum[j].iter_mut().zip(&value) {
+                    *a += p * x;
                 }
             }
-        });
+        }
+        for j in 0..g {
+            for (o, a) in out_group[j * d..(j + 1) * d].iter_mut().zip(&accum[j]) {
+                *o = bf16::from_f32(*a);
+            }
+        }
+    });
     Ok(GqaPagedDecodeOutputs { output, lse })
 }
 
 fn input<'a>(tensors: &'a TensorSet, name: &str) -> Result<&'a HostTensor, ReferenceError> {
-    tensors
-        .get(name)
-        .ok_or_else(|| ReferenceError(format!("input tensor `{name}` is missing")))
+    tensors.get(name).ok_or_else(|| ReferenceError(format!("input tensor `{name}` is missing")))
 }
 
 /// Runs the reference of `definition` on named tensors (as `ki reference` reads them) and returns the
@@ -309,9 +256,7 @@ pub fn run_definition_reference(
         )));
     }
     let shape = GqaPagedDecodeShape::from_definition(definition)?;
-    definition
-        .check_inputs(tensors, origin)
-        .map_err(ReferenceError)?;
+    definition.check_inputs(tensors, origin).map_err(ReferenceError)?;
     let q = input(tensors, "q")?.to_bf16().unwrap();
     let k_cache = input(tensors, "k_cache")?.to_bf16().unwrap();
     let v_cache = input(tensors, "v_cache")?.to_bf16().unwrap();
@@ -319,9 +264,7 @@ pub fn run_definition_reference(
     let kv_indices = input(tensors, "kv_indices")?.to_i32().unwrap();
     let kv_last_page_len = match tensors.get("kv_last_page_len") {
         Some(t) if definition.inputs.contains_key("kv_last_page_len") => {
-            Some(t.to_i32().ok_or_else(|| {
-                ReferenceError(format!("{origin}: kv_last_page_len must be int32"))
-            })?)
+            Some(t.to_i32().ok_or_else(|| ReferenceError(format!("{origin}: kv_last_page_len must be int32")))?)
         }
         _ => None,
     };
@@ -336,19 +279,10 @@ pub fn run_definition_reference(
         kv_last_page_len: kv_last_page_len.as_deref(),
         sm_scale,
     };
-    let result = gqa_paged_decode_reference(&shape, &inputs)
-        .map_err(|e| ReferenceError(format!("{origin}: {}", e.0)))?;
+    let result =
+        gqa_paged_decode_reference(&shape, &inputs).map_err(|e| ReferenceError(format!("{origin}: {}", e.0)))?;
     let mut out = TensorSet::new();
-    out.insert(
-        "output",
-        HostTensor::from_bf16(
-            vec![batch, shape.num_qo_heads, shape.head_dim],
-            &result.output,
-        ),
-    );
-    out.insert(
-        "lse",
-        HostTensor::from_f32(vec![batch, shape.num_qo_heads], &result.lse),
-    );
+    out.insert("output", HostTensor::from_bf16(vec![batch, shape.num_qo_heads, shape.head_dim], &result.output));
+    out.insert("lse", HostTensor::from_f32(vec![batch, shape.num_qo_heads], &result.lse));
     Ok(out)
 }

@@ -29,11 +29,7 @@ pub fn median_sorted(sorted: &[f64]) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
 }
 
 /// Linear-interpolated quantile q in [0, 1] of a sorted slice (NumPy's default "linear" method).
@@ -71,27 +67,19 @@ pub fn bootstrap_median_ci95(samples: &[f64], resamples: usize, seed: u64) -> (f
         medians.push(median_sorted(&resample));
     }
     medians.sort_by(f64::total_cmp);
-    (
-        quantile_sorted(&medians, 0.025),
-        quantile_sorted(&medians, 0.975),
-    )
+    (quantile_sorted(&medians, 0.025), quantile_sorted(&medians, 0.975))
 }
 
 pub fn summarize(samples: &[f64]) -> SampleSummary {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let (ci95_low, ci95_high) =
-        bootstrap_median_ci95(samples, BOOTSTRAP_RESAMPLES, 0x6b69_2d62_6f6f_7473);
+    let (ci95_low, ci95_high) = bootstrap_median_ci95(samples, BOOTSTRAP_RESAMPLES, 0x6b69_2d62_6f6f_7473);
     SampleSummary {
         count: samples.len(),
         median: median_sorted(&sorted),
         ci95_low,
         ci95_high,
-        mean: if sorted.is_empty() {
-            f64::NAN
-        } else {
-            sorted.iter().sum::<f64>() / sorted.len() as f64
-        },
+        mean: if sorted.is_empty() { f64::NAN } else { sorted.iter().sum::<f64>() / sorted.len() as f64 },
         min: sorted.first().copied().unwrap_or(f64::NAN),
         max: sorted.last().copied().unwrap_or(f64::NAN),
         p10: quantile_sorted(&sorted, 0.10),

@@ -117,48 +117,21 @@ impl HostTensor {
     }
 
     pub fn from_bf16(shape: Vec<usize>, values: &[bf16]) -> HostTensor {
-        assert_eq!(
-            shape.iter().product::<usize>(),
-            values.len(),
-            "shape does not match the values"
-        );
-        let bytes = values
-            .iter()
-            .flat_map(|v| v.to_bits().to_le_bytes())
-            .collect();
-        HostTensor {
-            dtype: DType::BF16,
-            shape,
-            bytes,
-        }
+        assert_eq!(shape.iter().product::<usize>(), values.len(), "shape does not match the values");
+        let bytes = values.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+        HostTensor { dtype: DType::BF16, shape, bytes }
     }
 
     pub fn from_f32(shape: Vec<usize>, values: &[f32]) -> HostTensor {
-        assert_eq!(
-            shape.iter().product::<usize>(),
-            values.len(),
-            "shape does not match the values"
-        );
+        assert_eq!(shape.iter().product::<usize>(), values.len(), "shape does not match the values");
         let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        HostTensor {
-            dtype: DType::F32,
-            shape,
-            bytes,
-        }
+        HostTensor { dtype: DType::F32, shape, bytes }
     }
 
     pub fn from_i32(shape: Vec<usize>, values: &[i32]) -> HostTensor {
-        assert_eq!(
-            shape.iter().product::<usize>(),
-            values.len(),
-            "shape does not match the values"
-        );
+        assert_eq!(shape.iter().product::<usize>(), values.len(), "shape does not match the values");
         let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        HostTensor {
-            dtype: DType::I32,
-            shape,
-            bytes,
-        }
+        HostTensor { dtype: DType::I32, shape, bytes }
     }
 
     /// A 0-dimensional float32 tensor, the form scalar inputs such as `sm_scale` take.
@@ -167,30 +140,18 @@ impl HostTensor {
     }
 
     pub fn to_bf16(&self) -> Option<Vec<bf16>> {
-        (self.dtype == DType::BF16).then(|| {
-            self.bytes
-                .chunks_exact(2)
-                .map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]])))
-                .collect()
-        })
+        (self.dtype == DType::BF16)
+            .then(|| self.bytes.chunks_exact(2).map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect())
     }
 
     pub fn to_i32(&self) -> Option<Vec<i32>> {
-        (self.dtype == DType::I32).then(|| {
-            self.bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        })
+        (self.dtype == DType::I32)
+            .then(|| self.bytes.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
     }
 
     pub fn to_f32_exact(&self) -> Option<Vec<f32>> {
-        (self.dtype == DType::F32).then(|| {
-            self.bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        })
+        (self.dtype == DType::F32)
+            .then(|| self.bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
     }
 
     /// Every element widened to f32 (exact for bf16, f16 and f32; the comparators work on these).
@@ -203,22 +164,13 @@ impl HostTensor {
                 .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32())
                 .collect(),
             DType::F32 => self.to_f32_exact().unwrap(),
-            DType::F64 => self
-                .bytes
-                .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32)
-                .collect(),
-            DType::I32 => self
-                .to_i32()
-                .unwrap()
-                .into_iter()
-                .map(|v| v as f32)
-                .collect(),
-            DType::I64 => self
-                .bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32)
-                .collect(),
+            DType::F64 => {
+                self.bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32).collect()
+            }
+            DType::I32 => self.to_i32().unwrap().into_iter().map(|v| v as f32).collect(),
+            DType::I64 => {
+                self.bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32).collect()
+            }
             DType::U8 | DType::Bool => self.bytes.iter().map(|&b| b as f32).collect(),
         }
     }
@@ -253,28 +205,16 @@ impl TensorSet {
         for (name, view) in parsed.tensors() {
             let dtype = DType::from_safetensors(view.dtype()).ok_or_else(|| TensorError::File {
                 path: origin.to_string(),
-                message: format!(
-                    "tensor `{name}` has dtype {:?}, which the runner does not handle",
-                    view.dtype()
-                ),
+                message: format!("tensor `{name}` has dtype {:?}, which the runner does not handle", view.dtype()),
             })?;
-            set.insert(
-                name,
-                HostTensor {
-                    dtype,
-                    shape: view.shape().to_vec(),
-                    bytes: view.data().to_vec(),
-                },
-            );
+            set.insert(name, HostTensor { dtype, shape: view.shape().to_vec(), bytes: view.data().to_vec() });
         }
         Ok(set)
     }
 
     pub fn read(path: &Path) -> Result<TensorSet, TensorError> {
-        let bytes = std::fs::read(path).map_err(|e| TensorError::File {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| TensorError::File { path: path.display().to_string(), message: e.to_string() })?;
         TensorSet::from_safetensors_bytes(&bytes, &path.display().to_string())
     }
 
@@ -282,25 +222,17 @@ impl TensorSet {
         let mut views = Vec::with_capacity(self.tensors.len());
         for (name, t) in &self.tensors {
             let view = TensorView::new(t.dtype.to_safetensors(), t.shape.clone(), &t.bytes)
-                .map_err(|e| TensorError::Tensor {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
+                .map_err(|e| TensorError::Tensor { name: name.clone(), message: e.to_string() })?;
             views.push((name.clone(), view));
         }
-        safetensors::serialize(views, None).map_err(|e| TensorError::File {
-            path: "<memory>".into(),
-            message: e.to_string(),
-        })
+        safetensors::serialize(views, None)
+            .map_err(|e| TensorError::File { path: "<memory>".into(), message: e.to_string() })
     }
 
     /// Writes atomically (temporary file, then rename) so a failed run leaves no half-written file.
     pub fn write(&self, path: &Path) -> Result<(), TensorError> {
         let bytes = self.to_safetensors_bytes()?;
-        let io = |e: std::io::Error| TensorError::File {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        };
+        let io = |e: std::io::Error| TensorError::File { path: path.display().to_string(), message: e.to_string() };
         let temporary = path.with_extension("safetensors.partial");
         std::fs::write(&temporary, &bytes).map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)

@@ -25,19 +25,9 @@ fn reference_command_on_a_shared_workload() {
     let out_a = dir.path().join("a.safetensors");
     let out_b = dir.path().join("b.safetensors");
     let status = binary()
-        .args([
-            "reference",
-            "gqa_paged_decode_h32_kv4_d128_ps1",
-            "--workloads",
-        ])
+        .args(["reference", "gqa_paged_decode_h32_kv4_d128_ps1", "--workloads"])
         .arg(workloads_file())
-        .args([
-            "--workload",
-            "ec96bc77-3fba-4ebe-9895-e4d9cba52c9c",
-            "--seed",
-            "3",
-            "--save-inputs",
-        ])
+        .args(["--workload", "ec96bc77-3fba-4ebe-9895-e4d9cba52c9c", "--seed", "3", "--save-inputs"])
         .arg(&inputs)
         .arg("--out")
         .arg(&out_a)
@@ -53,28 +43,14 @@ fn reference_command_on_a_shared_workload() {
         .unwrap();
     assert!(status.success());
     let a = TensorSet::read(&out_a).unwrap();
-    assert_eq!(
-        a,
-        TensorSet::read(&out_b).unwrap(),
-        "same inputs, same outputs"
-    );
+    assert_eq!(a, TensorSet::read(&out_b).unwrap(), "same inputs, same outputs");
     let saved = TensorSet::read(&inputs).unwrap();
     assert_eq!(saved.get("q").unwrap().shape, vec![16, 32, 128]);
     assert_eq!(saved.get("kv_indices").unwrap().shape, vec![1020]);
     let definition = Definition::builtin("gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
-    assert_eq!(
-        run_definition_reference(&definition, &saved, "in").unwrap(),
-        a
-    );
+    assert_eq!(run_definition_reference(&definition, &saved, "in").unwrap(), a);
     assert_eq!(a.get("output").unwrap().shape, vec![16, 32, 128]);
-    assert!(
-        a.get("lse")
-            .unwrap()
-            .to_f32_exact()
-            .unwrap()
-            .iter()
-            .all(|v| v.is_finite())
-    );
+    assert!(a.get("lse").unwrap().to_f32_exact().unwrap().iter().all(|v| v.is_finite()));
 }
 
 #[test]
@@ -82,10 +58,7 @@ fn reference_command_rejects_bad_inputs_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let inputs = dir.path().join("in.safetensors");
     let mut set = TensorSet::new();
-    set.insert(
-        "q",
-        HostTensor::from_f32(vec![1, 32, 128], &vec![0.5; 32 * 128]),
-    );
+    set.insert("q", HostTensor::from_f32(vec![1, 32, 128], &vec![0.5; 32 * 128]));
     set.write(&inputs).unwrap();
     let out = dir.path().join("out.safetensors");
     let output = binary()
@@ -98,8 +71,7 @@ fn reference_command_rejects_bad_inputs_with_a_clear_message() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("in.safetensors")
-            && stderr.contains("`q` has dtype float32, expected bfloat16"),
+        stderr.contains("in.safetensors") && stderr.contains("`q` has dtype float32, expected bfloat16"),
         "{stderr}"
     );
     assert!(!out.exists(), "nothing written on error");
@@ -112,17 +84,11 @@ fn reference_command_rejects_bad_inputs_with_a_clear_message() {
         .output()
         .unwrap();
     assert!(!output.status.success());
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("unknown definition `no_such_definition`")
-    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown definition `no_such_definition`"));
 
     std::fs::write(&inputs, b"not safetensors").unwrap();
     let output = binary()
-        .args([
-            "reference",
-            "gqa_paged_decode_h32_kv4_d128_ps64",
-            "--inputs",
-        ])
+        .args(["reference", "gqa_paged_decode_h32_kv4_d128_ps64", "--inputs"])
         .arg(&inputs)
         .arg("--out")
         .arg(&out)

@@ -14,12 +14,7 @@ fn session() -> Option<GpuSession> {
     Some(
         GpuSession::open(
             0,
-            TimingProtocol {
-                warmup_iterations: 2,
-                timed_iterations: 20,
-                trials: 2,
-                ..TimingProtocol::RERUN_V1
-            },
+            TimingProtocol { warmup_iterations: 2, timed_iterations: 20, trials: 2, ..TimingProtocol::RERUN_V1 },
         )
         .unwrap(),
     )
@@ -30,14 +25,8 @@ fn calibration_and_flush_are_plausible() {
     let Some(session) = session() else { return };
     assert!(session.flush_bytes() > 2 * session.properties.l2_cache_bytes);
     let calibration = session.calibrate(256 << 20).unwrap();
-    assert!(
-        calibration.empty_kernel_eager_ns > 100.0 && calibration.empty_kernel_eager_ns < 1e6,
-        "{calibration:?}"
-    );
-    assert!(
-        calibration.copy_bandwidth_bytes_per_s > 1e11,
-        "{calibration:?}"
-    );
+    assert!(calibration.empty_kernel_eager_ns > 100.0 && calibration.empty_kernel_eager_ns < 1e6, "{calibration:?}");
+    assert!(calibration.copy_bandwidth_bytes_per_s > 1e11, "{calibration:?}");
 }
 
 #[test]
@@ -48,13 +37,7 @@ fn device_tensors_round_trip() {
     axes.insert("batch_size".to_string(), 3);
     axes.insert("num_pages".to_string(), 50);
     axes.insert("num_kv_indices".to_string(), 40);
-    let inputs = materialize(
-        &definition,
-        &WorkloadCase::from_axes(&definition, axes).unwrap(),
-        1,
-        None,
-    )
-    .unwrap();
+    let inputs = materialize(&definition, &WorkloadCase::from_axes(&definition, axes).unwrap(), 1, None).unwrap();
     let device = DeviceTensors::upload(session.stream(), &inputs).unwrap();
     assert_eq!(device.download(session.stream()).unwrap(), inputs);
 }
@@ -62,10 +45,7 @@ fn device_tensors_round_trip() {
 #[test]
 fn native_kernel_matches_the_reference_through_the_executor() {
     let Some(session) = session() else { return };
-    for name in [
-        "gqa_paged_decode_h32_kv4_d128_ps1",
-        "gqa_paged_decode_h6_kv1_d128_ps64",
-    ] {
+    for name in ["gqa_paged_decode_h32_kv4_d128_ps1", "gqa_paged_decode_h6_kv1_d128_ps64"] {
         let definition = Definition::builtin(name).unwrap();
         let mut axes = std::collections::BTreeMap::new();
         axes.insert("batch_size".to_string(), 5);
@@ -74,21 +54,9 @@ fn native_kernel_matches_the_reference_through_the_executor() {
         let workload = WorkloadCase::from_axes(&definition, axes).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let trials = prepare_trials(&definition, &workload, 9, 2, None, dir.path(), false).unwrap();
-        let implementation =
-            ki_runner::native::NativeGqaPagedDecode::new(&session, &definition).unwrap();
-        let mut executors = vec![Executor::Gpu {
-            session: &session,
-            implementation: Box::new(implementation),
-        }];
-        let runs = run_workload(
-            &definition,
-            &workload,
-            9,
-            &trials,
-            &mut executors,
-            &session.protocol,
-            None,
-        );
+        let implementation = ki_runner::native::NativeGqaPagedDecode::new(&session, &definition).unwrap();
+        let mut executors = vec![Executor::Gpu { session: &session, implementation: Box::new(implementation) }];
+        let runs = run_workload(&definition, &workload, 9, &trials, &mut executors, &session.protocol, None);
         let run = &runs[0];
         assert!(run.error.is_none(), "{:?}", run.error);
         assert!(run.correct, "{name}: {:?}", run.worst);

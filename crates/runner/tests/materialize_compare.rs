@@ -3,13 +3,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ki_runner::compare::{
-    Tolerance, compare_values, flashinfer_bench_eval, relative_l2_error, sol_execbench_eval,
-};
+use ki_runner::compare::{Tolerance, compare_values, flashinfer_bench_eval, relative_l2_error, sol_execbench_eval};
 use ki_runner::definition::Definition;
 use ki_runner::materialize::{
-    SplitMix64, WorkloadCase, materialize, read_workloads, standard_normal_f32,
-    synthesize_page_table, trial_seed,
+    SplitMix64, WorkloadCase, materialize, read_workloads, standard_normal_f32, synthesize_page_table, trial_seed,
 };
 use ki_runner::stats::{bootstrap_median_ci95, median, quantile_sorted, summarize};
 use ki_runner::tensor::TensorSet;
@@ -19,20 +16,16 @@ fn shared() -> PathBuf {
 }
 
 fn workloads_file() -> PathBuf {
-    shared().join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
+    shared()
+        .join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
 }
 
 #[test]
 fn splitmix64_matches_its_published_sequence() {
     // First outputs of SplitMix64 seeded with 1234567 (the reference C implementation's test values).
     let mut rng = SplitMix64::new(1234567);
-    let expected = [
-        6457827717110365317u64,
-        3203168211198807973,
-        9817491932198370423,
-        4593380528125082431,
-        16408922859458223821,
-    ];
+    let expected =
+        [6457827717110365317u64, 3203168211198807973, 9817491932198370423, 4593380528125082431, 16408922859458223821];
     for e in expected {
         assert_eq!(rng.next_u64(), e);
     }
@@ -44,18 +37,11 @@ fn normal_samples_have_the_standard_moments() {
     let values = standard_normal_f32(7, 1 << 20);
     let n = values.len() as f64;
     let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n;
-    let var = values
-        .iter()
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / n;
+    let var = values.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
     assert!(mean.abs() < 0.005, "mean {mean}");
     assert!((var - 1.0).abs() < 0.005, "variance {var}");
     let within_one = values.iter().filter(|v| v.abs() < 1.0).count() as f64 / n;
-    assert!(
-        (within_one - 0.6827).abs() < 0.003,
-        "P(|z|<1) = {within_one}"
-    );
+    assert!((within_one - 0.6827).abs() < 0.003, "P(|z|<1) = {within_one}");
 }
 
 #[test]
@@ -76,28 +62,15 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
                 5,
             )
             .unwrap();
-            assert_eq!(
-                *t.kv_indptr.last().unwrap() as i64,
-                w.axes["num_kv_indices"]
-            );
+            assert_eq!(*t.kv_indptr.last().unwrap() as i64, w.axes["num_kv_indices"]);
             let mut sorted = t.kv_indices.clone();
             sorted.sort();
             sorted.dedup();
             assert_eq!(sorted.len() as i64, w.axes["num_kv_indices"]);
-            assert!(
-                t.kv_indices
-                    .iter()
-                    .all(|&p| (p as i64) < w.axes["num_pages"])
-            );
+            assert!(t.kv_indices.iter().all(|&p| (p as i64) < w.axes["num_pages"]));
             continue;
         }
-        let inputs = materialize(
-            &definition,
-            w,
-            5,
-            Some(&shared().join("flashinfer-trace-samples")),
-        )
-        .unwrap();
+        let inputs = materialize(&definition, w, 5, Some(&shared().join("flashinfer-trace-samples"))).unwrap();
         let indptr = inputs.get("kv_indptr").unwrap().to_i32().unwrap();
         let indices = inputs.get("kv_indices").unwrap().to_i32().unwrap();
         assert_eq!(indptr.len() as i64, w.axes["batch_size"] + 1);
@@ -108,10 +81,7 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
         sorted.dedup();
         assert_eq!(sorted.len(), indices.len(), "page ids are distinct");
         assert!(indices.iter().all(|&p| (p as i64) < w.axes["num_pages"]));
-        assert_eq!(
-            inputs.get("k_cache").unwrap().shape,
-            vec![w.axes["num_pages"] as usize, 1, 4, 128]
-        );
+        assert_eq!(inputs.get("k_cache").unwrap().shape, vec![w.axes["num_pages"] as usize, 1, 4, 128]);
         assert_eq!(inputs.get("sm_scale").unwrap().shape, Vec::<usize>::new());
     }
     // Same seed, same bytes; another seed (or trial), other bytes.
@@ -133,21 +103,12 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
 fn page_table_synthesizer_page_size_64() {
     let table = synthesize_page_table(5, 40, 23, 64, 9).unwrap();
     assert_eq!(table.kv_indptr, vec![0, 5, 10, 15, 19, 23]);
-    assert!(
-        table
-            .kv_last_page_len
-            .iter()
-            .all(|&l| (1..=64).contains(&l))
-    );
+    assert!(table.kv_last_page_len.iter().all(|&l| (1..=64).contains(&l)));
     let table = synthesize_page_table(4, 10, 2, 64, 9).unwrap();
     assert_eq!(table.kv_indptr, vec![0, 1, 2, 2, 2]);
     assert_eq!(&table.kv_last_page_len[2..], &[0, 0]);
     let err = synthesize_page_table(2, 5, 6, 1, 0).unwrap_err();
-    assert!(
-        err.0.contains("num_kv_indices 6 > num_pages 5"),
-        "{}",
-        err.0
-    );
+    assert!(err.0.contains("num_kv_indices 6 > num_pages 5"), "{}", err.0);
 }
 
 #[test]
@@ -189,14 +150,7 @@ fn comparators_on_known_values() {
     assert_eq!(report.non_finite_mismatches, 0);
     // A NaN, or -inf where the reference is finite, fails.
     let report = compare_values("o", &[f32::NAN, f32::NEG_INFINITY], &[1.0, 2.0], tol).unwrap();
-    assert_eq!(
-        (
-            report.non_finite_mismatches,
-            report.matched_ratio,
-            report.flashinfer_bench_pass
-        ),
-        (2, 0.0, false)
-    );
+    assert_eq!((report.non_finite_mismatches, report.matched_ratio, report.flashinfer_bench_pass), (2, 0.0, false));
     let report = compare_values("o", &[1.005, 2.0], &[1.0, 2.0], tol).unwrap();
     assert!(report.flashinfer_bench_pass && report.sol_execbench_pass);
     assert!(compare_values("o", &[1.0], &[1.0, 2.0], tol).is_err());
@@ -213,19 +167,9 @@ fn statistics_on_known_samples() {
     // a half-width near 1.96·(range/2)/√n·√(π/2)·... ≈ 30; check it brackets the median and is sane.
     let samples: Vec<f64> = (1..=601).map(f64::from).collect();
     let (low, high) = bootstrap_median_ci95(&samples, 2000, 3);
-    assert!(
-        low < 301.0 && high > 301.0 && low > 250.0 && high < 350.0,
-        "({low}, {high})"
-    );
-    assert_eq!(
-        bootstrap_median_ci95(&samples, 2000, 3),
-        (low, high),
-        "deterministic"
-    );
+    assert!(low < 301.0 && high > 301.0 && low > 250.0 && high < 350.0, "({low}, {high})");
+    assert_eq!(bootstrap_median_ci95(&samples, 2000, 3), (low, high), "deterministic");
     let s = summarize(&samples);
-    assert_eq!(
-        (s.count, s.median, s.min, s.max, s.mean),
-        (601, 301.0, 1.0, 601.0, 301.0)
-    );
+    assert_eq!((s.count, s.median, s.min, s.max, s.mean), (601, 301.0, 1.0, 601.0, 301.0));
     assert_eq!(s.p10, 61.0);
 }

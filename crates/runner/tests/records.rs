@@ -50,10 +50,10 @@ fn utc_dates() {
 #[test]
 fn session_records_validate_and_import_as_verified_rows() {
     let definition = Definition::builtin("gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
-    let workloads_file = shared().join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl");
+    let workloads_file = shared()
+        .join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl");
     let workload = read_workloads(&workloads_file).unwrap().remove(32).workload;
-    let catalog = shared()
-        .join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
+    let catalog = shared().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
     let dir = tempfile::tempdir().unwrap();
     let protocol = TimingProtocol::RERUN_V1;
     let calibration = Calibration {
@@ -62,34 +62,16 @@ fn session_records_validate_and_import_as_verified_rows() {
         copy_bandwidth_bytes_per_s: 4.3e12,
         copy_bytes: 1 << 30,
     };
-    let mut writer = RecordWriter::new(
-        dir.path(),
-        &definition,
-        &protocol,
-        &facts(),
-        &calibration,
-        Some(&catalog),
-    )
-    .unwrap();
+    let mut writer =
+        RecordWriter::new(dir.path(), &definition, &protocol, &facts(), &calibration, Some(&catalog)).unwrap();
 
-    let samples: Vec<f64> = (0..200)
-        .map(|i| 12_000.0 + (i % 17) as f64 * 10.0)
-        .collect();
-    let comparison = compare_values(
-        "output",
-        &[1.0, 2.0],
-        &[1.0, 2.001],
-        Tolerance::FLASHINFER_BENCH_DEFAULT,
-    )
-    .unwrap();
+    let samples: Vec<f64> = (0..200).map(|i| 12_000.0 + (i % 17) as f64 * 10.0).collect();
+    let comparison = compare_values("output", &[1.0, 2.0], &[1.0, 2.001], Tolerance::FLASHINFER_BENCH_DEFAULT).unwrap();
     let trial = TrialRecord {
         seed: 1,
         comparisons: vec![comparison.clone()],
         repeat_identical: None,
-        timing: TrialTiming {
-            eager_ns: samples.clone(),
-            graph_ns: Some(samples.clone()),
-        },
+        timing: TrialTiming { eager_ns: samples.clone(), graph_ns: Some(samples.clone()) },
     };
     let run = WorkloadRun {
         implementation: "flashinfer-tc".into(),
@@ -116,8 +98,7 @@ fn session_records_validate_and_import_as_verified_rows() {
     for entry in std::fs::read_dir(dir.path().join("manifests")).unwrap() {
         let path = entry.unwrap().path();
         let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let valid = ki_model::manifest::validate_value(value)
-            .unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        let valid = ki_model::manifest::validate_value(value).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
         kinds.push(valid.kind.to_string());
     }
     kinds.sort();
@@ -126,28 +107,16 @@ fn session_records_validate_and_import_as_verified_rows() {
     // The run names the catalog's workload (seed workload: batch 16, 1,020 tokens) by its digest.
     let rows = ki_model::export::read_export(dir.path().join("catalog-rows.jsonl")).unwrap();
     let workload_row = rows.iter().find(|l| l.table == "workloads").unwrap();
-    assert_eq!(
-        run_manifest["spec"]["workloadDigest"],
-        workload_row.row["workloadDigest"]
-    );
-    assert_eq!(
-        workload_row.row["manifest"]["metadata"]["name"],
-        "gqa-paged-decode-h32-kv4-d128-ps1-ec96bc77"
-    );
+    assert_eq!(run_manifest["spec"]["workloadDigest"], workload_row.row["workloadDigest"]);
+    assert_eq!(workload_row.row["manifest"]["metadata"]["name"], "gqa-paged-decode-h32-kv4-d128-ps1-ec96bc77");
     let run_row = rows.iter().find(|l| l.table == "benchmark_runs").unwrap();
     assert_eq!(run_row.row["reproducedByKernelindex"], true);
     assert_eq!(run_row.row["primaryMetric"], "latency");
-    assert_eq!(
-        run_row.row["primaryValue"],
-        serde_json::json!(summarize(&samples).median.round() as u64)
-    );
+    assert_eq!(run_row.row["primaryValue"], serde_json::json!(summarize(&samples).median.round() as u64));
     let report = ki_model::verify::verify_export(&rows);
     assert!(report.is_clean(), "{:?}", report.first_mismatch());
     let results = std::fs::read_to_string(dir.path().join("results.md")).unwrap();
-    assert!(
-        results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc |"),
-        "{results}"
-    );
+    assert!(results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc |"), "{results}");
 }
 
 /// The committed H200 baseline (bench/runner/manifests): every manifest validates, every run names
@@ -160,14 +129,12 @@ fn committed_baseline_records_are_consistent() {
     let mut runs = Vec::new();
     for entry in std::fs::read_dir(&root).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json")
-            || path.file_name().unwrap() == "session.json"
-        {
+        if path.extension().and_then(|e| e.to_str()) != Some("json") || path.file_name().unwrap() == "session.json" {
             continue;
         }
         let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let valid = ki_model::manifest::validate_value(value.clone())
-            .unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        let valid =
+            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
         digests.insert(valid.digest.clone());
         if valid.kind.to_string() == "BenchmarkRun" {
             runs.push(value);
@@ -176,37 +143,18 @@ fn committed_baseline_records_are_consistent() {
     assert_eq!(runs.len(), 96);
     for run in &runs {
         let spec = &run["spec"];
-        for field in [
-            "implementationDigest",
-            "workloadDigest",
-            "protocolDigest",
-            "environmentDigest",
-        ] {
-            assert!(
-                digests.contains(spec[field].as_str().unwrap()),
-                "{field} of {}",
-                run["metadata"]["name"]
-            );
+        for field in ["implementationDigest", "workloadDigest", "protocolDigest", "environmentDigest"] {
+            assert!(digests.contains(spec[field].as_str().unwrap()), "{field} of {}", run["metadata"]["name"]);
         }
         assert_eq!(spec["status"], "passed");
         let samples = &spec["timing"]["rawSamples"];
         let bytes = std::fs::read(root.join(samples["uri"].as_str().unwrap())).unwrap();
-        assert_eq!(
-            ki_runner::records::sha256_of(&bytes),
-            samples["digest"].as_str().unwrap()
-        );
+        assert_eq!(ki_runner::records::sha256_of(&bytes), samples["digest"].as_str().unwrap());
     }
     let rows = ki_model::export::read_export(root.join("catalog-rows.jsonl")).unwrap();
     let report = ki_model::verify::verify_export(&rows);
     assert!(report.is_clean(), "{:?}", report.first_mismatch());
-    let run_rows: Vec<_> = rows
-        .iter()
-        .filter(|l| l.table == "benchmark_runs")
-        .collect();
+    let run_rows: Vec<_> = rows.iter().filter(|l| l.table == "benchmark_runs").collect();
     assert_eq!(run_rows.len(), 96);
-    assert!(
-        run_rows
-            .iter()
-            .all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true)
-    );
+    assert!(run_rows.iter().all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true));
 }

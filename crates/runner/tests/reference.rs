@@ -17,12 +17,7 @@ fn b(values: &[f32]) -> Vec<bf16> {
 /// One query head, one KV head, head_dim 2, page size 1, two tokens: small enough to do by hand.
 #[test]
 fn two_tokens_by_hand() {
-    let shape = GqaPagedDecodeShape {
-        num_qo_heads: 1,
-        num_kv_heads: 1,
-        head_dim: 2,
-        page_size: 1,
-    };
+    let shape = GqaPagedDecodeShape { num_qo_heads: 1, num_kv_heads: 1, head_dim: 2, page_size: 1 };
     // Pages: 0 = k(1,0) v(1,2); 1 = k(0,1) v(3,4); 2 = unused.
     let q = b(&[1.0, 2.0]);
     let k = b(&[1.0, 0.0, 0.0, 1.0, 9.0, 9.0]);
@@ -44,11 +39,7 @@ fn two_tokens_by_hand() {
     let p1 = l1.exp() / sum;
     let p0 = l0.exp() / sum;
     let expected = [p1 * 3.0 + p0 * 1.0, p1 * 4.0 + p0 * 2.0];
-    assert!(
-        (out.lse[0] as f64 - lse).abs() < 1e-6,
-        "lse {} vs {lse}",
-        out.lse[0]
-    );
+    assert!((out.lse[0] as f64 - lse).abs() < 1e-6, "lse {} vs {lse}", out.lse[0]);
     for (o, e) in out.output.iter().zip(expected) {
         assert_eq!(*o, bf16::from_f64(e), "output {o} vs {e}");
     }
@@ -57,12 +48,7 @@ fn two_tokens_by_hand() {
 /// Grouped heads read their own KV head; page size 4 with a partial last page ignores the rest.
 #[test]
 fn grouping_and_last_page_len_by_hand() {
-    let shape = GqaPagedDecodeShape {
-        num_qo_heads: 4,
-        num_kv_heads: 2,
-        head_dim: 1,
-        page_size: 4,
-    };
+    let shape = GqaPagedDecodeShape { num_qo_heads: 4, num_kv_heads: 2, head_dim: 1, page_size: 4 };
     // One page of 4 slots × 2 KV heads × dim 1. Slot s, head h: k = 0, v = 10·h + s.
     let k = b(&[0.0; 8]);
     let v = b(&[0.0, 10.0, 1.0, 11.0, 2.0, 12.0, 3.0, 13.0]);
@@ -88,12 +74,7 @@ fn grouping_and_last_page_len_by_hand() {
 
 #[test]
 fn empty_sequence_gives_zeros_and_negative_infinity() {
-    let shape = GqaPagedDecodeShape {
-        num_qo_heads: 2,
-        num_kv_heads: 1,
-        head_dim: 2,
-        page_size: 1,
-    };
+    let shape = GqaPagedDecodeShape { num_qo_heads: 2, num_kv_heads: 1, head_dim: 2, page_size: 1 };
     let q = b(&[1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5]);
     let k = b(&[1.0, 1.0]);
     let v = b(&[2.0, 3.0]);
@@ -110,13 +91,7 @@ fn empty_sequence_gives_zeros_and_negative_infinity() {
     assert!(out.output[..4].iter().all(|v| v.to_f32() == 0.0));
     assert_eq!(&out.lse[..2], &[f32::NEG_INFINITY, f32::NEG_INFINITY]);
     // The non-empty sequence has one token: output = v, lse = logit / ln 2 = 1.0 / ln 2.
-    assert_eq!(
-        out.output[4..]
-            .iter()
-            .map(|v| v.to_f32())
-            .collect::<Vec<_>>(),
-        vec![2.0, 3.0, 2.0, 3.0]
-    );
+    assert_eq!(out.output[4..].iter().map(|v| v.to_f32()).collect::<Vec<_>>(), vec![2.0, 3.0, 2.0, 3.0]);
     assert!((out.lse[2] - 1.0 / std::f32::consts::LN_2).abs() < 1e-6);
 }
 
@@ -145,24 +120,13 @@ fn every_builtin_definition_matches_a_naive_f64_evaluation() {
         let scale = inputs.get("sm_scale").unwrap().to_f32_exact().unwrap()[0] as f64;
         let out = outputs.get("output").unwrap().to_f32_lossy();
         let lse = outputs.get("lse").unwrap().to_f32_exact().unwrap();
-        let (hq, hkv, d, ps) = (
-            shape.num_qo_heads,
-            shape.num_kv_heads,
-            shape.head_dim,
-            shape.page_size,
-        );
+        let (hq, hkv, d, ps) = (shape.num_qo_heads, shape.num_kv_heads, shape.head_dim, shape.page_size);
         for bi in 0..3 {
-            let pages: Vec<usize> = indices[indptr[bi] as usize..indptr[bi + 1] as usize]
-                .iter()
-                .map(|&p| p as usize)
-                .collect();
+            let pages: Vec<usize> =
+                indices[indptr[bi] as usize..indptr[bi + 1] as usize].iter().map(|&p| p as usize).collect();
             let mut rows = Vec::new();
             for (i, &p) in pages.iter().enumerate() {
-                let used = if i + 1 == pages.len() {
-                    last.as_ref().map_or(ps, |l| l[bi] as usize)
-                } else {
-                    ps
-                };
+                let used = if i + 1 == pages.len() { last.as_ref().map_or(ps, |l| l[bi] as usize) } else { ps };
                 rows.extend((0..used).map(|s| p * ps + s));
             }
             for h in 0..hq {
@@ -170,20 +134,12 @@ fn every_builtin_definition_matches_a_naive_f64_evaluation() {
                 let qrow = &q[(bi * hq + h) * d..][..d];
                 let logits: Vec<f64> = rows
                     .iter()
-                    .map(|&r| {
-                        (0..d)
-                            .map(|x| qrow[x] as f64 * k[(r * hkv + kvh) * d + x] as f64)
-                            .sum::<f64>()
-                            * scale
-                    })
+                    .map(|&r| (0..d).map(|x| qrow[x] as f64 * k[(r * hkv + kvh) * d + x] as f64).sum::<f64>() * scale)
                     .collect();
                 let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let sum: f64 = logits.iter().map(|l| (l - max).exp()).sum();
                 let expected_lse = (max + sum.ln()) / std::f64::consts::LN_2;
-                assert!(
-                    (lse[bi * hq + h] as f64 - expected_lse).abs() < 1e-4,
-                    "{name} lse b{bi} h{h}"
-                );
+                assert!((lse[bi * hq + h] as f64 - expected_lse).abs() < 1e-4, "{name} lse b{bi} h{h}");
                 for x in 0..d {
                     let e: f64 = rows
                         .iter()
@@ -192,10 +148,7 @@ fn every_builtin_definition_matches_a_naive_f64_evaluation() {
                         .sum();
                     let got = out[(bi * hq + h) * d + x] as f64;
                     // One bf16 ulp of the result, plus f32 accumulation slack.
-                    assert!(
-                        (got - e).abs() <= e.abs() / 128.0 + 1e-4,
-                        "{name} out b{bi} h{h} d{x}: {got} vs {e}"
-                    );
+                    assert!((got - e).abs() <= e.abs() / 128.0 + 1e-4, "{name} out b{bi} h{h} d{x}: {got} vs {e}");
                 }
             }
         }
@@ -207,13 +160,7 @@ fn small_inputs(definition: &Definition) -> TensorSet {
     axes.insert("batch_size".to_string(), 2);
     axes.insert("num_pages".to_string(), 10);
     axes.insert("num_kv_indices".to_string(), 6);
-    materialize(
-        definition,
-        &WorkloadCase::from_axes(definition, axes).unwrap(),
-        1,
-        None,
-    )
-    .unwrap()
+    materialize(definition, &WorkloadCase::from_axes(definition, axes).unwrap(), 1, None).unwrap()
 }
 
 #[test]
@@ -223,55 +170,30 @@ fn bad_inputs_give_clear_errors() {
 
     let mut missing = good.clone();
     missing.tensors.remove("v_cache");
-    let err = run_definition_reference(&definition, &missing, "in.safetensors")
-        .unwrap_err()
-        .0;
-    assert!(
-        err.contains("in.safetensors") && err.contains("`v_cache` is missing"),
-        "{err}"
-    );
+    let err = run_definition_reference(&definition, &missing, "in.safetensors").unwrap_err().0;
+    assert!(err.contains("in.safetensors") && err.contains("`v_cache` is missing"), "{err}");
 
     let mut wrong_dtype = good.clone();
     let q = wrong_dtype.get("q").unwrap().to_f32_lossy();
     wrong_dtype.insert("q", HostTensor::from_f32(vec![2, 32, 128], &q));
-    let err = run_definition_reference(&definition, &wrong_dtype, "in.safetensors")
-        .unwrap_err()
-        .0;
-    assert!(
-        err.contains("`q` has dtype float32, expected bfloat16"),
-        "{err}"
-    );
+    let err = run_definition_reference(&definition, &wrong_dtype, "in.safetensors").unwrap_err().0;
+    assert!(err.contains("`q` has dtype float32, expected bfloat16"), "{err}");
 
     let mut wrong_shape = good.clone();
     let q = wrong_shape.get("q").unwrap().to_bf16().unwrap();
     wrong_shape.insert("q", HostTensor::from_bf16(vec![2, 16, 256], &q));
-    let err = run_definition_reference(&definition, &wrong_shape, "in.safetensors")
-        .unwrap_err()
-        .0;
-    assert!(
-        err.contains("`q` dimension 1 (num_qo_heads) is 16, expected 32"),
-        "{err}"
-    );
+    let err = run_definition_reference(&definition, &wrong_shape, "in.safetensors").unwrap_err().0;
+    assert!(err.contains("`q` dimension 1 (num_qo_heads) is 16, expected 32"), "{err}");
 
     let mut bad_index = good.clone();
-    bad_index.insert(
-        "kv_indices",
-        HostTensor::from_i32(vec![6], &[0, 1, 2, 3, 4, 99]),
-    );
-    let err = run_definition_reference(&definition, &bad_index, "in.safetensors")
-        .unwrap_err()
-        .0;
+    bad_index.insert("kv_indices", HostTensor::from_i32(vec![6], &[0, 1, 2, 3, 4, 99]));
+    let err = run_definition_reference(&definition, &bad_index, "in.safetensors").unwrap_err().0;
     assert!(err.contains("kv_indices[5] = 99 is outside 0..10"), "{err}");
 
     let mut bad_indptr = good.clone();
     bad_indptr.insert("kv_indptr", HostTensor::from_i32(vec![3], &[0, 4, 5]));
-    let err = run_definition_reference(&definition, &bad_indptr, "in.safetensors")
-        .unwrap_err()
-        .0;
-    assert!(
-        err.contains("kv_indptr[2] = 5 but kv_indices has 6 entries"),
-        "{err}"
-    );
+    let err = run_definition_reference(&definition, &bad_indptr, "in.safetensors").unwrap_err().0;
+    assert!(err.contains("kv_indptr[2] = 5 but kv_indices has 6 entries"), "{err}");
 }
 
 /// A definition given as a JSON file is the same as the built-in of that name; a broken file names
@@ -280,12 +202,7 @@ fn bad_inputs_give_clear_errors() {
 fn definitions_load_from_files_too() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
-    let from_file = Definition::load(
-        dir.join("gqa_paged_decode_h6_kv1_d128_ps64.json")
-            .to_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let from_file = Definition::load(dir.join("gqa_paged_decode_h6_kv1_d128_ps64.json").to_str().unwrap()).unwrap();
     let builtin = Definition::builtin("gqa_paged_decode_h6_kv1_d128_ps64").unwrap();
     assert_eq!(from_file.reference, builtin.reference);
     assert_eq!(
@@ -294,11 +211,6 @@ fn definitions_load_from_files_too() {
     );
     let broken = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(broken.path(), "{\"name\": \"x\",\n \"op_type\": 3}").unwrap();
-    let err = Definition::load(broken.path().to_str().unwrap())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains(&broken.path().display().to_string()) && err.contains("line 2"),
-        "{err}"
-    );
+    let err = Definition::load(broken.path().to_str().unwrap()).unwrap_err().to_string();
+    assert!(err.contains(&broken.path().display().to_string()) && err.contains("line 2"), "{err}");
 }

@@ -199,18 +199,20 @@ impl ReadModel {
         records.truncate(PAGE_LIMIT);
 
         // The primary group: the one with the most eligible runs (ties: key order).
-        let primary = cohorts
-            .iter()
-            .copied()
-            .filter(|&c| !self.judgement.cohorts[c].ranking.is_empty())
-            .max_by(|&a, &b| {
+        let primary =
+            cohorts.iter().copied().filter(|&c| !self.judgement.cohorts[c].ranking.is_empty()).max_by(|&a, &b| {
                 let (ca, cb) = (&self.judgement.cohorts[a], &self.judgement.cohorts[b]);
                 ca.ranking.len().cmp(&cb.ranking.len()).then(cb.comparison_key.cmp(&ca.comparison_key))
             });
         let leaderboard = primary.map(|c| describe(c, 50));
-        let mut other_groups: Vec<Leaderboard> =
-            cohorts.iter().copied().filter(|&c| Some(c) != primary && leader_of(c).is_some()).map(|c| describe(c, 1)).collect();
-        other_groups.sort_by(|a, b| b.eligible_runs.cmp(&a.eligible_runs).then(a.comparison_key.cmp(&b.comparison_key)));
+        let mut other_groups: Vec<Leaderboard> = cohorts
+            .iter()
+            .copied()
+            .filter(|&c| Some(c) != primary && leader_of(c).is_some())
+            .map(|c| describe(c, 1))
+            .collect();
+        other_groups
+            .sort_by(|a, b| b.eligible_runs.cmp(&a.eligible_runs).then(a.comparison_key.cmp(&b.comparison_key)));
         other_groups.truncate(50);
 
         let sweep = primary.and_then(|c| self.sweep(op, c, &cohorts));
@@ -254,11 +256,7 @@ impl ReadModel {
             family: text(row, "family").into(),
             description: pointer(&manifest, &["metadata", "description"]).map(scalar),
             aliases: self.aliases_by_operation.get(&op).cloned().unwrap_or_default(),
-            tags: row
-                .get("tags")
-                .and_then(Value::as_array)
-                .map(|t| t.iter().map(scalar).collect())
-                .unwrap_or_default(),
+            tags: row.get("tags").and_then(Value::as_array).map(|t| t.iter().map(scalar).collect()).unwrap_or_default(),
             semantic_digest: text(row, "semanticDigest").into(),
             records,
             records_total,
@@ -293,7 +291,12 @@ impl ReadModel {
             .get("manifest")
             .and_then(|m| pointer(m, &["spec", "axes"]))
             .and_then(Value::as_object)
-            .map(|a| a.iter().filter(|(_, v)| v.get("role").and_then(Value::as_str) != Some("constant")).map(|(k, _)| k.clone()).collect())
+            .map(|a| {
+                a.iter()
+                    .filter(|(_, v)| v.get("role").and_then(Value::as_str) != Some("constant"))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
             .unwrap_or_default();
         // (implementation, axis values, value) of each group's eligible runs.
         let mut points: Vec<(String, BTreeMap<String, f64>, f64)> = Vec::new();
@@ -313,7 +316,8 @@ impl ReadModel {
                     .iter()
                     .filter_map(|a| axes.and_then(|m| m.get(a)).and_then(Value::as_f64).map(|v| (a.clone(), v)))
                     .collect();
-                let implementation = self.implementations.get(text(r, "implementationId")).map(|i| text(i, "slug")).unwrap_or("");
+                let implementation =
+                    self.implementations.get(text(r, "implementationId")).map(|i| text(i, "slug")).unwrap_or("");
                 points.push((implementation.to_string(), values, ns));
             }
         }
@@ -502,12 +506,15 @@ impl ReadModel {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                (i, ProjectItem {
-                    slug: text(p, "slug").into(),
-                    name: text(p, "name").into(),
-                    implementations: self.implementations_by_project.get(&i).map_or(0, Vec::len),
-                    href: format!("/projects/{}", text(p, "slug")),
-                })
+                (
+                    i,
+                    ProjectItem {
+                        slug: text(p, "slug").into(),
+                        name: text(p, "name").into(),
+                        implementations: self.implementations_by_project.get(&i).map_or(0, Vec::len),
+                        href: format!("/projects/{}", text(p, "slug")),
+                    },
+                )
             })
             .collect();
         items.sort_by(|a, b| b.1.implementations.cmp(&a.1.implementations).then(a.1.name.cmp(&b.1.name)));
@@ -524,8 +531,13 @@ impl ReadModel {
 
     pub fn project_view(&self, p: usize) -> ProjectView {
         let row = &self.projects.rows[p];
-        let mut implementations: Vec<ImplementationItem> =
-            self.implementations_by_project.get(&p).into_iter().flatten().map(|&i| self.implementation_item(i)).collect();
+        let mut implementations: Vec<ImplementationItem> = self
+            .implementations_by_project
+            .get(&p)
+            .into_iter()
+            .flatten()
+            .map(|&i| self.implementation_item(i))
+            .collect();
         implementations.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.slug.cmp(&b.slug)));
         let implementations_total = implementations.len();
         implementations.truncate(PAGE_LIMIT);
@@ -576,8 +588,11 @@ impl ReadModel {
         self.runs_by_gpu
             .iter()
             .map(|(model, runs)| {
-                let mut architectures: Vec<String> =
-                    runs.iter().filter_map(|&r| opt_text(&self.runs.rows[r], "hardwareArchitecture")).map(str::to_string).collect();
+                let mut architectures: Vec<String> = runs
+                    .iter()
+                    .filter_map(|&r| opt_text(&self.runs.rows[r], "hardwareArchitecture"))
+                    .map(str::to_string)
+                    .collect();
                 architectures.sort();
                 architectures.dedup();
                 let mut ops: Vec<usize> = runs.iter().filter_map(|&r| self.run_operation(r)).collect();
@@ -605,7 +620,13 @@ impl ReadModel {
             .serving_measurements_by_run
             .get(&s)
             .and_then(|m| m.first())
-            .map(|m| format!("{} {}", number(m, "value").map(format::plain_number).unwrap_or_default(), text(m, "unit").replace('_', "/")))
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    number(m, "value").map(format::plain_number).unwrap_or_default(),
+                    text(m, "unit").replace('_', "/")
+                )
+            })
             .unwrap_or_default();
         let id = text(row, "id").to_string();
         ServingItem {
@@ -643,7 +664,12 @@ impl ReadModel {
         let pages = pages_for(total, PAGE_LIMIT);
         let page = page.clamp(1, pages);
         ServingList {
-            runs: runs.into_iter().skip((page - 1) * PAGE_LIMIT).take(PAGE_LIMIT).map(|s| self.serving_item(s)).collect(),
+            runs: runs
+                .into_iter()
+                .skip((page - 1) * PAGE_LIMIT)
+                .take(PAGE_LIMIT)
+                .map(|s| self.serving_item(s))
+                .collect(),
             total,
             page,
             pages,
@@ -673,7 +699,11 @@ impl ReadModel {
                     (
                         text(m, "metric").to_string(),
                         text(m, "statistic").to_string(),
-                        format!("{} {}", number(m, "value").map(format::plain_number).unwrap_or_default(), text(m, "unit").replace('_', "/")),
+                        format!(
+                            "{} {}",
+                            number(m, "value").map(format::plain_number).unwrap_or_default(),
+                            text(m, "unit").replace('_', "/")
+                        ),
                     )
                 })
                 .collect(),
@@ -721,7 +751,13 @@ impl ReadModel {
         let pages = pages_for(total, per_page);
         let page = page.clamp(1, pages);
         RecordList {
-            records: self.record_events.iter().skip((page - 1) * per_page).take(per_page).map(|e| self.record_item(e)).collect(),
+            records: self
+                .record_events
+                .iter()
+                .skip((page - 1) * per_page)
+                .take(per_page)
+                .map(|e| self.record_item(e))
+                .collect(),
             total,
             page,
             pages,
@@ -770,6 +806,11 @@ impl ReadModel {
         let total = items.len();
         let pages = pages_for(total, PAGE_LIMIT);
         let page = page.clamp(1, pages);
-        OperationList { operations: items.into_iter().skip((page - 1) * PAGE_LIMIT).take(PAGE_LIMIT).collect(), total, page, pages }
+        OperationList {
+            operations: items.into_iter().skip((page - 1) * PAGE_LIMIT).take(PAGE_LIMIT).collect(),
+            total,
+            page,
+            pages,
+        }
     }
 }

@@ -33,7 +33,8 @@ pub fn escape(text: &str) -> String {
 
 /// Renders the chart, or None when there is nothing to draw.
 pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
-    let all: Vec<(f64, f64)> = sweep.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
+    let all: Vec<(f64, f64)> =
+        sweep.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
     if all.is_empty() {
         return None;
     }
@@ -65,7 +66,10 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
         r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="sweep-title"><title id="sweep-title">{}</title>"#,
         escape(&title)
     );
-    let _ = write!(svg, r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#ffffff" stroke="#888888"/>"##);
+    let _ = write!(
+        svg,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#ffffff" stroke="#888888"/>"##
+    );
     // Decade grid lines on the latency axis.
     let mut decade = y_min as i32;
     while decade as f64 <= y_max {
@@ -142,7 +146,10 @@ mod tests {
             metric: "latency (mean)".into(),
             hardware: "GPU <X>".into(),
             series: vec![
-                SweepSeries { implementation: "<script>alert(1)</script>".into(), points: vec![(1.0, 1000.0), (64.0, 90_000.0)] },
+                SweepSeries {
+                    implementation: "<script>alert(1)</script>".into(),
+                    points: vec![(1.0, 1000.0), (64.0, 90_000.0)],
+                },
                 SweepSeries { implementation: "b".into(), points: vec![(1.0, 2000.0), (16.0, 3000.0)] },
             ],
         };

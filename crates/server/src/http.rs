@@ -39,10 +39,14 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
         problem.request_id = Some(id.clone());
         problem.instance = Some(path);
         let retry = response.headers().get(header::RETRY_AFTER).cloned();
-        response = if wants_html { {
-            let (status, page) = crate::pages::error_page(&problem);
-            (status, axum::response::Html(page.into_string())).into_response()
-        } } else { problem.into_response() };
+        response = if wants_html {
+            {
+                let (status, page) = crate::pages::error_page(&problem);
+                (status, axum::response::Html(page.into_string())).into_response()
+            }
+        } else {
+            problem.into_response()
+        };
         response.extensions_mut().remove::<Problem>();
         if let Some(retry) = retry {
             response.headers_mut().insert(header::RETRY_AFTER, retry);

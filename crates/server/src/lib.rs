@@ -6,6 +6,10 @@
 //! `Arc` that a rebuild swaps. Writes (keys, attestations, submissions) go to the
 //! [`store::Store`] log.
 
+// `Problem` is the error body every handler answers with (RFC 9457): it is rendered where it is
+// made, never carried far, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -110,7 +114,9 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
             }
         };
         let rebuilt = match rows_from_catalog(&watch.catalog).await {
-            Ok(rows) => tokio::task::spawn_blocking(move || ReadModel::build(rows).map(|model| (model.runs.len(), model))).await,
+            Ok(rows) => {
+                tokio::task::spawn_blocking(move || ReadModel::build(rows).map(|model| (model.runs.len(), model))).await
+            }
             Err(error) => {
                 eprintln!("ki serve: cannot reload the catalog: {error:#}");
                 continue;
@@ -122,7 +128,9 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
                 loaded = revision;
                 eprintln!("ki serve: the catalog changed; reloaded ({runs} benchmark runs)");
             }
-            Ok(Err(error)) => eprintln!("ki serve: the changed catalog cannot be served, keeping the previous one: {error}"),
+            Ok(Err(error)) => {
+                eprintln!("ki serve: the changed catalog cannot be served, keeping the previous one: {error}")
+            }
             Err(error) => eprintln!("ki serve: reloading the catalog failed: {error}"),
         }
     }

@@ -194,7 +194,9 @@ impl Tables {
                 "serving_workloads" => drop(model.serving_workloads.push(row)),
                 "serving_runs" => drop(model.serving_runs.push(row)),
                 "serving_measurements" => serving_measurements.push(row),
-                "corrections" if text(&row, "action") == "supersede" => drop(model.supersessions.insert(text(&row, "runId").to_string(), row)),
+                "corrections" if text(&row, "action") == "supersede" => {
+                    drop(model.supersessions.insert(text(&row, "runId").to_string(), row))
+                }
                 // Tables the web does not show (source snapshots, links) are skipped.
                 _ => {}
             }

@@ -5,7 +5,10 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use crate::catalog_views::{GpuItem, ImplementationView, OperationList, OperationView, ProjectList, ProjectView, RecordList, ServingList, ServingRunView};
+use crate::catalog_views::{
+    GpuItem, ImplementationView, OperationList, OperationView, ProjectList, ProjectView, RecordList, ServingList,
+    ServingRunView,
+};
 use crate::model::ReadModel;
 use crate::problem::Problem;
 use crate::store::{Attestation, AttestationKind};
@@ -58,12 +61,15 @@ pub fn layout(title: &str, main: Markup) -> Markup {
 }
 
 pub fn error_page(problem: &Problem) -> (axum::http::StatusCode, Markup) {
-    let body = layout(&problem.title, html! {
-        h1 { (problem.title) }
-        p { (problem.detail) }
-        @if let Some(id) = &problem.request_id { p.muted { "Request id " code { (id) } } }
-        p { a href="/" { "Back to the index" } }
-    });
+    let body = layout(
+        &problem.title,
+        html! {
+            h1 { (problem.title) }
+            p { (problem.detail) }
+            @if let Some(id) = &problem.request_id { p.muted { "Request id " code { (id) } } }
+            p { a href="/" { "Back to the index" } }
+        },
+    );
     (problem.status_code(), body)
 }
 
@@ -357,13 +363,16 @@ pub fn operation_page(v: &OperationView) -> Markup {
 }
 
 pub fn operations_page(list: &OperationList) -> Markup {
-    layout("Operations", html! {
-        h1 { "Operations" }
-        p { (list.total) " operations, most-measured first." }
-        table { thead { tr { th scope="col" { "operation" } th scope="col" { "family" } th scope="col" class="num" { "workloads" } th scope="col" class="num" { "runs" } } }
-            tbody { @for o in &list.operations { tr { td { a href=(o.href) { (o.title) } } td { (o.family) } td.num { (o.workloads) } td.num { (o.runs) } } } } }
-        (pager("/operations", list.page, list.pages))
-    })
+    layout(
+        "Operations",
+        html! {
+            h1 { "Operations" }
+            p { (list.total) " operations, most-measured first." }
+            table { thead { tr { th scope="col" { "operation" } th scope="col" { "family" } th scope="col" class="num" { "workloads" } th scope="col" class="num" { "runs" } } }
+                tbody { @for o in &list.operations { tr { td { a href=(o.href) { (o.title) } } td { (o.family) } td.num { (o.workloads) } td.num { (o.runs) } } } } }
+            (pager("/operations", list.page, list.pages))
+        },
+    )
 }
 
 // ---------- home ----------
@@ -475,7 +484,8 @@ fn summary_value(r: &ki_ranking::RunSummary) -> String {
 }
 
 pub fn compare_page(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
-    let query: String = refs.iter().map(|r| format!("run={}", crate::views::percent_encode(r))).collect::<Vec<_>>().join("&");
+    let query: String =
+        refs.iter().map(|r| format!("run={}", crate::views::percent_encode(r))).collect::<Vec<_>>().join("&");
     let main = html! {
         h1 { "Compare " (c.runs.len()) " runs" }
         @if c.same_comparison_group { p { "All runs share one comparison group: their values compare directly." } }
@@ -502,7 +512,18 @@ pub fn compare_page(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
     layout("Compare", main)
 }
 
-const COMPARE_COLUMNS: [&str; 10] = ["run", "implementation", "project", "hardware", "metric", "statistic", "value", "unit", "relative_to_best", "rank"];
+const COMPARE_COLUMNS: [&str; 10] = [
+    "run",
+    "implementation",
+    "project",
+    "hardware",
+    "metric",
+    "statistic",
+    "value",
+    "unit",
+    "relative_to_best",
+    "rank",
+];
 
 fn compare_cells(r: &ki_ranking::views::ComparedRun) -> [String; 10] {
     [
@@ -534,7 +555,11 @@ pub fn compare_markdown(c: &ki_ranking::Comparison) -> String {
 pub fn compare_csv(c: &ki_ranking::Comparison) -> String {
     // RFC 4180 quoting; a leading =,+,-,@ is prefixed so spreadsheets do not run it.
     let cell = |s: &str| {
-        let s = if s.starts_with(['=', '+', '@']) || (s.starts_with('-') && s.parse::<f64>().is_err()) { format!("'{s}") } else { s.to_string() };
+        let s = if s.starts_with(['=', '+', '@']) || (s.starts_with('-') && s.parse::<f64>().is_err()) {
+            format!("'{s}")
+        } else {
+            s.to_string()
+        };
         if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s }
     };
     let mut out = COMPARE_COLUMNS.join(",");
@@ -549,23 +574,26 @@ pub fn compare_csv(c: &ki_ranking::Comparison) -> String {
 // ---------- records ----------
 
 pub fn records_page(list: &RecordList) -> Markup {
-    layout("Records", html! {
-        h1 { "Records" }
-        p { "Every time a comparison group gets a new fastest eligible run, the index records it (policy ranking-v1). " (list.total) " events, newest first. "
-            a href="/records.atom" type="application/atom+xml" { "Atom feed" } " · " a href="/api/v1/records" type="application/json" { "JSON" } }
-        table { caption { "Record events" }
-            thead { tr { th scope="col" { "when" } th scope="col" { "operation" } th scope="col" { "new holder" } th scope="col" class="num" { "value" } th scope="col" { "previous" } th scope="col" { "cause" } } }
-            tbody { @for r in &list.records { tr {
-                td { (crate::format::date_of(&r.at)) }
-                td { @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } } }
-                td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (h.hardware) } }
-                td.num { @if let Some(h) = &r.holder { (h.display) } }
-                td { @if let Some(p) = &r.previous { a href=(p.href) { (p.label) } " " (r.previous_display.as_deref().unwrap_or("")) } @else { "—" } }
-                td { (r.cause) }
-            } } }
-        }
-        (pager("/records", list.page, list.pages))
-    })
+    layout(
+        "Records",
+        html! {
+            h1 { "Records" }
+            p { "Every time a comparison group gets a new fastest eligible run, the index records it (policy ranking-v1). " (list.total) " events, newest first. "
+                a href="/records.atom" type="application/atom+xml" { "Atom feed" } " · " a href="/api/v1/records" type="application/json" { "JSON" } }
+            table { caption { "Record events" }
+                thead { tr { th scope="col" { "when" } th scope="col" { "operation" } th scope="col" { "new holder" } th scope="col" class="num" { "value" } th scope="col" { "previous" } th scope="col" { "cause" } } }
+                tbody { @for r in &list.records { tr {
+                    td { (crate::format::date_of(&r.at)) }
+                    td { @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } } }
+                    td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (h.hardware) } }
+                    td.num { @if let Some(h) = &r.holder { (h.display) } }
+                    td { @if let Some(p) = &r.previous { a href=(p.href) { (p.label) } " " (r.previous_display.as_deref().unwrap_or("")) } @else { "—" } }
+                    td { (r.cause) }
+                } } }
+            }
+            (pager("/records", list.page, list.pages))
+        },
+    )
 }
 
 fn xml_escape(text: &str) -> String {
@@ -604,159 +632,183 @@ pub fn records_atom(list: &RecordList, base_url: &str) -> String {
 // ---------- projects, implementations, gpus ----------
 
 pub fn projects_page(list: &ProjectList) -> Markup {
-    layout("Projects", html! {
-        h1 { "Projects" }
-        p { (list.total) " projects, most implementations first." }
-        table { thead { tr { th scope="col" { "project" } th scope="col" { "slug" } th scope="col" class="num" { "implementations" } } }
-            tbody { @for p in &list.projects { tr { td { a href=(p.href) { (p.name) } } td { code { (p.slug) } } td.num { (p.implementations) } } } } }
-        (pager("/projects", list.page, list.pages))
-    })
+    layout(
+        "Projects",
+        html! {
+            h1 { "Projects" }
+            p { (list.total) " projects, most implementations first." }
+            table { thead { tr { th scope="col" { "project" } th scope="col" { "slug" } th scope="col" class="num" { "implementations" } } }
+                tbody { @for p in &list.projects { tr { td { a href=(p.href) { (p.name) } } td { code { (p.slug) } } td.num { (p.implementations) } } } } }
+            (pager("/projects", list.page, list.pages))
+        },
+    )
 }
 
 pub fn project_page(v: &ProjectView) -> Markup {
-    layout(&v.name, html! {
-        h1 { (v.name) }
-        p { code { (v.slug) } @if let Some(l) = &v.licence { " · licence " (l) }
-            @if let Some(u) = &v.canonical_url { @if u.starts_with("https://") { " · " a href=(u) rel="noopener" { (u) } } } }
-        p { a href={ "/api/v1/projects/" (v.slug) } type="application/json" { "JSON" } }
-        (section("implementations", "Implementations", html! {
-            ul { @for i in &v.implementations { li { a href=(i.href) { (i.slug) } " — " (i.title) " · " (i.runs) " runs" } } }
-            @if v.implementations_total > v.implementations.len() { p.muted { (v.implementations_total) " in all; the most-run shown." } }
-        }))
-        (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
-    })
+    layout(
+        &v.name,
+        html! {
+            h1 { (v.name) }
+            p { code { (v.slug) } @if let Some(l) = &v.licence { " · licence " (l) }
+                @if let Some(u) = &v.canonical_url { @if u.starts_with("https://") { " · " a href=(u) rel="noopener" { (u) } } } }
+            p { a href={ "/api/v1/projects/" (v.slug) } type="application/json" { "JSON" } }
+            (section("implementations", "Implementations", html! {
+                ul { @for i in &v.implementations { li { a href=(i.href) { (i.slug) } " — " (i.title) " · " (i.runs) " runs" } } }
+                @if v.implementations_total > v.implementations.len() { p.muted { (v.implementations_total) " in all; the most-run shown." } }
+            }))
+            (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
+        },
+    )
 }
 
 pub fn implementation_page(v: &ImplementationView) -> Markup {
-    layout(&v.slug, html! {
-        nav.crumbs aria-label="Breadcrumb" { a href=(v.project.href) { (v.project.label) } " / " (v.slug) }
-        h1 { (v.slug) }
-        p.subtitle { (v.title) }
-        dl.fields {
-            div { dt { "project" } dd { a href=(v.project.href) { (v.project.label) } } }
-            @if let Some(op) = &v.operation { div { dt { "operation" } dd { a href=(op.href) { (op.label) } } } }
-            @if let Some(r) = &v.revision { div { dt { "revision" } dd { code { (r) } } } }
-            @if let Some(l) = &v.language { div { dt { "language" } dd { (l) } } }
-            div { dt { "licence" } dd { (v.licence.as_deref().unwrap_or("none declared")) } }
-            div { dt { "source available" } dd { (if v.source_available { "yes" } else { "no" }) } }
-            div { dt { "install" } dd { @if let Some(c) = &v.install_command { code { (c) } } @else { "no install recipe" } } }
-            div { dt { "digest" } dd { code { (v.digest) } } }
-        }
-        p { a href={ "/api/v1/implementations/" (v.slug) } type="application/json" { "JSON" } }
-        (runs_table(&format!("Runs ({} in all, newest first)", v.runs_total), &v.runs))
-        (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
-    })
+    layout(
+        &v.slug,
+        html! {
+            nav.crumbs aria-label="Breadcrumb" { a href=(v.project.href) { (v.project.label) } " / " (v.slug) }
+            h1 { (v.slug) }
+            p.subtitle { (v.title) }
+            dl.fields {
+                div { dt { "project" } dd { a href=(v.project.href) { (v.project.label) } } }
+                @if let Some(op) = &v.operation { div { dt { "operation" } dd { a href=(op.href) { (op.label) } } } }
+                @if let Some(r) = &v.revision { div { dt { "revision" } dd { code { (r) } } } }
+                @if let Some(l) = &v.language { div { dt { "language" } dd { (l) } } }
+                div { dt { "licence" } dd { (v.licence.as_deref().unwrap_or("none declared")) } }
+                div { dt { "source available" } dd { (if v.source_available { "yes" } else { "no" }) } }
+                div { dt { "install" } dd { @if let Some(c) = &v.install_command { code { (c) } } @else { "no install recipe" } } }
+                div { dt { "digest" } dd { code { (v.digest) } } }
+            }
+            p { a href={ "/api/v1/implementations/" (v.slug) } type="application/json" { "JSON" } }
+            (runs_table(&format!("Runs ({} in all, newest first)", v.runs_total), &v.runs))
+            (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
+        },
+    )
 }
 
 pub fn gpus_page(gpus: &[GpuItem]) -> Markup {
-    layout("GPUs", html! {
-        h1 { "GPUs" }
-        p { "Hardware with benchmark runs in the index. A run is ranked only against runs on the same environment." }
-        table { thead { tr { th scope="col" { "GPU" } th scope="col" { "vendor" } th scope="col" { "architectures" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "operations" } th scope="col" class="num" { "#1 runs" } } }
-            tbody { @for g in gpus { tr id=(g.anchor) {
-                td { a href={ "/?q=" (crate::views::percent_encode(&g.model)) } { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
-                td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
-            } } } }
-    })
+    layout(
+        "GPUs",
+        html! {
+            h1 { "GPUs" }
+            p { "Hardware with benchmark runs in the index. A run is ranked only against runs on the same environment." }
+            table { thead { tr { th scope="col" { "GPU" } th scope="col" { "vendor" } th scope="col" { "architectures" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "operations" } th scope="col" class="num" { "#1 runs" } } }
+                tbody { @for g in gpus { tr id=(g.anchor) {
+                    td { a href={ "/?q=" (crate::views::percent_encode(&g.model)) } { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
+                    td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
+                } } } }
+        },
+    )
 }
 
 // ---------- serving ----------
 
 pub fn serving_page(list: &ServingList) -> Markup {
-    layout("Serving", html! {
-        h1 { "Serving" }
-        p { "End-to-end inference results (MLPerf Inference and others): " (list.total) " runs. Serving runs are grouped by cohort (model, tokenizer, workload, protocol, topology, quality policy, metrics)." }
-        p { "Workloads: " @for (i, w) in list.workloads.iter().enumerate() { @if i > 0 { " · " } a href=(w.href) { (w.label) } } }
-        table { thead { tr { th scope="col" { "run" } th scope="col" { "model" } th scope="col" { "scenario" } th scope="col" { "system" } th scope="col" { "accelerators" } th scope="col" class="num" { "result" } th scope="col" { "observed" } } }
-            tbody { @for r in &list.runs { tr {
-                td { a href=(r.href) { (r.title) } } td { (r.model) } td { (r.scenario) } td { (r.system) }
-                td { (r.accelerators) " × " (r.accelerator) } td.num { (r.headline) } td { (r.observed_at) }
-            } } } }
-        (pager("/serving", list.page, list.pages))
-    })
+    layout(
+        "Serving",
+        html! {
+            h1 { "Serving" }
+            p { "End-to-end inference results (MLPerf Inference and others): " (list.total) " runs. Serving runs are grouped by cohort (model, tokenizer, workload, protocol, topology, quality policy, metrics)." }
+            p { "Workloads: " @for (i, w) in list.workloads.iter().enumerate() { @if i > 0 { " · " } a href=(w.href) { (w.label) } } }
+            table { thead { tr { th scope="col" { "run" } th scope="col" { "model" } th scope="col" { "scenario" } th scope="col" { "system" } th scope="col" { "accelerators" } th scope="col" class="num" { "result" } th scope="col" { "observed" } } }
+                tbody { @for r in &list.runs { tr {
+                    td { a href=(r.href) { (r.title) } } td { (r.model) } td { (r.scenario) } td { (r.system) }
+                    td { (r.accelerators) " × " (r.accelerator) } td.num { (r.headline) } td { (r.observed_at) }
+                } } } }
+            (pager("/serving", list.page, list.pages))
+        },
+    )
 }
 
 pub fn serving_run_page(v: &ServingRunView) -> Markup {
     let r = &v.item;
-    layout(&r.title, html! {
-        h1 { (r.title) }
-        p.badges { span.badge { "status: " (r.status) } " " span.badge { "evidence: reported" } }
-        dl.fields {
-            div { dt { "model" } dd { (r.model) } }
-            div { dt { "workload" } dd { (r.workload) } }
-            div { dt { "scenario" } dd { (r.scenario) } }
-            div { dt { "system" } dd { (r.system) } }
-            div { dt { "accelerators" } dd { (r.accelerators) " × " (r.accelerator) } }
-            div { dt { "quality policy" } dd { (v.quality_policy) } }
-            div { dt { "observed" } dd { (r.observed_at) } }
-            div { dt { "cohort key" } dd { code { (v.cohort_key) } } }
-            div { dt { "run digest" } dd { code { (v.digest) } } }
-        }
-        (section("measurements", "Measurements", html! { ul { @for (m, s, val) in &v.measurements { li { (m) " · " (s) " " strong { (val) } } } } }))
-        (section("manifest", "Canonical manifest", html! {
-            details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } }
-            details { summary { "Configuration" } pre { code { (serde_json::to_string_pretty(&v.configuration).unwrap_or_default()) } } }
-            details { summary { "Workload" } pre { code { (serde_json::to_string_pretty(&v.workload_manifest).unwrap_or_default()) } } }
-        }))
-        footer.record { p { (v.source.as_deref().unwrap_or("")) @if let Some(l) = &v.licence { " · " (l) } } p { a href={ "/api/v1/serving/runs/" (r.id) } type="application/json" { "JSON" } } }
-    })
+    layout(
+        &r.title,
+        html! {
+            h1 { (r.title) }
+            p.badges { span.badge { "status: " (r.status) } " " span.badge { "evidence: reported" } }
+            dl.fields {
+                div { dt { "model" } dd { (r.model) } }
+                div { dt { "workload" } dd { (r.workload) } }
+                div { dt { "scenario" } dd { (r.scenario) } }
+                div { dt { "system" } dd { (r.system) } }
+                div { dt { "accelerators" } dd { (r.accelerators) " × " (r.accelerator) } }
+                div { dt { "quality policy" } dd { (v.quality_policy) } }
+                div { dt { "observed" } dd { (r.observed_at) } }
+                div { dt { "cohort key" } dd { code { (v.cohort_key) } } }
+                div { dt { "run digest" } dd { code { (v.digest) } } }
+            }
+            (section("measurements", "Measurements", html! { ul { @for (m, s, val) in &v.measurements { li { (m) " · " (s) " " strong { (val) } } } } }))
+            (section("manifest", "Canonical manifest", html! {
+                details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } }
+                details { summary { "Configuration" } pre { code { (serde_json::to_string_pretty(&v.configuration).unwrap_or_default()) } } }
+                details { summary { "Workload" } pre { code { (serde_json::to_string_pretty(&v.workload_manifest).unwrap_or_default()) } } }
+            }))
+            footer.record { p { (v.source.as_deref().unwrap_or("")) @if let Some(l) = &v.licence { " · " (l) } } p { a href={ "/api/v1/serving/runs/" (r.id) } type="application/json" { "JSON" } } }
+        },
+    )
 }
 
 // ---------- submissions ----------
 
 pub fn submission_page(s: &crate::store::Submission) -> Markup {
-    layout(&format!("Submission {}", crate::views::short_id(&s.id)), html! {
-        h1 { "Submission " (crate::views::short_id(&s.id)) }
-        p.subtitle { (s.title) }
-        @if s.published_at.is_none() { div.banner role="note" data-kind="unpublished" { strong { "unpublished: " } "awaiting review by an index admin; it is not ranked." } }
-        dl.fields {
-            div { dt { "evidence" } dd { (s.trust) } }
-            div { dt { "submitter" } dd { (s.submitter) } }
-            div { dt { "submitted" } dd { (s.created_at) } }
-            div { dt { "published" } dd { (s.published_at.as_deref().unwrap_or("not yet")) } }
-        }
-        table { caption { "Manifests (validated and digested)" }
-            thead { tr { th scope="col" { "kind" } th scope="col" { "name" } th scope="col" { "title" } th scope="col" { "digest" } } }
-            tbody { @for d in &s.documents { tr { td { (d.kind) } td { (d.name) } td { (d.title.as_deref().unwrap_or("")) } td { code { (d.digest) } } } } } }
-        p { a href={ "/api/v1/submissions/" (s.id) } type="application/json" { "JSON" } }
-    })
+    layout(
+        &format!("Submission {}", crate::views::short_id(&s.id)),
+        html! {
+            h1 { "Submission " (crate::views::short_id(&s.id)) }
+            p.subtitle { (s.title) }
+            @if s.published_at.is_none() { div.banner role="note" data-kind="unpublished" { strong { "unpublished: " } "awaiting review by an index admin; it is not ranked." } }
+            dl.fields {
+                div { dt { "evidence" } dd { (s.trust) } }
+                div { dt { "submitter" } dd { (s.submitter) } }
+                div { dt { "submitted" } dd { (s.created_at) } }
+                div { dt { "published" } dd { (s.published_at.as_deref().unwrap_or("not yet")) } }
+            }
+            table { caption { "Manifests (validated and digested)" }
+                thead { tr { th scope="col" { "kind" } th scope="col" { "name" } th scope="col" { "title" } th scope="col" { "digest" } } }
+                tbody { @for d in &s.documents { tr { td { (d.kind) } td { (d.name) } td { (d.title.as_deref().unwrap_or("")) } td { code { (d.digest) } } } } } }
+            p { a href={ "/api/v1/submissions/" (s.id) } type="application/json" { "JSON" } }
+        },
+    )
 }
 
 // ---------- docs ----------
 
 pub fn docs_page(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup {
-    layout("Docs", html! {
-        h1 { "How KernelIndex works" }
-        (section("identity", "Identity", html! {
-            p { "Every record is a " code { "kernelindex.dev/v1alpha1" } " manifest. Its digest is the sha256 of the RFC 8785 canonical JSON of its apiVersion, kind and spec. Two runs are compared only when they share a comparison key: operation, workload, protocol, environment, correctness rule and primary metric." }
-        }))
-        (section("ranking", "Ranking (ranking-v1)", html! {
-            p { "A run is eligible when its status is passed, it is published, not retracted, not superseded by a published run, and has a primary metric; otherwise the page names its reasons (UNPUBLISHED, STATUS_…, RETRACTED, SUPERSEDED, MISSING_PRIMARY_METRIC)." }
-            p { "Ranks are dense inside one comparison group, best first. Equal values tie; otherwise runs tie only when both carry confidence intervals that overlap, and never in a source-native group. Inside a tie: higher evidence, then newer observation, then id." }
-        }))
-        (section("evidence", "Evidence levels", html! {
-            ul {
-                li { strong { "replicated" } " — at least two independent replications" }
-                li { strong { "verified" } " — reproduced by KernelIndex's own runner" }
-                li { strong { "reproducible" } " — source available and raw evidence present" }
-                li { strong { "reported" } " — the source's claim" }
-            }
-            p { "Community attestations never change the evidence level." }
-        }))
-        (section("sources", "Sources", html! {
-            dl.fields { @for s in &model.sources.rows {
-                div id={ "source-" (crate::model::text(s, "slug")) } {
-                    dt { (crate::model::text(s, "name")) }
-                    dd { (s.get("policy").and_then(|p| p.get("license")).and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
-                        " — " (s.get("policy").and_then(|p| p.get("terms")).and_then(|l| l.as_str()).unwrap_or("")) }
+    layout(
+        "Docs",
+        html! {
+            h1 { "How KernelIndex works" }
+            (section("identity", "Identity", html! {
+                p { "Every record is a " code { "kernelindex.dev/v1alpha1" } " manifest. Its digest is the sha256 of the RFC 8785 canonical JSON of its apiVersion, kind and spec. Two runs are compared only when they share a comparison key: operation, workload, protocol, environment, correctness rule and primary metric." }
+            }))
+            (section("ranking", "Ranking (ranking-v1)", html! {
+                p { "A run is eligible when its status is passed, it is published, not retracted, not superseded by a published run, and has a primary metric; otherwise the page names its reasons (UNPUBLISHED, STATUS_…, RETRACTED, SUPERSEDED, MISSING_PRIMARY_METRIC)." }
+                p { "Ranks are dense inside one comparison group, best first. Equal values tie; otherwise runs tie only when both carry confidence intervals that overlap, and never in a source-native group. Inside a tie: higher evidence, then newer observation, then id." }
+            }))
+            (section("evidence", "Evidence levels", html! {
+                ul {
+                    li { strong { "replicated" } " — at least two independent replications" }
+                    li { strong { "verified" } " — reproduced by KernelIndex's own runner" }
+                    li { strong { "reproducible" } " — source available and raw evidence present" }
+                    li { strong { "reported" } " — the source's claim" }
                 }
-            } }
-        }))
-        (section("api", "API", html! {
-            p { "Every page has a JSON twin under " code { "/api/v1" } ". Errors are RFC 9457 problem+json with a requestId. Writes take an API key (" code { "Authorization: Bearer ki_…" } ") created with " code { "ki admin key create" } "; each key has scopes and a daily quota (429 with Retry-After when spent). "
-                a href="/api/v1/openapi.json" { "OpenAPI document" } }
-            table { thead { tr { th scope="col" { "method" } th scope="col" { "path" } th scope="col" { "what" } } }
-                tbody { @for r in routes { tr { td { (r.method.as_str().to_uppercase()) } td { code { (r.path) } } td { (r.summary) } } } } }
-        }))
-    })
+                p { "Community attestations never change the evidence level." }
+            }))
+            (section("sources", "Sources", html! {
+                dl.fields { @for s in &model.sources.rows {
+                    div id={ "source-" (crate::model::text(s, "slug")) } {
+                        dt { (crate::model::text(s, "name")) }
+                        dd { (s.get("policy").and_then(|p| p.get("license")).and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
+                            " — " (s.get("policy").and_then(|p| p.get("terms")).and_then(|l| l.as_str()).unwrap_or("")) }
+                    }
+                } }
+            }))
+            (section("api", "API", html! {
+                p { "Every page has a JSON twin under " code { "/api/v1" } ". Errors are RFC 9457 problem+json with a requestId. Writes take an API key (" code { "Authorization: Bearer ki_…" } ") created with " code { "ki admin key create" } "; each key has scopes and a daily quota (429 with Retry-After when spent). "
+                    a href="/api/v1/openapi.json" { "OpenAPI document" } }
+                table { thead { tr { th scope="col" { "method" } th scope="col" { "path" } th scope="col" { "what" } } }
+                    tbody { @for r in routes { tr { td { (r.method.as_str().to_uppercase()) } td { code { (r.path) } } td { (r.summary) } } } } }
+            }))
+        },
+    )
 }

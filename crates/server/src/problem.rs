@@ -92,10 +92,10 @@ impl IntoResponse for Problem {
         let mut response = (self.status_code(), body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if let Some(seconds) = self.retry_after_s {
-            if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
-                headers.insert(header::RETRY_AFTER, value);
-            }
+        if let Some(seconds) = self.retry_after_s
+            && let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string())
+        {
+            headers.insert(header::RETRY_AFTER, value);
         }
         // The middleware adds the request id to the body; it finds the problem here.
         response.extensions_mut().insert(self);

@@ -36,7 +36,17 @@ struct Routes {
 }
 
 impl Routes {
-    fn add<H, T>(mut self, method: Method, path: &'static str, produces: Produces, summary: &'static str, query: &'static [&'static str], auth: bool, handler: H) -> Self
+    #[allow(clippy::too_many_arguments)] // one call per route reads as a table of the API
+    fn add<H, T>(
+        mut self,
+        method: Method,
+        path: &'static str,
+        produces: Produces,
+        summary: &'static str,
+        query: &'static [&'static str],
+        auth: bool,
+        handler: H,
+    ) -> Self
     where
         H: Handler<T, Shared>,
         T: 'static,
@@ -55,20 +65,76 @@ fn table() -> Routes {
     use Method::{Get, Post};
     use Produces::*;
     Routes { router: Router::new(), docs: Vec::new() }
-        .add(Get, "/", Html, "Home with search over operations, aliases, implementations and hardware", &["q"], false, home)
+        .add(
+            Get,
+            "/",
+            Html,
+            "Home with search over operations, aliases, implementations and hardware",
+            &["q"],
+            false,
+            home,
+        )
         .add(Get, "/api/v1/search", Json, "Search results", &["q"], false, api_search)
         .add(Get, "/runs/{id}", Html, "Run dossier by id, digest or short id", &[], false, run_page)
         .add(Get, "/api/v1/runs/{id}", Json, "Run dossier as JSON", &[], false, api_run)
-        .add(Post, "/runs/{id}/attestations", Html, "File an attestation from the run page's form", &[], true, form_attestation)
-        .add(Post, "/api/v1/runs/{id}/attestations", Json, "File an attestation (reproduced, could_not_reproduce, environment_note, regression_observed)", &[], true, api_attestation)
+        .add(
+            Post,
+            "/runs/{id}/attestations",
+            Html,
+            "File an attestation from the run page's form",
+            &[],
+            true,
+            form_attestation,
+        )
+        .add(
+            Post,
+            "/api/v1/runs/{id}/attestations",
+            Json,
+            "File an attestation (reproduced, could_not_reproduce, environment_note, regression_observed)",
+            &[],
+            true,
+            api_attestation,
+        )
         .add(Get, "/operations", Html, "All operations", &["page"], false, operations_page)
         .add(Get, "/api/v1/operations", Json, "All operations as JSON", &["page"], false, api_operations)
-        .add(Get, "/operations/{slug}", Html, "Operation: current records, leaderboard, sweep chart, implementations, semantics", &[], false, operation_page)
+        .add(
+            Get,
+            "/operations/{slug}",
+            Html,
+            "Operation: current records, leaderboard, sweep chart, implementations, semantics",
+            &[],
+            false,
+            operation_page,
+        )
         .add(Get, "/api/v1/operations/{slug}", Json, "Operation as JSON", &[], false, api_operation)
-        .add(Get, "/resolve", Html, "Resolve form and answer", &["operation", "axes", "dtypes", "hardware", "framework"], false, resolve_page)
-        .add(Post, "/api/v1/resolve/kernel", Json, "Resolve one workload to the fastest compatible kernels", &[], false, api_resolve)
+        .add(
+            Get,
+            "/resolve",
+            Html,
+            "Resolve form and answer",
+            &["operation", "axes", "dtypes", "hardware", "framework"],
+            false,
+            resolve_page,
+        )
+        .add(
+            Post,
+            "/api/v1/resolve/kernel",
+            Json,
+            "Resolve one workload to the fastest compatible kernels",
+            &[],
+            false,
+            api_resolve,
+        )
         .add(Post, "/api/v1/resolve/kernel/batch", Json, "Resolve 1 to 20 workloads", &[], false, api_resolve_batch)
-        .add(Get, "/compare", Html, "Compare 2 to 8 runs; format=markdown|csv|json exports", &["run", "format"], false, compare_page)
+        .add(
+            Get,
+            "/compare",
+            Html,
+            "Compare 2 to 8 runs; format=markdown|csv|json exports",
+            &["run", "format"],
+            false,
+            compare_page,
+        )
         .add(Get, "/api/v1/compare", Json, "Comparison as JSON", &["run"], false, api_compare)
         .add(Get, "/records", Html, "Record events, newest first", &["page"], false, records_page)
         .add(Get, "/records.atom", Atom, "Record events as an Atom feed", &[], false, records_atom)
@@ -85,7 +151,15 @@ fn table() -> Routes {
         .add(Get, "/api/v1/serving", Json, "Serving runs as JSON", &["page", "workload"], false, api_serving)
         .add(Get, "/serving/runs/{id}", Html, "One serving run", &[], false, serving_run_page)
         .add(Get, "/api/v1/serving/runs/{id}", Json, "Serving run as JSON", &[], false, api_serving_run)
-        .add(Post, "/api/v1/submissions", Json, "Submit a manifest bundle (stored Reported, unpublished)", &[], true, api_submit)
+        .add(
+            Post,
+            "/api/v1/submissions",
+            Json,
+            "Submit a manifest bundle (stored Reported, unpublished)",
+            &[],
+            true,
+            api_submit,
+        )
         .add(Get, "/submissions/{id}", Html, "A submission and its validation", &[], false, submission_page)
         .add(Get, "/api/v1/submissions/{id}", Json, "Submission as JSON", &[], false, api_submission)
         .add(Get, "/docs", Html, "How the index works: ranking, evidence, sources, API", &[], false, docs_page)
@@ -181,7 +255,9 @@ fn refusal_problem(refusal: Refusal) -> Problem {
     match refusal {
         Refusal::NoKey => Problem::unauthorized("send an API key as `Authorization: Bearer ki_…`"),
         Refusal::UnknownKey => Problem::unauthorized("the API key is unknown or revoked"),
-        Refusal::MissingScope(scope) => Problem::forbidden(format!("the API key lacks the {scope:?} scope").to_lowercase()),
+        Refusal::MissingScope(scope) => {
+            Problem::forbidden(format!("the API key lacks the {scope:?} scope").to_lowercase())
+        }
         Refusal::QuotaExceeded => Problem::quota_exceeded(format::seconds_to_midnight()),
     }
 }
@@ -197,7 +273,12 @@ pub fn valid_evidence_url(url: &str) -> bool {
         && url.chars().all(|c| !c.is_whitespace() && !c.is_control() && c != '"' && c != '<' && c != '>')
 }
 
-fn file_attestation(state: &AppState, reference: &str, key: Option<&str>, input: AttestationInput) -> Result<Attestation, Problem> {
+fn file_attestation(
+    state: &AppState,
+    reference: &str,
+    key: Option<&str>,
+    input: AttestationInput,
+) -> Result<Attestation, Problem> {
     let model = state.model();
     let run = find_run(&model, reference)?;
     let key = state.store.authorize(key, Scope::Attest).map_err(refusal_problem)?;
@@ -215,7 +296,10 @@ fn file_attestation(state: &AppState, reference: &str, key: Option<&str>, input:
         Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
         Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => s.trim().parse().ok(),
         Some(_) => {
-            errors.push(FieldProblem { pointer: "/observedNs".into(), detail: "a whole, non-negative number of nanoseconds".into() });
+            errors.push(FieldProblem {
+                pointer: "/observedNs".into(),
+                detail: "a whole, non-negative number of nanoseconds".into(),
+            });
             None
         }
     };
@@ -223,7 +307,10 @@ fn file_attestation(state: &AppState, reference: &str, key: Option<&str>, input:
     if let Some(url) = &evidence_url
         && !valid_evidence_url(url)
     {
-        errors.push(FieldProblem { pointer: "/evidenceUrl".into(), detail: "an https:// URL with a host, at most 2000 characters".into() });
+        errors.push(FieldProblem {
+            pointer: "/evidenceUrl".into(),
+            detail: "an https:// URL with a host, at most 2000 characters".into(),
+        });
     }
     let note = input.note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
     if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
@@ -247,9 +334,14 @@ fn file_attestation(state: &AppState, reference: &str, key: Option<&str>, input:
     Ok(attestation)
 }
 
-async fn api_attestation(State(state): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Answer {
-    let input: AttestationInput =
-        serde_json::from_slice(&body).map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
+async fn api_attestation(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let input: AttestationInput = serde_json::from_slice(&body)
+        .map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
     if input.api_key.is_some() {
         return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
     }
@@ -262,9 +354,15 @@ async fn api_attestation(State(state): State<Shared>, Path(id): Path<String>, he
     Ok(response)
 }
 
-async fn form_attestation(State(state): State<Shared>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Answer {
+async fn form_attestation(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
     let text = std::str::from_utf8(&body).map_err(|_| Problem::bad_request("the form is not UTF-8"))?;
-    let mut input = AttestationInput { kind: String::new(), observed_ns: None, evidence_url: None, note: None, api_key: None };
+    let mut input =
+        AttestationInput { kind: String::new(), observed_ns: None, evidence_url: None, note: None, api_key: None };
     for (k, v) in parse_pairs(text) {
         match k.as_str() {
             "kind" => input.kind = v,
@@ -347,7 +445,8 @@ pub fn parse_axes(text: &str) -> Result<std::collections::BTreeMap<String, Value
 async fn resolve_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
     let model = state.model();
     let pairs = parse_pairs(q.as_deref().unwrap_or(""));
-    let get = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty());
+    let get =
+        |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty());
     let form = pages::ResolveForm {
         operation: get("operation").unwrap_or_default(),
         axes: get("axes").unwrap_or_default(),
@@ -365,7 +464,14 @@ async fn resolve_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Ans
     let request = ki_ranking::ResolveRequest {
         operation: form.operation.clone(),
         axes,
-        dtypes: form.dtypes.split([',', ' ']).map(str::trim).filter(|d| !d.is_empty()).map(str::to_string).take(16).collect(),
+        dtypes: form
+            .dtypes
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .take(16)
+            .collect(),
         hardware: Some(form.hardware.clone()).filter(|h| !h.is_empty()),
         framework: Some(form.framework.clone()).filter(|f| !f.is_empty()),
     };
@@ -390,7 +496,8 @@ struct BatchInput {
 
 async fn api_resolve_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     let input: BatchInput = parse_json(&body, "{\"requests\": [...]} with 1 to 20 resolve requests")?;
-    let answers = state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
+    let answers =
+        state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&json!({ "responses": answers })))
 }
 
@@ -426,7 +533,10 @@ async fn compare_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Ans
             Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], pages::compare_markdown(&c)).into_response())
         }
         Some("csv") => Ok((
-            [(header::CONTENT_TYPE, "text/csv; charset=utf-8"), (header::CONTENT_DISPOSITION, "attachment; filename=\"compare.csv\"")],
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (header::CONTENT_DISPOSITION, "attachment; filename=\"compare.csv\""),
+            ],
             pages::compare_csv(&c),
         )
             .into_response()),
@@ -452,7 +562,8 @@ async fn api_records(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answ
 
 async fn records_atom(State(state): State<Shared>) -> Answer {
     let list = state.model().record_list(1, 50);
-    Ok(([(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")], pages::records_atom(&list, &state.base_url)).into_response())
+    Ok(([(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")], pages::records_atom(&list, &state.base_url))
+        .into_response())
 }
 
 // ---------- projects, implementations, gpus ----------
@@ -537,9 +648,15 @@ async fn api_serving_run(State(state): State<Shared>, Path(id): Path<String>) ->
 async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
     let key = state.store.authorize(presented_key(&headers).as_deref(), Scope::Submit).map_err(refusal_problem)?;
     if body.len() > ki_model::parse::MAX_INPUT_BYTES {
-        return Err(Problem::new(StatusCode::PAYLOAD_TOO_LARGE, "too-large", "Bundle too large", "a bundle is at most 1 MiB"));
+        return Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "Bundle too large",
+            "a bundle is at most 1 MiB",
+        ));
     }
-    let bundle = submit::validate_bundle(&body).map_err(|errors| Problem::unprocessable("the bundle is not valid", errors))?;
+    let bundle =
+        submit::validate_bundle(&body).map_err(|errors| Problem::unprocessable("the bundle is not valid", errors))?;
     let submission = Submission {
         id: uuid::Uuid::now_v7().to_string(),
         trust: "reported".into(),
@@ -599,11 +716,18 @@ async fn api_openapi() -> Answer {
 }
 
 async fn site_css() -> Response {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], pages::SITE_CSS).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")],
+        pages::SITE_CSS,
+    )
+        .into_response()
 }
 
 async fn site_js() -> Response {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], pages::SITE_JS)
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")],
+        pages::SITE_JS,
+    )
         .into_response()
 }
 

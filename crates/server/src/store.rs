@@ -288,7 +288,12 @@ impl Store {
     }
 
     /// Creates a key and returns it with the secret, which is shown only this once.
-    pub fn create_key(&self, label: &str, scopes: Vec<Scope>, daily_quota: u32) -> Result<(ApiKey, String), StoreError> {
+    pub fn create_key(
+        &self,
+        label: &str,
+        scopes: Vec<Scope>,
+        daily_quota: u32,
+    ) -> Result<(ApiKey, String), StoreError> {
         self.refresh()?;
         // 244 random bits from two v4 uuids (the OS random source behind uuid).
         let secret = format!("ki_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
@@ -368,7 +373,10 @@ impl Store {
         if !state.submissions.iter().any(|s| s.id == submission_id) {
             return Err(StoreError::UnknownSubmission(submission_id.to_string()));
         }
-        self.append(&mut state, LogEntry::Publish { submission_id: submission_id.to_string(), at: format::now_rfc3339() })?;
+        self.append(
+            &mut state,
+            LogEntry::Publish { submission_id: submission_id.to_string(), at: format::now_rfc3339() },
+        )?;
         Ok(state.submissions.iter().find(|s| s.id == submission_id).cloned().expect("checked above"))
     }
 

@@ -37,19 +37,27 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
             Value::Object(map) if !map.contains_key("apiVersion") => {
                 for (group, list) in map {
                     let Value::Array(items) = list else {
-                        return Err(vec![problem(format!("{prefix}/{group}"), "a bundle maps each group to a list of manifests")]);
+                        return Err(vec![problem(
+                            format!("{prefix}/{group}"),
+                            "a bundle maps each group to a list of manifests",
+                        )]);
                     };
                     for (i, item) in items.into_iter().enumerate() {
                         match item {
                             // A wrapper such as {run, protocol, environment} or {projectSlug,
                             // manifest}: each member that is a manifest; the rest annotate.
                             Value::Object(members)
-                                if !members.contains_key("apiVersion") && members.values().any(|m| m.get("apiVersion").is_some()) =>
+                                if !members.contains_key("apiVersion")
+                                    && members.values().any(|m| m.get("apiVersion").is_some()) =>
                             {
                                 let project = members.get("projectSlug").and_then(Value::as_str).map(str::to_string);
                                 for (member, manifest) in members {
                                     if manifest.get("apiVersion").is_some() {
-                                        manifests.push((format!("{prefix}/{group}/{i}/{member}"), manifest, project.clone()));
+                                        manifests.push((
+                                            format!("{prefix}/{group}/{i}/{member}"),
+                                            manifest,
+                                            project.clone(),
+                                        ));
                                     }
                                 }
                             }
@@ -65,7 +73,10 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
         return Err(vec![problem("/", "the bundle holds no manifest")]);
     }
     if manifests.len() > MAX_MANIFESTS {
-        return Err(vec![problem("/", format!("{} manifests; one submission takes at most {MAX_MANIFESTS}", manifests.len()))]);
+        return Err(vec![problem(
+            "/",
+            format!("{} manifests; one submission takes at most {MAX_MANIFESTS}", manifests.len()),
+        )]);
     }
     let mut problems = Vec::new();
     let mut out = Vec::new();
@@ -120,13 +131,16 @@ mod tests {
         // Publication needs to know whose implementation it is.
         let implementation = bundle.documents.iter().find(|d| d.kind == "ImplementationRevision").unwrap();
         assert_eq!(implementation.project_slug.as_deref(), Some("meridian-kernels"));
-        assert!(bundle.documents.iter().filter(|d| d.kind != "ImplementationRevision").all(|d| d.project_slug.is_none()));
+        assert!(
+            bundle.documents.iter().filter(|d| d.kind != "ImplementationRevision").all(|d| d.project_slug.is_none())
+        );
     }
 
     #[test]
     fn invalid_examples_are_refused_with_pointers() {
         for name in ["bad-digest", "unknown-field", "duplicate-key", "ambiguous-duration"] {
-            let bytes = std::fs::read(shared(&format!("kernelindex-registry/registry/examples/invalid/{name}.yaml"))).unwrap();
+            let bytes =
+                std::fs::read(shared(&format!("kernelindex-registry/registry/examples/invalid/{name}.yaml"))).unwrap();
             let problems = validate_bundle(&bytes).expect_err(name);
             assert!(!problems.is_empty(), "{name}");
         }

@@ -258,7 +258,7 @@ impl ReadModel {
             evidence_level: facts.trust.as_str().into(),
             deployability: Deployability {
                 deployable: facts.deployability.deployable,
-                reasons: facts.deployability.reasons.iter().map(|r| code_of(r)).collect(),
+                reasons: facts.deployability.reasons.iter().map(code_of).collect(),
             },
             banners: self.banners(run),
             primary: self.primary(run),
@@ -276,7 +276,8 @@ impl ReadModel {
                 percent_encode(&format!("Run {id}: "))
             ),
             published_at: opt_text(row, "publishedAt").map(|t| format::date_of(t).to_string()),
-            source: source.map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
+            source: source
+                .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
                 .and_then(|s| s.get("policy"))
                 .and_then(|p| p.get("license"))
@@ -306,7 +307,11 @@ impl ReadModel {
         for reason in &self.judgement.facts[run].ineligibility {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
                 let message = match self.supersessions.get(text(row, "id")) {
-                    Some(entry) => format!("Superseded on {} by a newer published run: {}", format::date_of(text(entry, "at")), text(entry, "reason")),
+                    Some(entry) => format!(
+                        "Superseded on {} by a newer published run: {}",
+                        format::date_of(text(entry, "at")),
+                        text(entry, "reason")
+                    ),
                     None => "Superseded by a newer published run.".into(),
                 };
                 banners.push(Banner {
@@ -346,7 +351,8 @@ impl ReadModel {
             value: number(row, "primaryValue"),
             display: primary_display(row),
             sample_count: row.get("sampleCount").and_then(Value::as_i64),
-            interval_display: interval.map(|(l, h)| format!("{} – {}", format::measured(l, &unit), format::measured(h, &unit))),
+            interval_display: interval
+                .map(|(l, h)| format!("{} – {}", format::measured(l, &unit), format::measured(h, &unit))),
             unit,
             interval,
             rank: facts.rank,
@@ -354,7 +360,8 @@ impl ReadModel {
             profile: profile_label(cohort.profile).into(),
             observed_at: format::date_of(text(row, "observedAt")).into(),
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
-            compare_href: leader_run.map(|leader| format!("/compare?run={id}&run={}", text(&self.runs.rows[leader], "id"))),
+            compare_href: leader_run
+                .map(|leader| format!("/compare?run={id}&run={}", text(&self.runs.rows[leader], "id"))),
             leader: leader_run.map(|leader| self.run_summary(leader)),
             reference_speedup: facts.reference_speedup,
             baseline_speedup: facts.baseline_speedup,
@@ -380,10 +387,14 @@ impl ReadModel {
             fields.push(Field::new("source", text(source, "name")));
         }
         let manifest = row.get("manifest").cloned().unwrap_or(Value::Null);
-        if let Some(external) = pointer(&manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str) {
+        if let Some(external) =
+            pointer(&manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str)
+        {
             fields.push(Field::new("external id", external).code());
         }
-        if let Some(benchmark) = pointer(&manifest, &["run", "spec", "sourceNative", "benchmark"]).and_then(Value::as_str) {
+        if let Some(benchmark) =
+            pointer(&manifest, &["run", "spec", "sourceNative", "benchmark"]).and_then(Value::as_str)
+        {
             fields.push(Field::new("source benchmark", benchmark));
         }
         fields.push(Field::new("hardware", hardware_label(row)));
@@ -421,7 +432,9 @@ impl ReadModel {
         if let Some(evidence) = run_spec.get("evidence") {
             collect_digests(evidence, &mut digests);
         }
-        if let Some(source) = implementation.and_then(|i| i.get("manifest")).and_then(|m| pointer(m, &["spec", "source"])) {
+        if let Some(source) =
+            implementation.and_then(|i| i.get("manifest")).and_then(|m| pointer(m, &["spec", "source"]))
+        {
             collect_digests(source, &mut digests);
         }
         digests.sort();
@@ -537,7 +550,9 @@ fn correctness_fields(row: &Row, manifest: &Value) -> Vec<Field> {
         fields.push(Field::new("comparator", c));
     }
     if let Some(c) = run_correctness {
-        for (key, label) in [("maximumAbsoluteError", "max absolute error"), ("maximumRelativeError", "max relative error")] {
+        for (key, label) in
+            [("maximumAbsoluteError", "max absolute error"), ("maximumRelativeError", "max relative error")]
+        {
             if let Some(v) = c.get(key) {
                 fields.push(Field::new(label, scalar(v)));
             }
@@ -652,10 +667,13 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
     if let Some(hw) = spec.get("hardware") {
         let product = hw.get("product").map(scalar).unwrap_or_else(|| "unknown".into());
         let arch = hw.get("architecture").map(scalar);
-        fields.push(Field::new("gpu", match arch {
-            Some(a) => format!("{product} ({a})"),
-            None => product,
-        }));
+        fields.push(Field::new(
+            "gpu",
+            match arch {
+                Some(a) => format!("{product} ({a})"),
+                None => product,
+            },
+        ));
         for (key, v) in hw.as_object().into_iter().flatten() {
             if !matches!(key.as_str(), "product" | "architecture") {
                 flatten(key, v, &mut fields);

@@ -31,13 +31,16 @@ fn seed_resolve_request() -> Value {
 fn concrete(path: &str, submission_id: &str) -> String {
     let model = SERVER.state.model();
     let text = ki_server::model::text;
-    path.replace("{id}", if path.starts_with("/serving") || path.starts_with("/api/v1/serving") {
-        text(&model.serving_runs.rows[0], "id")
-    } else if path.contains("submissions") {
-        submission_id
-    } else {
-        SEED_WORKLOAD_RUN
-    })
+    path.replace(
+        "{id}",
+        if path.starts_with("/serving") || path.starts_with("/api/v1/serving") {
+            text(&model.serving_runs.rows[0], "id")
+        } else if path.contains("submissions") {
+            submission_id
+        } else {
+            SEED_WORKLOAD_RUN
+        },
+    )
     .replace(
         "{slug}",
         if path.contains("operations") {
@@ -67,7 +70,9 @@ fn every_documented_route_answers_and_the_openapi_document_matches_the_router() 
                 get(&format!("{path}?run={SEED_WORKLOAD_RUN}&run={other}"))
             }
             (Method::Get, _) => get(&path),
-            (Method::Post, "/api/v1/resolve/kernel") => post(&path, "application/json", None, &seed_resolve_request().to_string()),
+            (Method::Post, "/api/v1/resolve/kernel") => {
+                post(&path, "application/json", None, &seed_resolve_request().to_string())
+            }
             (Method::Post, "/api/v1/resolve/kernel/batch") => {
                 post(&path, "application/json", None, &json!({"requests": [seed_resolve_request()]}).to_string())
             }
@@ -110,7 +115,8 @@ fn every_documented_route_answers_and_the_openapi_document_matches_the_router() 
         .iter()
         .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |m| (m.clone(), path.clone())))
         .collect();
-    let routed: BTreeSet<(String, String)> = docs.iter().map(|d| (d.method.as_str().to_string(), d.path.to_string())).collect();
+    let routed: BTreeSet<(String, String)> =
+        docs.iter().map(|d| (d.method.as_str().to_string(), d.path.to_string())).collect();
     assert_eq!(described, routed);
     // …and a path the document does not describe is not served.
     let missing = get("/api/v1/no-such-thing");
@@ -229,7 +235,13 @@ fn pages_escape_outside_text_and_carry_no_inline_script() {
     assert!(dossier.body.contains("&lt;img src=x onerror=alert(1)&gt;"));
     assert!(!dossier.body.contains("<img src=x"));
 
-    for path in ["/", &format!("/runs/{SEED_WORKLOAD_RUN}"), "/operations/gqa-paged-decode-h32-kv4-d128-ps1", "/resolve", "/docs"] {
+    for path in [
+        "/",
+        &format!("/runs/{SEED_WORKLOAD_RUN}"),
+        "/operations/gqa-paged-decode-h32-kv4-d128-ps1",
+        "/resolve",
+        "/docs",
+    ] {
         let page = get_html(path);
         let csp = page.header("content-security-policy").unwrap();
         assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
@@ -265,7 +277,8 @@ fn writes_need_a_scoped_key_within_its_quota() {
     let once = key(vec![Scope::Attest], 1);
     let bad = post(&path, "application/json", Some(&once), r#"{"kind":"faster","evidenceUrl":"http://example.org"}"#);
     assert_eq!(bad.status, 422);
-    let pointers: Vec<String> = bad.json()["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap().to_string()).collect();
+    let pointers: Vec<String> =
+        bad.json()["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap().to_string()).collect();
     assert_eq!(pointers, ["/kind", "/evidenceUrl"]);
     assert_eq!(post(&path, "application/json", Some(&once), r#"{"kind":"reproduced","observedNs":-3}"#).status, 422);
     assert_eq!(post(&path, "application/json", Some(&once), r#"{"kind":"reproduced","extra":1}"#).status, 400);
@@ -281,7 +294,8 @@ fn writes_need_a_scoped_key_within_its_quota() {
     // Unknown run, invalid bundle.
     let both = key(vec![Scope::Attest, Scope::Submit], 10);
     assert_eq!(post("/api/v1/runs/no-such-run/attestations", "application/json", Some(&both), body).status, 404);
-    let invalid = std::fs::read_to_string(shared("kernelindex-registry/registry/examples/invalid/unknown-field.yaml")).unwrap();
+    let invalid =
+        std::fs::read_to_string(shared("kernelindex-registry/registry/examples/invalid/unknown-field.yaml")).unwrap();
     let refused = post("/api/v1/submissions", "application/yaml", Some(&both), &invalid);
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert!(refused.json()["errors"][0]["pointer"].as_str().unwrap().contains("popularity"));
@@ -302,10 +316,22 @@ fn bad_requests_get_problems_never_slow_or_broken_pages() {
     }
     assert_eq!(post("/api/v1/resolve/kernel", "application/json", None, "{").status, 400);
     let batch: Vec<Value> = (0..21).map(|_| seed_resolve_request()).collect();
-    assert_eq!(post("/api/v1/resolve/kernel/batch", "application/json", None, &json!({ "requests": batch }).to_string()).status, 400);
+    assert_eq!(
+        post("/api/v1/resolve/kernel/batch", "application/json", None, &json!({ "requests": batch }).to_string())
+            .status,
+        400
+    );
     assert_eq!(post("/api/v1/resolve/kernel/batch", "application/json", None, r#"{"requests":[]}"#).status, 400);
     assert_eq!(get(&format!("/compare?run={SEED_WORKLOAD_RUN}")).status, 400);
-    let nine: Vec<String> = SERVER.state.model().runs.rows.iter().take(9).map(|r| format!("run={}", ki_server::model::text(r, "id"))).collect();
+    let nine: Vec<String> = SERVER
+        .state
+        .model()
+        .runs
+        .rows
+        .iter()
+        .take(9)
+        .map(|r| format!("run={}", ki_server::model::text(r, "id")))
+        .collect();
     assert_eq!(get(&format!("/compare?{}", nine.join("&"))).status, 400);
     assert_eq!(get("/compare?run=nope&run=nada").status, 404);
     assert_eq!(get(&format!("/compare?run={SEED_WORKLOAD_RUN}&run={SEED_WORKLOAD_RUN}")).status, 400);
@@ -328,7 +354,9 @@ fn resolve_compare_records_and_catalog_pages_agree_with_the_ranking() {
     let answer = post("/api/v1/resolve/kernel", "application/json", None, &seed_resolve_request().to_string()).json();
     assert_eq!(answer["mode"], "exact");
     assert_eq!(answer["cohorts"][0]["fastest"][0]["runId"], SEED_WORKLOAD_RUN);
-    let page = get_html("/resolve?operation=gqa_paged_decode_h32_kv4_d128_ps1&axes=batch_size%3D16%2C+num_pages%3D1070%2C+len_indptr%3D17%2C+num_kv_indices%3D1020&hardware=NVIDIA+B200");
+    let page = get_html(
+        "/resolve?operation=gqa_paged_decode_h32_kv4_d128_ps1&axes=batch_size%3D16%2C+num_pages%3D1070%2C+len_indptr%3D17%2C+num_kv_indices%3D1020&hardware=NVIDIA+B200",
+    );
     assert!(page.body.contains("Answer: exact"));
     assert!(page.body.contains(&format!("/runs/{SEED_WORKLOAD_RUN}")));
     // An unmeasured case brackets along its one differing axis.
@@ -360,15 +388,31 @@ fn resolve_compare_records_and_catalog_pages_agree_with_the_ranking() {
     assert_eq!(records["total"], model.record_events.len());
 
     let operation = get_html("/operations/gqa-paged-decode-h32-kv4-d128-ps1");
-    for part in ["Current records per workload", "Leaderboard", "Sweep", "Implementations", "Semantics", "<svg", "<polyline", "kv_indptr"] {
+    for part in [
+        "Current records per workload",
+        "Leaderboard",
+        "Sweep",
+        "Implementations",
+        "Semantics",
+        "<svg",
+        "<polyline",
+        "kv_indptr",
+    ] {
         assert!(operation.body.contains(part), "operation page lacks {part}");
     }
     let gpus = get("/api/v1/gpus").json();
     let total: u64 = gpus["gpus"].as_array().unwrap().iter().map(|g| g["runs"].as_u64().unwrap()).sum();
-    let with_hardware = model.runs.rows.iter().filter(|r| ki_server::model::opt_text(r, "hardwareModel").is_some()).count();
+    let with_hardware =
+        model.runs.rows.iter().filter(|r| ki_server::model::opt_text(r, "hardwareModel").is_some()).count();
     assert_eq!(total as usize, with_hardware);
     let search = get("/api/v1/search?q=gqa%20paged%20decode%20h32").json();
-    assert!(search["results"].as_array().unwrap().iter().any(|r| r["href"] == "/operations/gqa-paged-decode-h32-kv4-d128-ps1"));
+    assert!(
+        search["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["href"] == "/operations/gqa-paged-decode-h32-kv4-d128-ps1")
+    );
     let serving = get("/api/v1/serving").json();
     assert_eq!(serving["total"], model.serving_runs.len());
 }

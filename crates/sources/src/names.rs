@@ -20,11 +20,8 @@ pub fn slug(text: &str) -> String {
 /// An identifier the manifests accept (`^[a-z][a-z0-9_]*$`): lowercase, other characters
 /// become `_`. FlashInfer names such as `A` or `M` become `a`, `m` (as the public index has them).
 pub fn identifier(text: &str) -> String {
-    let mut out: String = text
-        .chars()
-        .flat_map(char::to_lowercase)
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
+    let mut out: String =
+        text.chars().flat_map(char::to_lowercase).map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
         out.insert(0, 'x');
     }

@@ -40,7 +40,10 @@ fn identity_column(table: &str) -> Option<&'static str> {
 
 /// The planned rows with every record the catalog already holds replaced by the catalog's
 /// own row, and references rewritten to the catalog's ids.
-pub async fn reconcile(catalog: &Catalog, rows: &[PlannedRow]) -> Result<Vec<ki_model::export::ExportLine>, CatalogError> {
+pub async fn reconcile(
+    catalog: &Catalog,
+    rows: &[PlannedRow],
+) -> Result<Vec<ki_model::export::ExportLine>, CatalogError> {
     let mut id_map: HashMap<String, String> = HashMap::new();
     let mut lines = Vec::with_capacity(rows.len());
     for (index, planned) in rows.iter().enumerate() {
@@ -64,7 +67,11 @@ pub async fn reconcile(catalog: &Catalog, rows: &[PlannedRow]) -> Result<Vec<ki_
     Ok(lines)
 }
 
-async fn find_held(catalog: &Catalog, table: &str, row: &Map<String, Value>) -> Result<Option<Map<String, Value>>, CatalogError> {
+async fn find_held(
+    catalog: &Catalog,
+    table: &str,
+    row: &Map<String, Value>,
+) -> Result<Option<Map<String, Value>>, CatalogError> {
     if let Some(column) = identity_column(table) {
         let Some(value) = row.get(column).and_then(Value::as_str) else { return Ok(None) };
         return Ok(catalog.rows_where(table, column, value).await?.into_iter().next());
@@ -82,15 +89,29 @@ async fn find_held(catalog: &Catalog, table: &str, row: &Map<String, Value>) -> 
 
 /// Publishes a FlashInfer-Bench plan in one transaction (or, with `dry_run`, reports
 /// what would happen): per table, rows new / unchanged / conflicting.
-pub async fn publish(catalog: &Catalog, plan: &ImportPlan, dry_run: bool, origin: &str) -> Result<ImportReport, CatalogError> {
+pub async fn publish(
+    catalog: &Catalog,
+    plan: &ImportPlan,
+    dry_run: bool,
+    origin: &str,
+) -> Result<ImportReport, CatalogError> {
     // Traces become runs with no record events of their own: append the ones ranking-v1 requires.
-    let options = ImportOptions { dry_run, origin: Some(origin.to_string()), append_record_events: true, ..ImportOptions::default() };
+    let options = ImportOptions {
+        dry_run,
+        origin: Some(origin.to_string()),
+        append_record_events: true,
+        ..ImportOptions::default()
+    };
     publish_rows(catalog, &plan.rows, &options).await
 }
 
 /// Publishes planned rows through the catalog's import, after [`reconcile`]: the one
 /// way every importer writes.
-pub async fn publish_rows(catalog: &Catalog, rows: &[PlannedRow], options: &ImportOptions) -> Result<ImportReport, CatalogError> {
+pub async fn publish_rows(
+    catalog: &Catalog,
+    rows: &[PlannedRow],
+    options: &ImportOptions,
+) -> Result<ImportReport, CatalogError> {
     let lines = reconcile(catalog, rows).await?;
     catalog.import_lines(&lines, options).await
 }

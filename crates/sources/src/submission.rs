@@ -68,7 +68,12 @@ impl Entry {
     }
 
     fn error(&self, message: impl Into<String>) -> SubmissionError {
-        SubmissionError::Manifest { index: self.index, kind: self.kind.name().to_string(), name: self.name().to_string(), message: message.into() }
+        SubmissionError::Manifest {
+            index: self.index,
+            kind: self.kind.name().to_string(),
+            name: self.name().to_string(),
+            message: message.into(),
+        }
     }
 
     fn spec_str(&self, pointer: &str) -> Result<&str, SubmissionError> {
@@ -87,7 +92,13 @@ struct Parent {
 
 /// Looks up a parent by its identifying column: first among the submission's own rows,
 /// then in the catalog.
-async fn parent(catalog: &Catalog, planned: &HashMap<String, Parent>, table: &str, column: &str, value: &str) -> Result<Option<Parent>, CatalogError> {
+async fn parent(
+    catalog: &Catalog,
+    planned: &HashMap<String, Parent>,
+    table: &str,
+    column: &str,
+    value: &str,
+) -> Result<Option<Parent>, CatalogError> {
     if let Some(found) = planned.get(value) {
         return Ok(Some(found.clone()));
     }
@@ -102,16 +113,27 @@ async fn parent(catalog: &Catalog, planned: &HashMap<String, Parent>, table: &st
 /// manifest is validated again (the log is a file an operator could edit). Kernel records
 /// and serving records (ModelRevision, ServingStackRevision, ServingConfiguration,
 /// ServingWorkload, ServingRun) become rows; a WorkloadSuite, which has no table, is refused.
-pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_at: &str) -> Result<Vec<PlannedRow>, SubmissionError> {
+pub async fn plan(
+    catalog: &Catalog,
+    manifests: &[SubmittedManifest],
+    published_at: &str,
+) -> Result<Vec<PlannedRow>, SubmissionError> {
     let mut entries = Vec::with_capacity(manifests.len());
     for (index, submitted) in manifests.iter().enumerate() {
         let valid = ki_model::manifest::validate_value(submitted.manifest.clone()).map_err(|problems| {
             let name = str_at(&submitted.manifest, "/metadata/name").unwrap_or("").to_string();
             let kind = str_at(&submitted.manifest, "/kind").unwrap_or("manifest").to_string();
-            let message = problems.iter().map(|p| format!("{}: {}", p.pointer, p.message)).collect::<Vec<_>>().join("; ");
+            let message =
+                problems.iter().map(|p| format!("{}: {}", p.pointer, p.message)).collect::<Vec<_>>().join("; ");
             SubmissionError::Manifest { index, kind, name, message }
         })?;
-        let entry = Entry { index, kind: valid.kind, value: valid.value, digest: valid.digest, project_slug: submitted.project_slug.clone() };
+        let entry = Entry {
+            index,
+            kind: valid.kind,
+            value: valid.value,
+            digest: valid.digest,
+            project_slug: submitted.project_slug.clone(),
+        };
         match entry.kind {
             Kind::SoftwareProject
             | Kind::OperationSpec
@@ -125,7 +147,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
             | Kind::ServingConfiguration
             | Kind::ServingWorkload
             | Kind::ServingRun => entries.push(entry),
-            other => return Err(entry.error(format!("{other} manifests cannot be published into the kernel catalog yet"))),
+            other => {
+                return Err(entry.error(format!("{other} manifests cannot be published into the kernel catalog yet")));
+            }
         }
     }
     let of_kind = |kind: Kind| entries.iter().filter(move |e| e.kind == kind);
@@ -172,7 +196,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
     let mut workloads: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::WorkloadCase) {
         let operation_digest = entry.spec_str("/operationSpecDigest")?;
-        let operation = required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation").await?;
+        let operation =
+            required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation")
+                .await?;
         let tensors = entry.value.pointer("/spec/tensors").and_then(Value::as_object).cloned().unwrap_or_default();
         let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t.get("dtype").and_then(Value::as_str)).collect();
         let shape_summary = tensors
@@ -184,7 +210,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
         // Layouts are declared by the operation's tensors; a workload inherits them.
         let mut layouts: BTreeSet<&str> = BTreeSet::new();
         for side in ["inputs", "outputs"] {
-            for item in operation.manifest.pointer(&format!("/spec/{side}")).and_then(Value::as_array).into_iter().flatten() {
+            for item in
+                operation.manifest.pointer(&format!("/spec/{side}")).and_then(Value::as_array).into_iter().flatten()
+            {
                 if let Some(layout) = item.pointer("/tensor/layout").and_then(Value::as_str) {
                     layouts.insert(layout);
                 }
@@ -212,7 +240,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
         })?;
         let project = required_parent(catalog, &projects, "projects", "slug", &slug, entry, "project").await?;
         let operation_digest = entry.spec_str("/operation/specDigest")?;
-        let operation = required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation").await?;
+        let operation =
+            required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation")
+                .await?;
         let revision = entry.value.pointer("/spec/projectRevision");
         let source_revision = ["commit", "version", "treeDigest"]
             .iter()
@@ -241,14 +271,27 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
     for entry in of_kind(Kind::BenchmarkRun) {
         let carried = |field: &str, kind: Kind| -> Result<&Entry, SubmissionError> {
             let digest = entry.spec_str(&format!("/{field}"))?;
-            by_digest(kind, digest).ok_or_else(|| entry.error(format!("names {kind} {digest} as its {field}, which the submission does not carry")))
+            by_digest(kind, digest).ok_or_else(|| {
+                entry.error(format!("names {kind} {digest} as its {field}, which the submission does not carry"))
+            })
         };
         let protocol = carried("protocolDigest", Kind::BenchmarkProtocol)?;
         let environment = carried("environmentDigest", Kind::ExecutionEnvironment)?;
         let implementation_digest = entry.spec_str("/implementationDigest")?;
-        let implementation = required_parent(catalog, &implementations, "implementations", "implementationDigest", implementation_digest, entry, "implementation").await?;
+        let implementation = required_parent(
+            catalog,
+            &implementations,
+            "implementations",
+            "implementationDigest",
+            implementation_digest,
+            entry,
+            "implementation",
+        )
+        .await?;
         let workload_digest = entry.spec_str("/workloadDigest")?;
-        let workload = required_parent(catalog, &workloads, "workloads", "workloadDigest", workload_digest, entry, "workload").await?;
+        let workload =
+            required_parent(catalog, &workloads, "workloads", "workloadDigest", workload_digest, entry, "workload")
+                .await?;
         let keys = identity::benchmark_run_keys(&entry.value, &protocol.value, &environment.value, &workload.manifest)
             .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
         let run_id = row_id("benchmark_runs", &keys.run_digest);
@@ -257,7 +300,9 @@ pub async fn plan(catalog: &Catalog, manifests: &[SubmittedManifest], published_
                 .ok_or_else(|| environment.error(format!("spec/hardware/{field} is missing")))
         };
         let software = |field: &str| str_at(&environment.value, &format!("/spec/software/{field}"));
-        let major = |version: Option<&str>| version.and_then(|v| v.split('.').next()).and_then(|m| m.trim().parse::<u64>().ok());
+        let major = |version: Option<&str>| {
+            version.and_then(|v| v.split('.').next()).and_then(|m| m.trim().parse::<u64>().ok())
+        };
         let mut summary = Vec::new();
         if let Some(cuda) = software("cudaToolkit") {
             summary.push(format!("CUDA {cuda}"));
@@ -325,14 +370,20 @@ async fn required_parent(
     entry: &Entry,
     what: &str,
 ) -> Result<Parent, SubmissionError> {
-    parent(catalog, planned, table, column, value)
-        .await?
-        .ok_or_else(|| entry.error(format!("names {what} {value:?}, which neither the submission nor the catalog holds")))
+    parent(catalog, planned, table, column, value).await?.ok_or_else(|| {
+        entry.error(format!("names {what} {value:?}, which neither the submission nor the catalog holds"))
+    })
 }
 
 /// Adds a planned row, remembering it as the parent that `key` (its digest or slug) names for
 /// the rows after it.
-fn keep_parent(rows: &mut Vec<PlannedRow>, parents: &mut HashMap<String, Parent>, key: String, entry: &Entry, planned: PlannedRow) {
+fn keep_parent(
+    rows: &mut Vec<PlannedRow>,
+    parents: &mut HashMap<String, Parent>,
+    key: String,
+    entry: &Entry,
+    planned: PlannedRow,
+) {
     let id = planned.row.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
     parents.insert(key, Parent { id, manifest: entry.value.clone(), row: planned.row.clone() });
     rows.push(planned);
@@ -341,10 +392,18 @@ fn keep_parent(rows: &mut Vec<PlannedRow>, parents: &mut HashMap<String, Parent>
 /// A slug for a new row: the manifest's name, told apart by its digest when another row of
 /// `table` already has that slug for a different digest (a slug is a page address, not an
 /// identity).
-async fn free_slug(catalog: &Catalog, table: &str, digest_column: &str, name: &str, digest: &str) -> Result<String, CatalogError> {
+async fn free_slug(
+    catalog: &Catalog,
+    table: &str,
+    digest_column: &str,
+    name: &str,
+    digest: &str,
+) -> Result<String, CatalogError> {
     let holder = catalog.rows_where(table, "slug", name).await?.into_iter().next();
     Ok(match holder {
-        Some(held) if held.get(digest_column).and_then(Value::as_str) != Some(digest) => format!("{name}-{}", digest.get(7..15).unwrap_or_default()),
+        Some(held) if held.get(digest_column).and_then(Value::as_str) != Some(digest) => {
+            format!("{name}-{}", digest.get(7..15).unwrap_or_default())
+        }
         _ => name.to_string(),
     })
 }
@@ -431,7 +490,16 @@ async fn plan_serving(
     let mut configurations: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::ServingConfiguration) {
         let stack_digest = entry.spec_str("/stackDigest")?;
-        let stack = required_parent(catalog, &stacks, "serving_stack_revisions", "stackDigest", stack_digest, entry, "serving stack").await?;
+        let stack = required_parent(
+            catalog,
+            &stacks,
+            "serving_stack_revisions",
+            "stackDigest",
+            stack_digest,
+            entry,
+            "serving stack",
+        )
+        .await?;
         let planned = row(
             "serving_configurations",
             json!({
@@ -448,7 +516,11 @@ async fn plan_serving(
     let mut workloads: HashMap<String, Parent> = HashMap::new();
     for entry in of_kind(Kind::ServingWorkload) {
         let slug = free_slug(catalog, "serving_workloads", "workloadDigest", entry.name(), &entry.digest).await?;
-        let streaming = entry.value.pointer("/spec/streaming").and_then(Value::as_bool).ok_or_else(|| entry.error("spec/streaming is missing"))?;
+        let streaming = entry
+            .value
+            .pointer("/spec/streaming")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| entry.error("spec/streaming is missing"))?;
         let planned = row(
             "serving_workloads",
             json!({
@@ -463,22 +535,49 @@ async fn plan_serving(
     let mut measurements = Vec::new();
     for entry in of_kind(Kind::ServingRun) {
         let named = |field: &str| entry.spec_str(&format!("/{field}"));
-        let model = required_parent(catalog, &models, "model_revisions", "modelDigest", named("modelDigest")?, entry, "model").await?;
+        let model =
+            required_parent(catalog, &models, "model_revisions", "modelDigest", named("modelDigest")?, entry, "model")
+                .await?;
         let configuration_digest = named("configurationDigest")?;
-        let configuration =
-            required_parent(catalog, &configurations, "serving_configurations", "configurationDigest", configuration_digest, entry, "serving configuration").await?;
-        let workload = required_parent(catalog, &workloads, "serving_workloads", "workloadDigest", named("workloadDigest")?, entry, "serving workload").await?;
+        let configuration = required_parent(
+            catalog,
+            &configurations,
+            "serving_configurations",
+            "configurationDigest",
+            configuration_digest,
+            entry,
+            "serving configuration",
+        )
+        .await?;
+        let workload = required_parent(
+            catalog,
+            &workloads,
+            "serving_workloads",
+            "workloadDigest",
+            named("workloadDigest")?,
+            entry,
+            "serving workload",
+        )
+        .await?;
         let keys = identity::serving_run_keys(&entry.value, &model.manifest, &workload.manifest)
             .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
         let run_id = row_id("serving_runs", &keys.run_digest);
-        let count = |field: &str| entry.value.pointer(&format!("/spec/topology/{field}")).and_then(Value::as_u64).unwrap_or(0);
+        let count =
+            |field: &str| entry.value.pointer(&format!("/spec/topology/{field}")).and_then(Value::as_u64).unwrap_or(0);
         let (per_node, nodes) = (count("acceleratorsPerNode"), count("nodeCount"));
         let scenario = str_at(&entry.value, "/spec/sourceNative/scenario")
             .or_else(|| str_at(&workload.manifest, "/spec/loadGeneration"))
-            .ok_or_else(|| entry.error("has no scenario: neither spec/sourceNative/scenario nor its workload's loadGeneration"))?;
-        for (index, measurement) in entry.value.pointer("/spec/measurements").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            .ok_or_else(|| {
+                entry.error("has no scenario: neither spec/sourceNative/scenario nor its workload's loadGeneration")
+            })?;
+        for (index, measurement) in
+            entry.value.pointer("/spec/measurements").and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
             let field = |name: &str| measurement.get(name).cloned().unwrap_or(Value::Null);
-            let (metric, statistic) = (str_at(measurement, "/metric").unwrap_or_default(), str_at(measurement, "/statistic").unwrap_or_default());
+            let (metric, statistic) = (
+                str_at(measurement, "/metric").unwrap_or_default(),
+                str_at(measurement, "/statistic").unwrap_or_default(),
+            );
             measurements.push(row(
                 "serving_measurements",
                 json!({

@@ -76,8 +76,14 @@ fn full_dataset() -> tempfile::TempDir {
         &samples().join(AGENT_SOLUTION),
         &root.join("solutions/gpt-5.2/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1/gpt-5.2_gqa_paged_decode_h32_kv4_d128_ps1_cuda_optimized_r10_c0_high.json"),
     );
-    place(&fixtures().join("traces/gpt-5.2.jsonl"), &root.join("traces/gpt-5.2/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"));
-    place(&fixtures().join("traces/flashinfer.jsonl"), &root.join("traces/flashinfer/gqa_paged/gqa_paged_decode_h32_kv8_d128_ps1.jsonl"));
+    place(
+        &fixtures().join("traces/gpt-5.2.jsonl"),
+        &root.join("traces/gpt-5.2/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl"),
+    );
+    place(
+        &fixtures().join("traces/flashinfer.jsonl"),
+        &root.join("traces/flashinfer/gqa_paged/gqa_paged_decode_h32_kv8_d128_ps1.jsonl"),
+    );
     dir
 }
 
@@ -94,10 +100,8 @@ fn samples_give_17_operations_and_96_workloads() {
     assert_eq!(count(&plan, "benchmark_runs"), 0);
     assert_eq!(plan.summary.workloads, 96);
     // Every digest is the digest of the manifest beside it, and every workload names its operation.
-    let operations: HashMap<&str, &str> = plan
-        .table("operations")
-        .map(|r| (r["id"].as_str().unwrap(), r["semanticDigest"].as_str().unwrap()))
-        .collect();
+    let operations: HashMap<&str, &str> =
+        plan.table("operations").map(|r| (r["id"].as_str().unwrap(), r["semanticDigest"].as_str().unwrap())).collect();
     for r in plan.table("operations") {
         assert_eq!(identity::object_digest(&r["manifest"]).unwrap(), r["semanticDigest"].as_str().unwrap());
     }
@@ -116,8 +120,15 @@ fn rows_have_exactly_the_export_columns() {
     let plan = plan_import(dir.path(), &options).unwrap();
     let tables: BTreeSet<&str> = plan.rows.iter().map(|r| r.table).collect();
     for table in [
-        "sources", "projects", "operations", "operation_aliases", "workloads", "implementations", "benchmark_runs",
-        "measurements", "artifacts",
+        "sources",
+        "projects",
+        "operations",
+        "operation_aliases",
+        "workloads",
+        "implementations",
+        "benchmark_runs",
+        "measurements",
+        "artifacts",
     ] {
         assert!(tables.contains(table), "the plan has no {table} rows");
     }
@@ -146,7 +157,10 @@ fn seed_workload_equals_the_export_field_for_field() {
         assert_eq!(ours[column], theirs[column], "{column}");
     }
     let axes = &ours["manifest"]["spec"]["axes"];
-    assert_eq!((axes["batch_size"].as_i64(), axes["num_pages"].as_i64(), axes["num_kv_indices"].as_i64()), (Some(16), Some(1070), Some(1020)));
+    assert_eq!(
+        (axes["batch_size"].as_i64(), axes["num_pages"].as_i64(), axes["num_kv_indices"].as_i64()),
+        (Some(16), Some(1070), Some(1020))
+    );
 }
 
 #[test]
@@ -177,7 +191,8 @@ fn how_many_sample_records_the_public_index_holds() {
     // Not a fixed number: it reports how far the older samples agree with the public index.
     let plan = plan_import(&samples().join("flashinfer_trace"), &options()).unwrap();
     let known_ops: BTreeSet<&str> = export_rows("operations").filter_map(|r| r["semanticDigest"].as_str()).collect();
-    let known_workloads: BTreeSet<&str> = export_rows("workloads").filter_map(|r| r["workloadDigest"].as_str()).collect();
+    let known_workloads: BTreeSet<&str> =
+        export_rows("workloads").filter_map(|r| r["workloadDigest"].as_str()).collect();
     let ops = plan.table("operations").filter(|r| known_ops.contains(r["semanticDigest"].as_str().unwrap())).count();
     let workloads =
         plan.table("workloads").filter(|r| known_workloads.contains(r["workloadDigest"].as_str().unwrap())).count();
@@ -198,7 +213,9 @@ fn a_plan_is_reproducible() {
     for (a, b) in first.rows.iter().zip(&second.rows) {
         assert_eq!(a.table, b.table);
         assert_eq!(a.row.get("id"), b.row.get("id"), "ids come from digests, not time");
-        for column in ["semanticDigest", "workloadDigest", "implementationDigest", "runDigest", "contentDigest", "manifest"] {
+        for column in
+            ["semanticDigest", "workloadDigest", "implementationDigest", "runDigest", "contentDigest", "manifest"]
+        {
             assert_eq!(a.row.get(column), b.row.get(column), "{column}");
         }
     }
@@ -225,11 +242,13 @@ fn agent_solutions_only_when_their_authors_are_named() {
     assert_eq!(agent["manifest"]["spec"]["callable"]["path"], "main.cpp");
     assert_eq!(agent["manifest"]["spec"]["callable"]["symbol"], "run");
     // Each of the three source files is an artifact with its content digest.
-    let solution: Value = serde_json::from_str(&std::fs::read_to_string(samples().join(AGENT_SOLUTION)).unwrap()).unwrap();
+    let solution: Value =
+        serde_json::from_str(&std::fs::read_to_string(samples().join(AGENT_SOLUTION)).unwrap()).unwrap();
     for file in solution["sources"].as_array().unwrap() {
         let content = file["content"].as_str().unwrap();
         let digest = identity::sha256_digest(content.as_bytes());
-        let artifact = plan.table("artifacts").find(|a| a["contentDigest"] == digest.as_str()).expect("artifact per file");
+        let artifact =
+            plan.table("artifacts").find(|a| a["contentDigest"] == digest.as_str()).expect("artifact per file");
         assert_eq!(artifact["sizeBytes"], content.len());
         if file["path"] == "main.cpp" {
             assert_eq!(agent["manifest"]["spec"]["source"]["contentDigest"], digest.as_str());
@@ -251,8 +270,9 @@ fn traces_map_to_runs_as_the_public_index_maps_them() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let export_runs: Vec<&Map<String, Value>> =
-        export_rows("benchmark_runs").filter(|r| r["manifest"]["run"]["spec"]["sourceNative"]["source"] == "flashinfer-bench").collect();
+    let export_runs: Vec<&Map<String, Value>> = export_rows("benchmark_runs")
+        .filter(|r| r["manifest"]["run"]["spec"]["sourceNative"]["source"] == "flashinfer-bench")
+        .collect();
 
     // Before the timer change: the public index's protocol and environment, digest for digest.
     let before = runs.iter().find(|r| r["observedAt"] == "2025-10-16T01:45:15.062Z").unwrap();
@@ -263,13 +283,19 @@ fn traces_map_to_runs_as_the_public_index_maps_them() {
     assert_eq!(before["manifest"]["protocol"], same_env["manifest"]["protocol"]);
     let seed_workload = plan.table("workloads").find(|w| w["id"] == before["workloadId"]).unwrap();
     assert_eq!(before["correctnessKey"], same_env["correctnessKey"]);
-    assert_eq!(seed_workload["workloadDigest"], "sha256:e2f20ad104b19977f82ac6208878167a35ea8b1d5f3e10765ff45824695259fa");
+    assert_eq!(
+        seed_workload["workloadDigest"],
+        "sha256:e2f20ad104b19977f82ac6208878167a35ea8b1d5f3e10765ff45824695259fa"
+    );
     let evaluation = &trace_lines[0]["evaluation"];
     let spec = &before["manifest"]["run"]["spec"];
     let latency_ns = (evaluation["performance"]["latency_ms"].as_f64().unwrap() * 1e6).round() as u64;
     assert_eq!(spec["timing"]["latencyNs"]["mean"], latency_ns);
     assert_eq!(before["primaryValue"], latency_ns);
-    assert_eq!(spec["sourceNative"]["metrics"]["reference_latency_ms"], evaluation["performance"]["reference_latency_ms"]);
+    assert_eq!(
+        spec["sourceNative"]["metrics"]["reference_latency_ms"],
+        evaluation["performance"]["reference_latency_ms"]
+    );
     assert_eq!(spec["sourceNative"]["metrics"]["speedup_factor"], evaluation["performance"]["speedup_factor"]);
     assert_eq!(spec["correctness"]["maximumRelativeError"], evaluation["correctness"]["max_relative_error"]);
     assert_eq!(before["status"], "passed");
@@ -283,7 +309,10 @@ fn traces_map_to_runs_as_the_public_index_maps_them() {
     assert_ne!(after["comparisonKey"], before["comparisonKey"]);
     assert_eq!(after["workloadId"], before["workloadId"]);
     let median = plan.table("measurements").find(|m| m["runId"] == after["id"]).unwrap();
-    assert_eq!((median["metric"].as_str(), median["statistic"].as_str(), median["unit"].as_str()), (Some("latency"), Some("median"), Some("ns")));
+    assert_eq!(
+        (median["metric"].as_str(), median["statistic"].as_str(), median["unit"].as_str()),
+        (Some("latency"), Some("median"), Some("ns"))
+    );
 
     // "NaN" / "Infinity" errors are not numbers a manifest can hold: the comparator stays, the values go.
     let numerical = runs.iter().find(|r| r["status"] == "incorrect_numerical").unwrap();
@@ -304,7 +333,8 @@ fn traces_map_to_runs_as_the_public_index_maps_them() {
     for run in &runs {
         let workload = plan.table("workloads").find(|w| w["id"] == run["workloadId"]).unwrap();
         let m = &run["manifest"];
-        let keys = identity::benchmark_run_keys(&m["run"], &m["protocol"], &m["environment"], &workload["manifest"]).unwrap();
+        let keys =
+            identity::benchmark_run_keys(&m["run"], &m["protocol"], &m["environment"], &workload["manifest"]).unwrap();
         assert_eq!(run["runDigest"], keys.run_digest.as_str());
         assert_eq!(run["comparisonKey"], keys.comparison_key.as_str());
         let implementation = plan.table("implementations").find(|i| i["id"] == run["implementationId"]).unwrap();
@@ -390,7 +420,8 @@ async fn published_traces_get_their_record_events() {
     let runs = count(&plan, "benchmark_runs");
     assert!(runs > 1, "the fixture traces give runs");
     let dir = tempfile::tempdir().unwrap();
-    let catalog = ki_catalog::Catalog::open(&format!("sqlite://{}", dir.path().join("catalog.db").display())).await.unwrap();
+    let catalog =
+        ki_catalog::Catalog::open(&format!("sqlite://{}", dir.path().join("catalog.db").display())).await.unwrap();
     let first = ki_sources::publish::publish(&catalog, &plan, false, "full data set").await.unwrap();
     assert!(!first.record_events.is_empty(), "{first:?}");
     let mut rows = ki_ranking::CatalogRows::new();
@@ -401,7 +432,14 @@ async fn published_traces_get_their_record_events() {
     }
     let index = ki_ranking::Index::from_owned_rows(rows).unwrap();
     assert!(index.pending_ledger_events().is_empty(), "the stored ledger is complete");
-    let again = ki_sources::publish::publish(&catalog, &plan_import(data.path(), &with_agents).unwrap(), false, "full data set").await.unwrap();
+    let again = ki_sources::publish::publish(
+        &catalog,
+        &plan_import(data.path(), &with_agents).unwrap(),
+        false,
+        "full data set",
+    )
+    .await
+    .unwrap();
     assert!(again.record_events.is_empty() && again.inserted() == 0, "{again:?}");
     catalog.close().await;
 }

@@ -34,7 +34,8 @@ struct Scratch {
 
 impl Scratch {
     async fn create() -> Scratch {
-        let name = format!("ki_sources_{}_{}", std::process::id(), Utc::now().timestamp_nanos_opt().unwrap_or_default());
+        let name =
+            format!("ki_sources_{}_{}", std::process::id(), Utc::now().timestamp_nanos_opt().unwrap_or_default());
         let pool = sqlx::PgPool::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432 (database test)");
         // The name is built from our pid and the clock: digits and letters only.
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}"))).execute(&pool).await.unwrap();

@@ -55,18 +55,36 @@ async fn the_fixture_bundle_publishes_once() {
     let fixture = manifests("submissions/example-fixture.yaml");
     // The public index already has an operation named rmsnorm-h4096 (a different one).
     let export = ki_model::export::read_export(registry("exports/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
-    let namesake: Vec<_> = export.into_iter().filter(|l| l.table == "operations" && l.row["slug"] == "rmsnorm-h4096").collect();
+    let namesake: Vec<_> =
+        export.into_iter().filter(|l| l.table == "operations" && l.row["slug"] == "rmsnorm-h4096").collect();
     catalog.import_lines(&namesake, &ImportOptions::default()).await.unwrap();
 
     // Nothing held yet: a run alone names parents nobody has.
     let run_only = of_kind(&fixture, &["BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment"]);
     let refused = plan(&catalog, &run_only, AT).await.unwrap_err().to_string();
-    assert!(refused.contains("BenchmarkRun") && refused.contains("neither the submission nor the catalog holds"), "{refused}");
+    assert!(
+        refused.contains("BenchmarkRun") && refused.contains("neither the submission nor the catalog holds"),
+        "{refused}"
+    );
     // A run without its protocol cannot be keyed.
-    let no_protocol = of_kind(&fixture, &["SoftwareProject", "OperationSpec", "WorkloadCase", "ImplementationRevision", "BenchmarkRun", "ExecutionEnvironment"]);
+    let no_protocol = of_kind(
+        &fixture,
+        &[
+            "SoftwareProject",
+            "OperationSpec",
+            "WorkloadCase",
+            "ImplementationRevision",
+            "BenchmarkRun",
+            "ExecutionEnvironment",
+        ],
+    );
     let refused = plan(&catalog, &no_protocol, AT).await.unwrap_err().to_string();
     assert!(refused.contains("BenchmarkProtocol") && refused.contains("does not carry"), "{refused}");
-    assert_eq!(catalog.row_counts().await.unwrap().iter().map(|(_, n)| n).sum::<u64>(), 1, "a refused plan writes nothing");
+    assert_eq!(
+        catalog.row_counts().await.unwrap().iter().map(|(_, n)| n).sum::<u64>(),
+        1,
+        "a refused plan writes nothing"
+    );
 
     // Had the slug been kept, the import would refuse, naming the clash (not the
     // workload that refers to the refused operation).
@@ -74,12 +92,23 @@ async fn the_fixture_bundle_publishes_once() {
     let operation = clashing.iter_mut().find(|row| row.table == "operations").unwrap();
     operation.row.insert("slug".into(), Value::from("rmsnorm-h4096"));
     match publish_rows(&catalog, &clashing, &ImportOptions::default()).await {
-        Err(CatalogError::Conflicts { first, .. }) => assert!(first.reason.contains("slug rmsnorm-h4096 is already held"), "{first}"),
+        Err(CatalogError::Conflicts { first, .. }) => {
+            assert!(first.reason.contains("slug rmsnorm-h4096 is already held"), "{first}")
+        }
         other => panic!("a taken slug must be refused as a conflict, got {other:?}"),
     }
 
     let first = publish(&catalog, &fixture).await.expect("the fixture publishes");
-    for table in ["sources", "projects", "operations", "workloads", "implementations", "benchmark_runs", "measurements", "record_events"] {
+    for table in [
+        "sources",
+        "projects",
+        "operations",
+        "workloads",
+        "implementations",
+        "benchmark_runs",
+        "measurements",
+        "record_events",
+    ] {
         assert_eq!(inserted(&first, table), 1, "{table}");
     }
     let run = &catalog.rows("benchmark_runs").await.unwrap()[0];
@@ -88,9 +117,22 @@ async fn the_fixture_bundle_publishes_once() {
     assert_eq!(run["primaryValue"], 8120.0);
     assert_eq!((run["uncertaintyLow"].as_f64(), run["uncertaintyHigh"].as_f64()), (Some(8095.0), Some(8151.0)));
     let event = &first.record_events[0];
-    assert_eq!((event.run_id.as_str(), event.previous_run_id.as_deref(), event.cause.as_str()), (run["id"].as_str().unwrap(), None, "new_run"));
-    let operation = catalog.rows_where("operations", "semanticDigest", "sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b").await.unwrap();
-    assert_eq!(operation[0]["slug"], "rmsnorm-h4096-7a3b2563", "the namesake keeps its slug; the new one is told apart");
+    assert_eq!(
+        (event.run_id.as_str(), event.previous_run_id.as_deref(), event.cause.as_str()),
+        (run["id"].as_str().unwrap(), None, "new_run")
+    );
+    let operation = catalog
+        .rows_where(
+            "operations",
+            "semanticDigest",
+            "sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        operation[0]["slug"], "rmsnorm-h4096-7a3b2563",
+        "the namesake keeps its slug; the new one is told apart"
+    );
     let implementation = &catalog.rows("implementations").await.unwrap()[0];
     assert_eq!(implementation["projectId"], catalog.rows("projects").await.unwrap()[0]["id"]);
 
@@ -128,17 +170,30 @@ async fn serving_records_publish_once_and_verify() {
     // The run alone names a model, configuration and workload nobody holds.
     let run_only = of_kind(&all, &["ServingRun"]);
     let refused = plan(&catalog, &run_only, AT).await.unwrap_err().to_string();
-    assert!(refused.contains("ServingRun") && refused.contains("neither the submission nor the catalog holds"), "{refused}");
+    assert!(
+        refused.contains("ServingRun") && refused.contains("neither the submission nor the catalog holds"),
+        "{refused}"
+    );
 
     let report = publish(&catalog, &all).await.unwrap();
-    for table in ["model_revisions", "serving_stack_revisions", "serving_configurations", "serving_workloads", "serving_runs", "projects"] {
+    for table in [
+        "model_revisions",
+        "serving_stack_revisions",
+        "serving_configurations",
+        "serving_workloads",
+        "serving_runs",
+        "projects",
+    ] {
         assert_eq!(inserted(&report, table), 1, "{table}");
     }
     assert_eq!(inserted(&report, "serving_measurements"), 2);
     let run = &catalog.rows("serving_runs").await.unwrap()[0];
     assert_eq!(run["status"], "valid");
     assert_eq!(run["scenario"], "open_loop", "no source-native scenario: the workload's load generation");
-    assert_eq!((run["acceleratorModel"].as_str(), run["acceleratorCount"].as_u64(), run["totalAccelerators"].as_u64()), (Some("NVIDIA B200"), Some(2), Some(2)));
+    assert_eq!(
+        (run["acceleratorModel"].as_str(), run["acceleratorCount"].as_u64(), run["totalAccelerators"].as_u64()),
+        (Some("NVIDIA B200"), Some(2), Some(2))
+    );
     assert_eq!(run["reported"], true);
     assert_eq!(run["protocolKey"], "example_loadgen/1.2.0/unspecified/streaming/open_loop");
     assert!(!run["publishedAt"].is_null());

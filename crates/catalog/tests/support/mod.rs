@@ -74,9 +74,9 @@ impl TestDb {
             NEXT.fetch_add(1, Ordering::Relaxed),
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
         );
-        let admin = sqlx::PgPool::connect(&postgres_base_url())
-            .await
-            .unwrap_or_else(|error| panic!("PostgreSQL at {} is needed by the store tests: {error}", postgres_base_url()));
+        let admin = sqlx::PgPool::connect(&postgres_base_url()).await.unwrap_or_else(|error| {
+            panic!("PostgreSQL at {} is needed by the store tests: {error}", postgres_base_url())
+        });
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&admin).await.unwrap();
         admin.close().await;
         let url = format!("{}?options=-c%20search_path%3D{schema}", postgres_base_url());
@@ -96,7 +96,9 @@ impl Drop for TestDb {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async {
                 if let Ok(admin) = sqlx::PgPool::connect(&postgres_base_url()).await {
-                    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&admin).await;
+                    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+                        .execute(&admin)
+                        .await;
                     admin.close().await;
                 }
             });

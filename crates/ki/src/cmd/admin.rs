@@ -146,7 +146,13 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
                 bail!("--label must be 1 to 100 characters");
             }
             let (key, secret) = state.open()?.create_key(label.trim(), parsed, quota)?;
-            eprintln!("created key {} ({}) with scopes {} and a daily quota of {}", key.id, key.prefix, scopes.join(","), quota);
+            eprintln!(
+                "created key {} ({}) with scopes {} and a daily quota of {}",
+                key.id,
+                key.prefix,
+                scopes.join(","),
+                quota
+            );
             eprintln!("the secret is shown only now:");
             println!("{secret}");
         }
@@ -235,7 +241,12 @@ fn print_record_change(report: &CorrectionReport) {
         println!("record: unchanged (the run did not hold the record of its comparison group)");
     }
     for event in &report.events {
-        print_record_event(&event.id, &event.run_id, event.previous_run_id.as_deref(), &format!("({}, at {})", event.cause, event.at));
+        print_record_event(
+            &event.id,
+            &event.run_id,
+            event.previous_run_id.as_deref(),
+            &format!("({}, at {})", event.cause, event.at),
+        );
     }
 }
 
@@ -248,11 +259,15 @@ fn print_record_event(id: &str, holder: &str, previous: Option<&str>, detail: &s
 /// log (so a failed write leaves it unpublished). Running it again inserts nothing.
 fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
     let store = state.open()?;
-    let submission = store.submission(submission_id).ok_or_else(|| StoreError::UnknownSubmission(submission_id.to_string()))?;
+    let submission =
+        store.submission(submission_id).ok_or_else(|| StoreError::UnknownSubmission(submission_id.to_string()))?;
     let manifests: Vec<SubmittedManifest> = submission
         .documents
         .iter()
-        .map(|document| SubmittedManifest { manifest: document.manifest.clone(), project_slug: document.project_slug.clone() })
+        .map(|document| SubmittedManifest {
+            manifest: document.manifest.clone(),
+            project_slug: document.project_slug.clone(),
+        })
         .collect();
     let origin = format!("submission {submission_id}");
     let report = with_catalog(&state.database, |catalog| async move {
@@ -271,10 +286,17 @@ fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
         println!("{:<24} {:>6} new {:>6} already present", counts.table, counts.inserted, counts.unchanged);
     }
     for event in &report.record_events {
-        print_record_event(&event.id, &event.run_id, event.previous_run_id.as_deref(), &format!("in comparison group {}", event.comparison_key));
+        print_record_event(
+            &event.id,
+            &event.run_id,
+            event.previous_run_id.as_deref(),
+            &format!("in comparison group {}", event.comparison_key),
+        );
     }
     match (newly, report.inserted()) {
-        (true, _) => println!("published: {} rows written; evidence level stays {}", report.inserted(), submission.trust),
+        (true, _) => {
+            println!("published: {} rows written; evidence level stays {}", report.inserted(), submission.trust)
+        }
         (false, 0) => println!("already published: nothing new written"),
         (false, rows) => println!("already published; {rows} rows that were missing written now"),
     }

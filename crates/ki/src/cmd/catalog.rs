@@ -48,7 +48,7 @@ fn verify(path: &Path) -> anyhow::Result<ExitCode> {
     let mut lines: Vec<ExportLine> = Vec::new();
     for line in reader {
         lines.push(line?);
-        if lines.len() % 1024 == 0 {
+        if lines.len().is_multiple_of(1024) {
             reading.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
         }
     }
@@ -116,7 +116,8 @@ fn print_report(path: &Path, report: &VerifyReport) {
     let rows: Vec<String> = report.table_rows.iter().map(|(table, count)| format!("{table} {count}")).collect();
     println!("rows: {}", rows.join(", "));
     println!();
-    let name_width = report.fields.iter().map(|t| t.field.table.len() + 1 + t.field.name.chars().count()).max().unwrap_or(0);
+    let name_width =
+        report.fields.iter().map(|t| t.field.table.len() + 1 + t.field.name.chars().count()).max().unwrap_or(0);
     println!("{:<name_width$}  {:>8}  {:>8}", "field", "ok", "mismatch");
     for tally in &report.fields {
         let name = format!("{}.{}", tally.field.table, tally.field.name);

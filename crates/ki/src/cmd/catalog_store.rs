@@ -38,6 +38,9 @@ pub struct ExportArgs {
     pub out: PathBuf,
 }
 
+/// An import stage and the table it is at, if any.
+type StageAndTable = (ImportStage, Option<&'static str>);
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
 }
@@ -62,7 +65,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     for line in reader {
         // One unreadable line refuses the whole file, before the database is touched.
         lines.push(line.map_err(|error| anyhow::anyhow!("snapshot refused, nothing written: {error}"))?);
-        if lines.len() % 1024 == 0 {
+        if lines.len().is_multiple_of(1024) {
             reading.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
         }
     }
@@ -70,7 +73,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 
     let progress = bar(lines.len() as u64, "{msg:9} {wide_bar} {pos}/{len}");
     let verbose = args.verbose;
-    let last_stage: Arc<Mutex<Option<(ImportStage, Option<&'static str>)>>> = Arc::default();
+    // The stage (and table) last reported, so a verbose import prints each once.
+    let last_stage: Arc<Mutex<Option<StageAndTable>>> = Arc::default();
     let on_progress = {
         let progress = progress.clone();
         move |update: ImportProgress| {
@@ -101,7 +105,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         progress: Some(Arc::new(on_progress)),
         // A snapshot carries its own record events (`ki catalog verify` checks them); runs
         // without any, such as the verification runner's rows, get the ones ranking-v1 requires.
-        append_record_events: lines.iter().any(|line| line.table == "benchmark_runs") && !lines.iter().any(|line| line.table == "record_events"),
+        append_record_events: lines.iter().any(|line| line.table == "benchmark_runs")
+            && !lines.iter().any(|line| line.table == "record_events"),
     };
     let report = runtime()?.block_on(async {
         let catalog = Catalog::open(&args.database).await?;
@@ -143,7 +148,10 @@ fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, se
         println!("imported {} new rows in one transaction in {seconds:.2} s", report.inserted());
     }
     if !report.record_events.is_empty() {
-        println!("({} of them record events that ranking-v1 requires for the new runs' comparison groups)", report.record_events.len());
+        println!(
+            "({} of them record events that ranking-v1 requires for the new runs' comparison groups)",
+            report.record_events.len()
+        );
     }
 }
 
@@ -158,11 +166,6 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for (table, count) in &summary.tables {
         println!("{table:<26} {count:>9}");
     }
-    println!(
-        "exported {} rows to {} in {:.2} s",
-        summary.rows(),
-        args.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    println!("exported {} rows to {} in {:.2} s", summary.rows(), args.out.display(), started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }

@@ -99,7 +99,8 @@ fn load_index_for_operation(data: &DataArgs, operation: &str) -> anyhow::Result<
 fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
     let mut rows = CatalogRows::new();
     if let Some(path) = &data.export {
-        let lines = ki_model::export::read_export(path).with_context(|| format!("cannot read the export {}", path.display()))?;
+        let lines = ki_model::export::read_export(path)
+            .with_context(|| format!("cannot read the export {}", path.display()))?;
         for line in lines {
             rows.push(&line.table, line.row, Some(line.line as u64));
         }
@@ -108,7 +109,8 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
     let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
     // Messages name the catalog without its password.
     let shown = ki_catalog::Catalog::redacted_url(&url);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
@@ -131,8 +133,10 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
             Some(name) => {
                 let mut names = CatalogRows::new();
                 read_tables(&["sources", "projects", "operations", "operation_aliases"], &mut names).await?;
-                let names = Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {shown}"))?;
-                let ids: Vec<String> = names.find_operation(name).map(|op| vec![names.operations[op].id.clone()]).unwrap_or_default();
+                let names =
+                    Index::from_owned_rows(names).with_context(|| format!("cannot read the operations of {shown}"))?;
+                let ids: Vec<String> =
+                    names.find_operation(name).map(|op| vec![names.operations[op].id.clone()]).unwrap_or_default();
                 catalog
                     .for_each_ranking_row_of_operations(&ids, |table, row| {
                         rows.push(table, row, None);
@@ -223,7 +227,8 @@ fn corrections_of(data: &DataArgs, run_id: &str) -> anyhow::Result<Vec<ki_catalo
         return Ok(Vec::new());
     }
     let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
         let all = catalog.corrections().await.context("cannot read the corrections");
@@ -247,10 +252,14 @@ pub fn records(args: RecordsArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&history)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut table = Table::new(&["at", "cause", "comparison group", "new holder", "value", "previous", "previous value"]);
+    let mut table =
+        Table::new(&["at", "cause", "comparison group", "new holder", "value", "previous", "previous value"]);
     for record in &history {
         let (holder, value) = match &record.run {
-            Some(run) => (format!("{} ({})", run.implementation, short(&run.run_id)), format_value(run.value, run.unit.as_deref())),
+            Some(run) => (
+                format!("{} ({})", run.implementation, short(&run.run_id)),
+                format_value(run.value, run.unit.as_deref()),
+            ),
             None => (short(&record.event.run_id).to_string(), "?".into()),
         };
         let unit = record.run.as_ref().and_then(|r| r.unit.clone());
@@ -261,7 +270,11 @@ pub fn records(args: RecordsArgs) -> anyhow::Result<ExitCode> {
             holder,
             value,
             record.event.previous_run_id.as_deref().map(short).unwrap_or("—").to_string(),
-            if record.event.previous_run_id.is_some() { format_value(record.previous_value, unit.as_deref()) } else { "—".into() },
+            if record.event.previous_run_id.is_some() {
+                format_value(record.previous_value, unit.as_deref())
+            } else {
+                "—".into()
+            },
         ]);
     }
     print!("{}", table.render());
@@ -298,7 +311,9 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if comparison.same_comparison_group {
         println!("All runs are in one comparison group: values compare directly.");
     } else {
-        println!("The runs are in different comparison groups (workload, hardware, protocol or environment differ): × best is within each group only.");
+        println!(
+            "The runs are in different comparison groups (workload, hardware, protocol or environment differ): × best is within each group only."
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -352,7 +367,17 @@ fn axes_text(axes: &BTreeMap<String, Value>) -> String {
 }
 
 fn render_runs(out: &mut String, runs: &[RunSummary]) {
-    let mut table = Table::new(&["#", "implementation", "project", "value", "× reference", "trust", "deployable", "observed", "run"]);
+    let mut table = Table::new(&[
+        "#",
+        "implementation",
+        "project",
+        "value",
+        "× reference",
+        "trust",
+        "deployable",
+        "observed",
+        "run",
+    ]);
     for run in runs {
         table.row(vec![
             run.rank.map(|r| r.to_string()).unwrap_or_default(),
@@ -394,12 +419,25 @@ fn render_cohort(out: &mut String, cohort: &CohortView) {
     out.push_str(&format!("    workload {} {}\n", axes_text(&cohort.axes), cohort.dtypes.join(",")));
     render_runs(out, &cohort.fastest);
     let name = |run: &Option<RunSummary>| match run {
-        Some(run) => format!("{} ({}, #{})", run.implementation, format_value(run.value, run.unit.as_deref()), run.rank.unwrap_or(0)),
+        Some(run) => format!(
+            "{} ({}, #{})",
+            run.implementation,
+            format_value(run.value, run.unit.as_deref()),
+            run.rank.unwrap_or(0)
+        ),
         None => "none".into(),
     };
-    out.push_str(&format!("    best verified: {} · best deployable: {}\n", name(&cohort.best_verified), name(&cohort.best_deployable)));
+    out.push_str(&format!(
+        "    best verified: {} · best deployable: {}\n",
+        name(&cohort.best_verified),
+        name(&cohort.best_deployable)
+    ));
     if let Some(baseline) = &cohort.baseline {
-        out.push_str(&format!("    baseline: {} ({})\n", baseline.implementation, format_value(baseline.value, baseline.unit.as_deref())));
+        out.push_str(&format!(
+            "    baseline: {} ({})\n",
+            baseline.implementation,
+            format_value(baseline.value, baseline.unit.as_deref())
+        ));
     }
 }
 
@@ -433,7 +471,10 @@ pub fn render_resolve(answer: &ki_ranking::ResolveResponse) -> String {
         render_cohort(&mut out, cohort);
     }
     if answer.omitted_cohorts > 0 {
-        out.push_str(&format!("\n… and {} more comparison group(s); narrow with --axis, --hardware or --framework\n", answer.omitted_cohorts));
+        out.push_str(&format!(
+            "\n… and {} more comparison group(s); narrow with --axis, --hardware or --framework\n",
+            answer.omitted_cohorts
+        ));
     }
     for case in &answer.nearest {
         let side = match case.side {
@@ -509,8 +550,12 @@ pub fn render_dossier(d: &ki_ranking::RunDossier) -> String {
     let deploy = if d.deployability.deployable {
         "yes".to_string()
     } else {
-        let reasons: Vec<String> =
-            d.deployability.reasons.iter().map(|r| serde_json::to_value(r).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()).collect();
+        let reasons: Vec<String> = d
+            .deployability
+            .reasons
+            .iter()
+            .map(|r| serde_json::to_value(r).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+            .collect();
         format!("no ({})", reasons.join(", "))
     };
     line(&mut out, "deployable", deploy);
@@ -548,7 +593,11 @@ pub fn render_dossier(d: &ki_ranking::RunDossier) -> String {
     if !d.record_events.is_empty() {
         out.push_str("\nRecord events\n");
         for e in &d.record_events {
-            line(&mut out, &e.at.text, format!("{} (previous {})", e.cause, e.previous_run_id.as_deref().unwrap_or("none")));
+            line(
+                &mut out,
+                &e.at.text,
+                format!("{} (previous {})", e.cause, e.previous_run_id.as_deref().unwrap_or("none")),
+            );
         }
     }
     out.push_str("\nCanonical manifest\n");
@@ -586,13 +635,21 @@ impl Table {
 
     fn render(&self) -> String {
         let width = |i: usize| {
-            self.rows.iter().map(|r| r.get(i).map(|c| c.chars().count()).unwrap_or(0)).chain([self.headers[i].chars().count()]).max().unwrap_or(0)
+            self.rows
+                .iter()
+                .map(|r| r.get(i).map(|c| c.chars().count()).unwrap_or(0))
+                .chain([self.headers[i].chars().count()])
+                .max()
+                .unwrap_or(0)
         };
         let widths: Vec<usize> = (0..self.headers.len()).map(width).collect();
         let mut out = String::new();
         for cells in std::iter::once(&self.headers).chain(&self.rows) {
-            let line: Vec<String> =
-                cells.iter().zip(&widths).map(|(c, w)| format!("{c}{}", " ".repeat(w.saturating_sub(c.chars().count())))).collect();
+            let line: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c}{}", " ".repeat(w.saturating_sub(c.chars().count()))))
+                .collect();
             out.push_str(line.join("  ").trim_end());
             out.push('\n');
         }

@@ -33,7 +33,8 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let (rows, default_state, watch) = match &args.export {
             Some(path) => {
@@ -44,7 +45,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None => {
                 let url = args.database.clone().unwrap_or_else(ki_catalog::default_database_url);
                 let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
-                if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
+                if let Some(report) =
+                    catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")?
+                {
                     eprintln!("ki serve: empty catalog: imported the bundled snapshot ({} rows)", report.inserted());
                 }
                 let loaded_revision = catalog.revision().await?;

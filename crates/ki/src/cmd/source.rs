@@ -104,7 +104,12 @@ fn import_flashinfer(
     if dry_run {
         println!("dry run: nothing written to {}", ki_catalog::Catalog::redacted_url(&url));
     } else {
-        println!("{} rows written to {} ({} already there)", report.inserted(), ki_catalog::Catalog::redacted_url(&url), report.unchanged());
+        println!(
+            "{} rows written to {} ({} already there)",
+            report.inserted(),
+            ki_catalog::Catalog::redacted_url(&url),
+            report.unchanged()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

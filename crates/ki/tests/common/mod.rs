@@ -24,7 +24,13 @@ pub fn ki() -> Command {
 }
 
 /// A minimal HTTP/1.1 exchange (Connection: close); returns status, headers and body.
-pub fn http(addr: &str, method: &str, path: &str, content_type: &str, body: &str) -> std::io::Result<(u16, String, String)> {
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> std::io::Result<(u16, String, String)> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     write!(
@@ -62,4 +68,3 @@ pub fn start_server(dir: &Path, database: &str) -> Server {
     }
     panic!("ki serve did not answer /healthz within 180 s");
 }
-

@@ -60,7 +60,8 @@ impl Reply {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(500)]))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(500)]))
     }
 }
 
@@ -79,7 +80,9 @@ pub fn get(path: &str) -> Reply {
 
 pub fn get_html(path: &str) -> Reply {
     let server = &*SERVER;
-    reply(server.agent.get(&format!("{}{path}", server.base)).header("accept", "text/html").call().expect("GET answers"))
+    reply(
+        server.agent.get(&format!("{}{path}", server.base)).header("accept", "text/html").call().expect("GET answers"),
+    )
 }
 
 pub fn post(path: &str, content_type: &str, key: Option<&str>, body: &str) -> Reply {

@@ -10,7 +10,10 @@ use std::collections::HashMap;
 pub enum Check {
     Holds,
     /// Both sides with their values, for the error message.
-    Fails { left: i128, right: i128 },
+    Fails {
+        left: i128,
+        right: i128,
+    },
     /// The constraint uses something other than axes and integers.
     NotCheckable,
 }

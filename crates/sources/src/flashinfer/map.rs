@@ -175,7 +175,8 @@ pub fn workload_manifest(definition: &Definition, workload: &Workload, operation
                     InputData::Scalar(_) => unreachable!("read::check_workload refuses a scalar for a tensor"),
                 };
                 // Every axis was checked to have a value (const or bound by the workload).
-                let dims: Vec<i64> = shape.iter().map(|a| values.get(a.as_str()).copied().unwrap_or_default()).collect();
+                let dims: Vec<i64> =
+                    shape.iter().map(|a| values.get(a.as_str()).copied().unwrap_or_default()).collect();
                 tensors.insert(
                     names::identifier(&input.name),
                     json!({ "shape": dims, "dtype": input.dtype, "data": { "generator": generator } }),
@@ -226,7 +227,8 @@ fn support_hardware(solution: &Solution) -> (Vec<String>, Vec<String>) {
     } else {
         BTreeSet::new()
     };
-    let architectures = if architectures.is_empty() { vec!["unknown".to_string()] } else { architectures.into_iter().collect() };
+    let architectures =
+        if architectures.is_empty() { vec!["unknown".to_string()] } else { architectures.into_iter().collect() };
     (architectures, products.into_iter().collect())
 }
 
@@ -236,7 +238,11 @@ pub fn implementation_manifest(
     operation_digest: &str,
     options: &ImportOptions,
 ) -> Value {
-    let entry = solution.sources.iter().find(|s| s.path == solution.entry_file).expect("read::parse_solution checks the entry file");
+    let entry = solution
+        .sources
+        .iter()
+        .find(|s| s.path == solution.entry_file)
+        .expect("read::parse_solution checks the entry file");
     let (architectures, products) = support_hardware(solution);
     let dtypes: BTreeSet<&str> = definition.inputs.iter().chain(&definition.outputs).map(|t| t.dtype).collect();
     let mut project_revision = Map::new();
@@ -279,8 +285,10 @@ pub fn implementation_manifest(
 /// The two FlashInfer-Bench timing protocols: before the timer change (CUDA events, mean;
 /// identical to the protocol the public index holds) and after it (CUPTI, median of trials).
 pub fn protocol_manifest(observed: &DateTime<Utc>) -> Value {
-    let harness = json!({ "name": "flashinfer-bench", "repository": "https://github.com/flashinfer-ai/flashinfer-bench" });
-    let correctness = json!({ "reference": "definition reference implementation", "comparator": "flashinfer_bench_eval" });
+    let harness =
+        json!({ "name": "flashinfer-bench", "repository": "https://github.com/flashinfer-ai/flashinfer-bench" });
+    let correctness =
+        json!({ "reference": "definition reference implementation", "comparator": "flashinfer_bench_eval" });
     if *observed < timer_change() {
         manifest(
             "BenchmarkProtocol",
@@ -435,26 +443,27 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
     let mut measurements = Vec::new();
     let mut artifacts = Vec::new();
     let mut seen_artifacts = HashSet::new();
-    let mut add_artifact = |artifacts: &mut Vec<PlannedRow>, content: &str, kind: &str, media: &str, uri: Value, license: Value| {
-        let d = identity::sha256_digest(content.as_bytes());
-        if seen_artifacts.insert(d.clone()) {
-            artifacts.push(row(
-                "artifacts",
-                vec![
-                    ("id", json!(row_id("artifacts", &d))),
-                    ("contentDigest", json!(d)),
-                    ("kind", json!(kind)),
-                    ("mediaType", json!(media)),
-                    ("sizeBytes", json!(content.len())),
-                    ("storage", json!("inline")),
-                    ("uri", uri),
-                    ("license", license),
-                    ("createdAt", created.clone()),
-                ],
-            ));
-        }
-        d
-    };
+    let mut add_artifact =
+        |artifacts: &mut Vec<PlannedRow>, content: &str, kind: &str, media: &str, uri: Value, license: Value| {
+            let d = identity::sha256_digest(content.as_bytes());
+            if seen_artifacts.insert(d.clone()) {
+                artifacts.push(row(
+                    "artifacts",
+                    vec![
+                        ("id", json!(row_id("artifacts", &d))),
+                        ("contentDigest", json!(d)),
+                        ("kind", json!(kind)),
+                        ("mediaType", json!(media)),
+                        ("sizeBytes", json!(content.len())),
+                        ("storage", json!("inline")),
+                        ("uri", uri),
+                        ("license", license),
+                        ("createdAt", created.clone()),
+                    ],
+                ));
+            }
+            d
+        };
 
     let source_id = row_id("sources", SOURCE_SLUG);
     let source = row(
@@ -480,7 +489,14 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
     // Operations, keyed by definition name: (row id, digest).
     let mut operation_of: HashMap<&str, (String, String)> = HashMap::new();
     for definition in &dataset.definitions {
-        let reference_digest = add_artifact(&mut artifacts, &definition.reference, "source", "text/x-python", json!(options.repository), json!(LICENSE));
+        let reference_digest = add_artifact(
+            &mut artifacts,
+            &definition.reference,
+            "source",
+            "text/x-python",
+            json!(options.repository),
+            json!(LICENSE),
+        );
         let m = operation_manifest(definition, options, &reference_digest);
         let d = digest(&m);
         let id = row_id("operations", &d);
@@ -507,46 +523,48 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
     // Workloads, keyed by (definition, uuid): (row id, digest, manifest).
     let mut workload_of: HashMap<(String, String), (String, String, Value)> = HashMap::new();
     let mut seen_workloads = HashSet::new();
-    let mut add_workload = |workloads: &mut Vec<PlannedRow>, workload: &Workload, counted: bool| -> (String, String, Value) {
-        let key = (workload.definition.clone(), workload.uuid.clone());
-        if let Some(found) = workload_of.get(&key) {
-            return found.clone();
-        }
-        let definition = dataset.definition(&workload.definition).expect("read::check_workload checked the definition");
-        let (operation_id, operation_digest) = &operation_of[definition.name.as_str()];
-        let m = workload_manifest(definition, workload, operation_digest);
-        let d = digest(&m);
-        let id = row_id("workloads", &d);
-        if seen_workloads.insert(d.clone()) {
-            let tensors = m["spec"]["tensors"].as_object().cloned().unwrap_or_default();
-            let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t["dtype"].as_str()).collect();
-            let shape_summary = tensors
-                .values()
-                .next()
-                .and_then(|t| t["shape"].as_array())
-                .map(|dims| format!("[{}]", dims.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")))
-                .unwrap_or_else(|| "[]".to_string());
-            workloads.push(row(
-                "workloads",
-                vec![
-                    ("id", json!(id)),
-                    ("operationId", json!(operation_id)),
-                    ("workloadDigest", json!(d)),
-                    ("schemaVersion", json!(API_VERSION)),
-                    ("manifest", m.clone()),
-                    ("shapeSummary", json!(shape_summary)),
-                    ("dtypes", json!(dtypes)),
-                    ("layoutKeys", json!(["contiguous"])),
-                    ("createdAt", created.clone()),
-                ],
-            ));
-        } else if counted {
-            summary.duplicate_workloads += 1;
-        }
-        let entry = (id, d, m);
-        workload_of.insert(key, entry.clone());
-        entry
-    };
+    let mut add_workload =
+        |workloads: &mut Vec<PlannedRow>, workload: &Workload, counted: bool| -> (String, String, Value) {
+            let key = (workload.definition.clone(), workload.uuid.clone());
+            if let Some(found) = workload_of.get(&key) {
+                return found.clone();
+            }
+            let definition =
+                dataset.definition(&workload.definition).expect("read::check_workload checked the definition");
+            let (operation_id, operation_digest) = &operation_of[definition.name.as_str()];
+            let m = workload_manifest(definition, workload, operation_digest);
+            let d = digest(&m);
+            let id = row_id("workloads", &d);
+            if seen_workloads.insert(d.clone()) {
+                let tensors = m["spec"]["tensors"].as_object().cloned().unwrap_or_default();
+                let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t["dtype"].as_str()).collect();
+                let shape_summary = tensors
+                    .values()
+                    .next()
+                    .and_then(|t| t["shape"].as_array())
+                    .map(|dims| format!("[{}]", dims.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")))
+                    .unwrap_or_else(|| "[]".to_string());
+                workloads.push(row(
+                    "workloads",
+                    vec![
+                        ("id", json!(id)),
+                        ("operationId", json!(operation_id)),
+                        ("workloadDigest", json!(d)),
+                        ("schemaVersion", json!(API_VERSION)),
+                        ("manifest", m.clone()),
+                        ("shapeSummary", json!(shape_summary)),
+                        ("dtypes", json!(dtypes)),
+                        ("layoutKeys", json!(["contiguous"])),
+                        ("createdAt", created.clone()),
+                    ],
+                ));
+            } else if counted {
+                summary.duplicate_workloads += 1;
+            }
+            let entry = (id, d, m);
+            workload_of.insert(key, entry.clone());
+            entry
+        };
     for workload in &dataset.workloads {
         add_workload(&mut workloads, workload, true);
     }
@@ -594,7 +612,14 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
             ));
         }
         for file in &solution.sources {
-            add_artifact(&mut artifacts, &file.content, "source", media_type(&file.path), json!(options.repository), json!(LICENSE));
+            add_artifact(
+                &mut artifacts,
+                &file.content,
+                "source",
+                media_type(&file.path),
+                json!(options.repository),
+                json!(LICENSE),
+            );
         }
         let m = implementation_manifest(solution, definition, operation_digest, options);
         let d = digest(&m);
@@ -614,7 +639,15 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
                 ("implementationDigest", json!(d)),
                 // Without --revision the solution's own source digest names what was measured
                 // (the catalog needs a revision for every implementation).
-                ("sourceRevision", json!(options.revision.clone().or_else(|| m["spec"]["source"]["contentDigest"].as_str().map(str::to_string)))),
+                (
+                    "sourceRevision",
+                    json!(
+                        options
+                            .revision
+                            .clone()
+                            .or_else(|| m["spec"]["source"]["contentDigest"].as_str().map(str::to_string))
+                    ),
+                ),
                 ("language", json!(solution.language)),
                 ("framework", Value::Null),
                 ("targetArchitectures", architectures),
@@ -646,8 +679,13 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
             let d = add_artifact(&mut artifacts, &trace.evaluation.log, "log", "text/plain", Value::Null, Value::Null);
             debug_assert_eq!(&d, log_digest);
         }
-        let keys = identity::benchmark_run_keys(&manifests.run, &manifests.protocol, &manifests.environment, &workload_manifest)
-            .expect("importer manifests are well formed");
+        let keys = identity::benchmark_run_keys(
+            &manifests.run,
+            &manifests.protocol,
+            &manifests.environment,
+            &workload_manifest,
+        )
+        .expect("importer manifests are well formed");
         if !seen_runs.insert(keys.run_digest.clone()) {
             continue;
         }

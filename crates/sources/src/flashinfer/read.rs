@@ -145,10 +145,9 @@ pub fn read_dataset(root: &Path) -> Result<Dataset, Vec<SourceError>> {
     let mut dataset = Dataset { root: root.to_path_buf(), ..Dataset::default() };
     let definitions_dir = root.join("definitions");
     if !definitions_dir.is_dir() {
-        return Err(vec![Origin::file(root).error(
-            "",
-            "not a flashinfer-trace data set: it has no definitions/ directory",
-        )]);
+        return Err(vec![
+            Origin::file(root).error("", "not a flashinfer-trace data set: it has no definitions/ directory"),
+        ]);
     }
 
     for path in files_under(&definitions_dir, "json", &mut errors) {
@@ -160,10 +159,11 @@ pub fn read_dataset(root: &Path) -> Result<Dataset, Vec<SourceError>> {
     let mut seen = HashMap::new();
     for definition in &dataset.definitions {
         if let Some(first) = seen.insert(definition.name.clone(), definition.relative_path.clone()) {
-            errors.push(definition.origin.error(
-                "/name",
-                format!("definition {:?} is also defined in {first}", definition.name),
-            ));
+            errors.push(
+                definition
+                    .origin
+                    .error("/name", format!("definition {:?} is also defined in {first}", definition.name)),
+            );
         }
     }
 
@@ -203,10 +203,9 @@ pub fn read_dataset(root: &Path) -> Result<Dataset, Vec<SourceError>> {
     let mut solution_names = HashMap::new();
     for solution in &dataset.solutions {
         if let Some(first) = solution_names.insert(solution.name.clone(), solution.relative_path.clone()) {
-            errors.push(solution.origin.error(
-                "/name",
-                format!("solution {:?} is also defined in {first}", solution.name),
-            ));
+            errors.push(
+                solution.origin.error("/name", format!("solution {:?} is also defined in {first}", solution.name)),
+            );
         }
     }
 
@@ -270,8 +269,7 @@ fn files_under(dir: &Path, ext: &str, errors: &mut Vec<SourceError>) -> Vec<Path
 }
 
 fn read_json(path: &Path) -> Result<(Origin, Value), SourceError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Origin::file(path).error("", format!("cannot read: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Origin::file(path).error("", format!("cannot read: {e}")))?;
     match serde_json::from_str::<Value>(&text) {
         Ok(value) => Ok((Origin::document(path, text), value)),
         Err(e) => Err(SourceError {
@@ -436,7 +434,8 @@ fn parse_definition(root: &Path, path: &Path, origin: Origin, value: &Value) -> 
     }
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     if stem != name {
-        return Err(origin.error("/name", format!("definition {name:?} is stored in {stem}.json; the file must be named after it")));
+        return Err(origin
+            .error("/name", format!("definition {name:?} is stored in {stem}.json; the file must be named after it")));
     }
     Ok(Definition {
         relative_path: relative(root, path),
@@ -457,11 +456,18 @@ fn parse_definition(root: &Path, path: &Path, origin: Origin, value: &Value) -> 
 fn defines_global_run(source: &str) -> bool {
     source.lines().any(|line| {
         let rest = line.strip_prefix("async def ").or_else(|| line.strip_prefix("def "));
-        rest.is_some_and(|r| r.trim_start().strip_prefix("run").is_some_and(|after| after.trim_start().starts_with('(')))
+        rest.is_some_and(|r| {
+            r.trim_start().strip_prefix("run").is_some_and(|after| after.trim_start().starts_with('('))
+        })
     })
 }
 
-fn parse_tensors(origin: &Origin, pointer: &str, value: &Value, axes: &[(String, Axis)]) -> Result<Vec<TensorDecl>, SourceError> {
+fn parse_tensors(
+    origin: &Origin,
+    pointer: &str,
+    value: &Value,
+    axes: &[(String, Axis)],
+) -> Result<Vec<TensorDecl>, SourceError> {
     let map = object(origin, pointer, value)?;
     let mut tensors = Vec::new();
     for (name, spec) in map {
@@ -471,7 +477,9 @@ fn parse_tensors(origin: &Origin, pointer: &str, value: &Value, axes: &[(String,
         }
         let spec_object = object(origin, &at, spec)?;
         let shape = match spec_object.get("shape") {
-            None => return Err(origin.error(child_pointer(&at, "shape"), "required field is missing (null for a scalar)")),
+            None => {
+                return Err(origin.error(child_pointer(&at, "shape"), "required field is missing (null for a scalar)"));
+            }
             Some(Value::Null) => None,
             Some(Value::Array(items)) => {
                 let mut shape = Vec::new();
@@ -479,7 +487,10 @@ fn parse_tensors(origin: &Origin, pointer: &str, value: &Value, axes: &[(String,
                     let item_at = format!("{at}/shape/{i}");
                     let axis = item.as_str().ok_or_else(|| origin.error(&item_at, "a shape lists axis names"))?;
                     if !axes.iter().any(|(n, _)| n == axis) {
-                        return Err(origin.error(item_at, format!("shape names axis {axis:?}, which the definition does not declare")));
+                        return Err(origin.error(
+                            item_at,
+                            format!("shape names axis {axis:?}, which the definition does not declare"),
+                        ));
                     }
                     shape.push(axis.to_string());
                 }
@@ -511,7 +522,9 @@ fn parse_workload_record(origin: Origin, value: &Value, is_trace: bool) -> Resul
     let solution = optional_string(&origin, "", top, "solution")?;
     let evaluation = top.get("evaluation").filter(|v| !v.is_null()).cloned();
     if !is_trace && (solution.is_some() || evaluation.is_some()) {
-        return Err(origin.error("/evaluation", "a workload entry has solution and evaluation null; results belong in traces/"));
+        return Err(
+            origin.error("/evaluation", "a workload entry has solution and evaluation null; results belong in traces/")
+        );
     }
     if is_trace && evaluation.is_some() && solution.is_none() {
         return Err(origin.error("/solution", "a trace with an evaluation must name its solution"));
@@ -537,7 +550,11 @@ fn parse_workload_record(origin: Origin, value: &Value, is_trace: bool) -> Resul
             "scalar" => match required(&origin, &at, d, "value")? {
                 Value::Number(n) => InputData::Scalar(n.clone()),
                 Value::Bool(b) => InputData::Scalar(serde_json::Number::from(u8::from(*b))),
-                _ => return Err(origin.error(child_pointer(&at, "value"), "a scalar value must be a number or a boolean")),
+                _ => {
+                    return Err(
+                        origin.error(child_pointer(&at, "value"), "a scalar value must be a number or a boolean")
+                    );
+                }
             },
             "safetensors" => InputData::Safetensors {
                 path: string_field(&origin, &at, d, "path")?,
@@ -573,12 +590,17 @@ fn check_workload(dataset: &Dataset, workload: &Workload) -> Result<(), SourceEr
         let at = child_pointer("/workload/axes", name);
         match definition.axis(name) {
             None => {
-                return Err(origin.error(at, format!("axis {name:?} is not declared by definition {:?}", definition.name)));
+                return Err(
+                    origin.error(at, format!("axis {name:?} is not declared by definition {:?}", definition.name))
+                );
             }
             Some(Axis::Const(c)) if c != value => {
                 return Err(origin.error(
                     at,
-                    format!("axis {name:?} is const {c} in definition {:?}, but the workload says {value}", definition.name),
+                    format!(
+                        "axis {name:?} is const {c} in definition {:?}, but the workload says {value}",
+                        definition.name
+                    ),
                 ));
             }
             _ => {
@@ -641,13 +663,17 @@ fn parse_solution(root: &Path, path: &Path, origin: Origin, value: &Value) -> Re
     // The legacy (2025) schema wrote "Python"; the current one writes "python".
     let language = string_field(&origin, "/spec", spec, "language")?.to_ascii_lowercase();
     if !matches!(language.as_str(), "python" | "triton" | "cpp" | "cuda") {
-        return Err(origin.error("/spec/language", format!("language must be python, triton, cpp or cuda, not {language:?}")));
+        return Err(
+            origin.error("/spec/language", format!("language must be python, triton, cpp or cuda, not {language:?}"))
+        );
     }
     let target_hardware = string_list(&origin, "/spec/target_hardware", spec.get("target_hardware"))?;
     let entry_point = string_field(&origin, "/spec", spec, "entry_point")?;
     let Some((entry_file, entry_symbol)) = entry_point.split_once("::").filter(|(f, s)| !f.is_empty() && !s.is_empty())
     else {
-        return Err(origin.error("/spec/entry_point", format!("{entry_point:?} is not of the form file_path::function_name")));
+        return Err(
+            origin.error("/spec/entry_point", format!("{entry_point:?} is not of the form file_path::function_name"))
+        );
     };
     let sources_value = required(&origin, "", top, "sources")?;
     let items = sources_value.as_array().ok_or_else(|| origin.error("/sources", "expected an array of files"))?;
@@ -666,7 +692,9 @@ fn parse_solution(root: &Path, path: &Path, origin: Origin, value: &Value) -> Re
         sources.push(SourceFile { path: file_path, content });
     }
     if !sources.iter().any(|s| s.path == entry_file) {
-        return Err(origin.error("/spec/entry_point", format!("entry point file {entry_file:?} is not among the sources")));
+        return Err(
+            origin.error("/spec/entry_point", format!("entry point file {entry_file:?} is not among the sources"))
+        );
     }
     Ok(Solution {
         relative_path: relative(root, path),
@@ -697,11 +725,18 @@ fn error_value(origin: &Origin, pointer: &str, value: Option<&Value>) -> Result<
     }
 }
 
-fn positive_ms(origin: &Origin, pointer: &str, value: Option<&Value>, required_field: bool) -> Result<Option<f64>, SourceError> {
+fn positive_ms(
+    origin: &Origin,
+    pointer: &str,
+    value: Option<&Value>,
+    required_field: bool,
+) -> Result<Option<f64>, SourceError> {
     match value.and_then(Value::as_f64) {
         Some(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
         Some(_) => Err(origin.error(pointer, "must be a finite, non-negative number")),
-        None if value.is_some_and(|v| !v.is_null() && !v.is_string()) => Err(origin.error(pointer, "expected a number")),
+        None if value.is_some_and(|v| !v.is_null() && !v.is_string()) => {
+            Err(origin.error(pointer, "expected a number"))
+        }
         None if required_field => Err(origin.error(pointer, "required number is missing")),
         None => Ok(None),
     }
@@ -764,7 +799,12 @@ fn parse_evaluation(origin: &Origin, pointer: &str, value: &Value) -> Result<Eva
             let latency = positive_ms(origin, &format!("{at}/latency_ms"), p.get("latency_ms"), true)?;
             Some(Performance {
                 latency_ms: latency.unwrap_or_default(),
-                reference_latency_ms: positive_ms(origin, &format!("{at}/reference_latency_ms"), p.get("reference_latency_ms"), false)?,
+                reference_latency_ms: positive_ms(
+                    origin,
+                    &format!("{at}/reference_latency_ms"),
+                    p.get("reference_latency_ms"),
+                    false,
+                )?,
                 speedup_factor: positive_ms(origin, &format!("{at}/speedup_factor"), p.get("speedup_factor"), false)?,
             })
         }
@@ -778,14 +818,15 @@ fn parse_evaluation(origin: &Origin, pointer: &str, value: &Value) -> Result<Eva
     let mut libs = Vec::new();
     if let Some(l) = env.get("libs").filter(|v| !v.is_null()) {
         for (name, version) in object(origin, &format!("{env_at}/libs"), l)? {
-            let version = version
-                .as_str()
-                .ok_or_else(|| origin.error(child_pointer(&format!("{env_at}/libs"), name), "a version must be a string"))?;
+            let version = version.as_str().ok_or_else(|| {
+                origin.error(child_pointer(&format!("{env_at}/libs"), name), "a version must be a string")
+            })?;
             libs.push((name.clone(), version.to_string()));
         }
     }
     let stamp = string_field(origin, pointer, e, "timestamp")?;
-    let timestamp = parse_timestamp(&stamp)
-        .ok_or_else(|| origin.error(format!("{pointer}/timestamp"), format!("{stamp:?} is not an ISO 8601 timestamp")))?;
+    let timestamp = parse_timestamp(&stamp).ok_or_else(|| {
+        origin.error(format!("{pointer}/timestamp"), format!("{stamp:?} is not an ISO 8601 timestamp"))
+    })?;
     Ok(Evaluation { status, log, correctness, performance, hardware, libs, timestamp })
 }
