@@ -283,13 +283,47 @@ fn show_key(key: &str) -> String {
     key.replace('\u{0}', " ")
 }
 
-/// Verifies `lines`, then writes the rows the catalog lacks in one transaction.
-pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<ImportReport> {
+/// Rows checked against their tables and verified (every digest and key), ready to be
+/// written by [`write_verified`].
+pub(crate) struct Verified {
+    snapshot: Snapshot,
+}
+
+/// Checks and verifies `lines` (reading the parents they name from the catalog); writes
+/// nothing. Done before a write transaction begins, so that the writer lock is held only
+/// for the writing.
+pub(crate) async fn verify_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<Verified> {
     let snapshot = prepare(lines, options)?;
     let context = reference_context(pool, lines).await?;
     verify(lines, context, options)?;
+    Ok(Verified { snapshot })
+}
 
+/// Verifies `lines`, then writes the rows the catalog lacks in one transaction.
+pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<ImportReport> {
+    let verified = verify_lines(pool, lines, options).await?;
     let mut session = Session::begin(pool, !options.dry_run).await?;
+    match write_verified(&mut session, &verified, options).await {
+        Ok(report) if !report.dry_run => {
+            session.commit().await.context(|| "cannot commit the import".into())?;
+            Ok(report)
+        }
+        outcome => {
+            session.rollback().await.context(|| "cannot roll back".into())?;
+            outcome
+        }
+    }
+}
+
+/// Writes the verified rows the catalog lacks inside the caller's write transaction (which
+/// the caller commits, or rolls back on an error and after a dry run). Conflicting rows and
+/// dangling references are errors; the caller's transaction must then not be committed.
+pub(crate) async fn write_verified(
+    session: &mut Session,
+    verified: &Verified,
+    options: &ImportOptions,
+) -> Result<ImportReport> {
+    let snapshot = &verified.snapshot;
     let backend = session.backend();
     let mut counts = Vec::with_capacity(TABLES.len());
     let mut conflicts = Vec::new();
@@ -300,7 +334,7 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     for (position, table) in TABLES.iter().enumerate() {
         report_progress(options, ImportStage::Checking, Some(table.name), position as u64, TABLES.len() as u64);
         let incoming = &snapshot.tables[position];
-        let mut existing = load_existing(&mut session, table).await?;
+        let mut existing = load_existing(session, table).await?;
         let mut table_counts = TableCounts { table: table.name, inserted: 0, unchanged: 0, conflicting: 0 };
         let mut new_rows = Vec::new();
         let mut keys: HashSet<String> = existing.text_by_key.keys().cloned().collect();
@@ -361,7 +395,6 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
                             "refers to {target} row {id}, which neither the snapshot nor the catalog holds"
                         ),
                     };
-                    session.rollback().await.context(|| "cannot roll back".into())?;
                     return Err(CatalogError::InvalidRow {
                         origin: origin_prefix(options),
                         problem: Box::new(problem),
@@ -374,7 +407,6 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     }
 
     if options.dry_run || !conflicts.is_empty() {
-        session.rollback().await.context(|| "cannot roll back".into())?;
         if !options.dry_run {
             conflicts.sort_by_key(|conflict| conflict.line);
             let first = Box::new(conflicts[0].clone());
@@ -394,7 +426,7 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     for (table, rows) in TABLES.iter().zip(&to_insert) {
         report_progress(options, ImportStage::Writing, Some(table.name), done, total);
         for batch in rows.chunks(store::batch_rows(table)) {
-            write_batch(&mut session, backend, table, batch).await?;
+            write_batch(session, backend, table, batch).await?;
             done += batch.len() as u64;
             report_progress(options, ImportStage::Writing, Some(table.name), done, total);
         }
@@ -410,13 +442,12 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
             }
             _ => Default::default(),
         };
-        record_events = crate::ledger::append_pending(&mut session, &keys).await?;
+        record_events = crate::ledger::append_pending(session, &keys).await?;
         if let Some(events) = counts.iter_mut().find(|counts| counts.table == "record_events") {
             events.inserted += record_events.len() as u64;
         }
     }
     report_progress(options, ImportStage::Committing, None, total, total);
-    session.commit().await.context(|| "cannot commit the import".into())?;
     Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new(), record_events })
 }
 

@@ -20,6 +20,7 @@ mod import;
 pub mod json_text;
 mod ledger;
 mod migrate;
+pub mod queue;
 mod rows;
 pub mod schema;
 mod slice;

@@ -35,6 +35,13 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0003_later_columns.sql"),
         postgres: include_str!("../migrations/postgres/0003_later_columns.sql"),
     },
+    // Version 4 is the catalog's state tables (api keys, attestations, submissions).
+    Migration {
+        version: 5,
+        name: "verification_queue",
+        sqlite: include_str!("../migrations/sqlite/0005_verification_queue.sql"),
+        postgres: include_str!("../migrations/postgres/0005_verification_queue.sql"),
+    },
 ];
 
 impl Migration {

@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod licence;
 pub mod rank;
 pub mod resolve;
+pub mod reverify;
 pub mod rows;
 pub mod time;
 pub mod views;
