@@ -250,7 +250,7 @@ impl JobSpec {
 }
 
 /// Where a job came from; it sets the job's priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// Someone asked for it (a submission, `ki verify-queue enqueue`): runs first.
@@ -422,7 +422,7 @@ pub enum AttemptOutcome {
 }
 
 impl AttemptOutcome {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             AttemptOutcome::Completed => "completed",
             AttemptOutcome::Failed => "failed",
@@ -1087,18 +1087,25 @@ impl Catalog {
         let backend = session.backend();
         let now = db_now(&mut session).await?;
         touch_worker(&mut session, &worker.id, now).await?;
-        let lock = match backend {
-            Backend::Sqlite => "",
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-        };
+        const CLAIMABLE: &str =
+            "((state = 'pending' AND available_ms <= ?1) OR (state = 'running' AND lease_expires_ms < ?1))";
         let candidates = sql(
             backend,
             &format!(
-                "SELECT {JOB_COLUMNS} FROM verification_jobs \
-                 WHERE ((state = 'pending' AND available_ms <= ?1) OR (state = 'running' AND lease_expires_ms < ?1)) \
+                "SELECT {JOB_COLUMNS} FROM verification_jobs WHERE {CLAIMABLE} \
                  AND (gpu_model IS NULL OR lower(gpu_model) = lower(?2)) \
                  AND (priority > ?3 OR (priority = ?3 AND seq > ?4)) \
-                 ORDER BY priority, seq LIMIT {CLAIM_BATCH}{lock}"
+                 ORDER BY priority, seq LIMIT {CLAIM_BATCH}"
+            ),
+        );
+        // PostgreSQL: candidates are read without locks, then locked one at a time, skipping
+        // any another claimer holds, so that concurrent claimers take the first free jobs in
+        // priority order instead of one claimer locking a whole batch. SQLite: the write
+        // transaction already excludes every other claimer.
+        let lock_one = sql(
+            backend,
+            &format!(
+                "SELECT {JOB_COLUMNS} FROM verification_jobs WHERE id = ?2 AND {CLAIMABLE} FOR UPDATE SKIP LOCKED"
             ),
         );
         let mut after = (i64::MIN, i64::MIN);
@@ -1111,8 +1118,15 @@ impl Catalog {
                 )
                 .await?;
             for values in &rows {
-                let row = job_row(values, now)?;
+                let mut row = job_row(values, now)?;
                 after = (row.job.priority, row.seq);
+                if backend == Backend::Postgres {
+                    let locked = session.fetch_all(&lock_one, &[int(now), text(&row.job.id)], &JOB_STORAGES).await?;
+                    match locked.first() {
+                        Some(values) => row = job_row(values, now)?,
+                        None => continue,
+                    }
+                }
                 if row.job.state == JobState::Running && reap(&mut session, &row, now).await? == JobState::Parked {
                     continue;
                 }

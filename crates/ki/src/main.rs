@@ -42,6 +42,9 @@ enum Command {
     Records(cmd::ranking::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
     Compare(cmd::ranking::CompareArgs),
+    /// The verification queue: workers, jobs, status, re-verification (joins `ki verify`).
+    #[command(subcommand, hide = true)]
+    VerifyQueue(cmd::verify_queue::VerifyQueueCommand),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Show(c) => cmd::ranking::show(c),
         Command::Records(args) => cmd::ranking::records(args),
         Command::Compare(args) => cmd::ranking::compare(args),
+        Command::VerifyQueue(c) => cmd::verify_queue::run(c),
     };
     match result {
         Ok(code) => code,
