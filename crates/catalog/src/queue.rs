@@ -584,6 +584,23 @@ pub struct Completion {
     pub published: Published,
 }
 
+/// How [`Catalog::enqueue_reverification`] plans and enqueues.
+#[derive(Debug, Clone)]
+pub struct ReverifyOptions {
+    pub policy: reverify::Policy,
+    /// Enqueue at most this many (the first planned: groups in catalog order, #1 first).
+    pub limit: Option<usize>,
+    pub max_environment_failures: Option<u32>,
+    /// Plan only; enqueue nothing.
+    pub dry_run: bool,
+}
+
+impl ReverifyOptions {
+    pub fn new(policy: reverify::Policy) -> ReverifyOptions {
+        ReverifyOptions { policy, limit: None, max_environment_failures: None, dry_run: false }
+    }
+}
+
 /// What [`Catalog::enqueue_reverification`] planned and enqueued.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -1493,12 +1510,7 @@ impl Catalog {
     /// reported ([`ki_ranking::reverify::plan`]) and, unless `dry_run`, enqueues one job per
     /// planned run at the re-verification priority, in one transaction. Planning again
     /// enqueues nothing new: the jobs exist (pending or done) or their re-runs answer them.
-    pub async fn enqueue_reverification(
-        &self,
-        policy: &reverify::Policy,
-        max_environment_failures: Option<u32>,
-        dry_run: bool,
-    ) -> QueueResult<ReverificationReport> {
+    pub async fn enqueue_reverification(&self, options: &ReverifyOptions) -> QueueResult<ReverificationReport> {
         let mut rows = ki_ranking::CatalogRows::new();
         for table in ki_ranking::rows::RANKING_TABLES {
             self.for_each_row(table, |row| {
@@ -1516,8 +1528,12 @@ impl Catalog {
             session.rollback().await.context(|| "cannot end a read transaction".into())?;
             now
         };
-        let planned = reverify::plan(&index, &seen, policy, ki_ranking::Instant(now.saturating_mul(1_000_000)));
-        if dry_run || planned.is_empty() {
+        let mut planned =
+            reverify::plan(&index, &seen, &options.policy, ki_ranking::Instant(now.saturating_mul(1_000_000)));
+        if let Some(limit) = options.limit {
+            planned.truncate(limit);
+        }
+        if options.dry_run || planned.is_empty() {
             return Ok(ReverificationReport { planned, enqueued: Vec::new() });
         }
         let requests: Vec<EnqueueRequest> = planned
@@ -1543,7 +1559,7 @@ impl Catalog {
                 submission_id: None,
                 reverifies_run_id: Some(decision.run_id.clone()),
                 reason: Some(describe_reverification(decision)),
-                max_environment_failures,
+                max_environment_failures: options.max_environment_failures,
             })
             .collect();
         let enqueued = self.enqueue_many(&requests).await?;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use ki_catalog::queue::{
     self, AttemptOutcome, EnqueueRequest, Enqueued, EnvironmentFailure, Executor, FixtureExecutor, JobQuery, JobSpec,
-    JobState, Origin, QueueError, Requirement, StopWhen, Subject, WorkerOptions, WorkloadSet,
+    JobState, Origin, QueueError, Requirement, ReverifyOptions, StopWhen, Subject, WorkerOptions, WorkloadSet,
 };
 use ki_catalog::{Catalog, ExportLine, ImportOptions};
 use ki_ranking::reverify::{EnvironmentFacts, Policy};
@@ -459,15 +459,18 @@ async fn a_newer_environment_reverifies_the_leaders(db: TestDb) {
     catalog.register_worker("old-host", &old).await.unwrap();
     let a100 = EnvironmentFacts { gpu: "NVIDIA A100-SXM4-80GB".into(), ..h200("600.10", "13.2") };
     catalog.register_worker("a100-host", &a100).await.unwrap();
-    assert!(catalog.enqueue_reverification(&policy, None, false).await.unwrap().planned.is_empty());
+    assert!(catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap().planned.is_empty());
 
     let newer = h200("590.48.01", "13.1");
     let worker = catalog.register_worker("new-host", &newer).await.unwrap();
-    let dry = catalog.enqueue_reverification(&policy, None, true).await.unwrap();
+    let dry = catalog
+        .enqueue_reverification(&ReverifyOptions { dry_run: true, ..ReverifyOptions::new(policy.clone()) })
+        .await
+        .unwrap();
     assert_eq!(dry.planned.len(), 6, "3 groups x (#1 + 1 runner-up): {:#?}", dry.planned);
     assert!(dry.enqueued.is_empty());
     assert_eq!(catalog.queue_summary().await.unwrap().pending, 0, "a dry run enqueues nothing");
-    let report = catalog.enqueue_reverification(&policy, None, false).await.unwrap();
+    let report = catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap();
     assert_eq!(report.planned, dry.planned);
     assert!(report.enqueued.iter().all(|outcome| outcome.outcome == Enqueued::Created));
 
@@ -566,7 +569,7 @@ async fn a_newer_environment_reverifies_the_leaders(db: TestDb) {
     assert!(Index::from_owned_rows(rows).unwrap().verify_record_events().is_clean());
 
     // Planning again: the re-runs answer every group; nothing new is enqueued.
-    let again = catalog.enqueue_reverification(&policy, None, false).await.unwrap();
+    let again = catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap();
     assert!(again.planned.is_empty(), "{:#?}", again.planned);
     assert_eq!(catalog.queue_summary().await.unwrap().pending, 0);
 }
@@ -581,8 +584,13 @@ async fn old_runs_are_reverified_once(db: TestDb) {
     let worker = catalog.register_worker("host", &environment).await.unwrap();
     // The bundled runs were observed on 2026-11-30; a minute is long past.
     let policy = Policy { max_age_ns: Some(60 * 1_000_000_000), runners_up: 0 };
-    let report = catalog.enqueue_reverification(&policy, None, false).await.unwrap();
+    let first = ReverifyOptions { limit: Some(1), ..ReverifyOptions::new(policy.clone()) };
+    let first = catalog.enqueue_reverification(&first).await.unwrap();
+    assert_eq!(first.enqueued.iter().map(|outcome| outcome.outcome).collect::<Vec<_>>(), [Enqueued::Created]);
+    let report = catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap();
     assert_eq!(report.planned.len(), 2);
+    let outcomes: Vec<Enqueued> = report.enqueued.iter().map(|outcome| outcome.outcome).collect();
+    assert_eq!(outcomes, [Enqueued::AlreadyQueued, Enqueued::Created], "planning again finds the pending job");
     assert!(report.planned.iter().all(|decision| decision.minimum_software.is_empty() && decision.position == 0));
     let executor = FixtureExecutor::new(catalog.clone(), environment, Duration::ZERO);
     let options = WorkerOptions { lease: LEASE, stop: StopWhen::Idle, ..WorkerOptions::default() };
@@ -595,7 +603,7 @@ async fn old_runs_are_reverified_once(db: TestDb) {
         let original = catalog.run_by_id(job.reverifies_run_id.as_deref().unwrap()).await.unwrap().unwrap();
         assert_eq!(text(&run, "comparisonKey"), text(&original, "comparisonKey"), "same environment, same group");
     }
-    let again = catalog.enqueue_reverification(&policy, None, false).await.unwrap();
+    let again = catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap();
     assert!(again.planned.is_empty(), "the fresh re-runs answer the age: {:#?}", again.planned);
 }
 on_both_backends!(old_runs_are_reverified_once);

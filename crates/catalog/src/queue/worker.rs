@@ -50,8 +50,10 @@ impl std::fmt::Display for EnvironmentFailure {
 ///
 /// The future is dropped when the job's lease is lost or the worker is stopped: an executor
 /// that starts processes must end them when dropped (e.g. `tokio::process::Command::
-/// kill_on_drop`). Records should be observed (their `observedAt`) after the claim: jobs of
-/// one lane run one at a time, which keeps their runs in observation order.
+/// kill_on_drop`). It must not block the async runtime (the lease is renewed on it): blocking
+/// work belongs in a child process or `tokio::task::spawn_blocking`. Records should be
+/// observed (their `observedAt`) after the claim: jobs of one lane run one at a time, which
+/// keeps their runs in observation order.
 pub trait Executor: Send + Sync {
     fn execute(&self, job: &ClaimedJob) -> impl Future<Output = Result<JobOutcome, EnvironmentFailure>> + Send;
 }

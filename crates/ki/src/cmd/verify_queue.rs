@@ -15,7 +15,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use ki_catalog::Catalog;
 use ki_catalog::queue::{
     EnqueueOutcome, EnqueueRequest, Enqueued, FixtureExecutor, Job, JobDetail, JobQuery, JobSpec, JobState, Origin,
-    QueueSummary, Requirement, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord, WorkloadSet,
+    QueueSummary, Requirement, ReverifyOptions, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord,
+    WorkloadSet,
 };
 use ki_ranking::reverify::{EnvironmentFacts, Framework, Policy};
 
@@ -245,6 +246,9 @@ pub struct ReverifyArgs {
     /// Environment failures after which a job is parked.
     #[arg(long)]
     pub max_environment_failures: Option<u32>,
+    /// Enqueue at most this many (the first planned: groups in catalog order, #1 first).
+    #[arg(long)]
+    pub limit: Option<usize>,
     /// Say what would be enqueued; enqueue nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -719,7 +723,13 @@ pub fn reverify(database: &str, args: ReverifyArgs) -> anyhow::Result<ExitCode> 
     let policy = Policy { max_age_ns, runners_up: args.runners_up };
     runtime()?.block_on(async {
         let catalog = open(database).await?;
-        let report = catalog.enqueue_reverification(&policy, args.max_environment_failures, args.dry_run).await?;
+        let options = ReverifyOptions {
+            policy,
+            limit: args.limit,
+            max_environment_failures: args.max_environment_failures,
+            dry_run: args.dry_run,
+        };
+        let report = catalog.enqueue_reverification(&options).await?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::SUCCESS);
