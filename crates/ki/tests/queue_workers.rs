@@ -9,8 +9,8 @@
 //!
 //! The workers run the queue's fixture executor, which re-issues our bundled H200 runs
 //! (`data/`, Apache-2.0) in the worker's environment and measures nothing: these are tests
-//! of the queue. Leases are short (4 s); every wait is on a condition with a generous
-//! deadline, never on a timing.
+//! of the queue. The killed worker's lease is short (4 s); every wait is on a condition
+//! with a generous deadline, never on a timing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -135,10 +135,11 @@ struct Worker {
 }
 
 impl Worker {
-    fn start(url: &str, extra: &[&str]) -> Worker {
+    /// A worker holding its jobs with leases of `lease` seconds.
+    fn start(url: &str, lease: &str, extra: &[&str]) -> Worker {
         let mut child = ki()
             .args(["verify-queue", "worker", "--database", url, "--executor", "fixture", "--json"])
-            .args(["--driver", "590.48.01", "--cuda", "13.1", "--lease-seconds", "4", "--poll-seconds", "0.2"])
+            .args(["--driver", "590.48.01", "--cuda", "13.1", "--lease-seconds", lease, "--poll-seconds", "0.2"])
             .args(["--retry-seconds", "0.1"])
             .args(extra)
             .stdout(Stdio::piped())
@@ -228,10 +229,13 @@ async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
 
     // The victim takes one job and holds it (a minute per job); two more workers drain.
     let deadline = Instant::now() + Duration::from_secs(300);
-    let mut victim = Worker::start(&scratch.url, &["--fixture-delay-ms", "60000"]);
+    // The victim's lease is short (4 s: its job is taken over soon after the kill); the
+    // survivors' are long, so that a loaded machine never makes them miss a renewal.
+    let mut victim = Worker::start(&scratch.url, "4", &["--fixture-delay-ms", "60000"]);
     wait_for("the victim to claim a job", deadline, || !victim.of_kind("claimed").is_empty());
-    let mut survivors: Vec<Worker> =
-        (0..2).map(|_| Worker::start(&scratch.url, &["--fixture-delay-ms", "300", "--until", "drained"])).collect();
+    let mut survivors: Vec<Worker> = (0..2)
+        .map(|_| Worker::start(&scratch.url, "30", &["--fixture-delay-ms", "300", "--until", "drained"]))
+        .collect();
     wait_for("the survivors to complete a job", deadline, || {
         survivors.iter().any(|worker| !worker.of_kind("completed").is_empty())
     });
@@ -395,7 +399,7 @@ async fn enqueue_processes_and_priorities(backend: &str) {
             outcome_of(&enqueue_command(&scratch.url, &implementation.0, workload, "submission").output().unwrap()).1,
         );
     }
-    let mut worker = Worker::start(&scratch.url, &["--until", "idle"]);
+    let mut worker = Worker::start(&scratch.url, "30", &["--until", "idle"]);
     assert!(worker.wait(Instant::now() + Duration::from_secs(300)).success());
     let claimed: Vec<String> =
         worker.of_kind("claimed").iter().map(|event| event["jobId"].as_str().unwrap().to_string()).collect();
