@@ -231,9 +231,11 @@ impl JobSpec {
         ki_model::identity::digest_of(&identity).map_err(|error| QueueError::Invalid(format!("job key: {error}")))
     }
 
-    /// The lanes of this job on a worker with `gpu`: one per workload.
+    /// The lanes of this job on a worker with `gpu`: one per workload, sorted, so that every
+    /// claimer inserts and locks lane rows in one order (no deadlock between two claims).
     fn lanes(&self, gpu: &str) -> Vec<String> {
-        self.workloads
+        let mut lanes: Vec<String> = self
+            .workloads
             .workloads
             .iter()
             .map(|workload| {
@@ -245,7 +247,9 @@ impl JobSpec {
                 });
                 ki_model::identity::digest_of(&identity).expect("strings always canonicalize")
             })
-            .collect()
+            .collect();
+        lanes.sort_unstable();
+        lanes
     }
 }
 

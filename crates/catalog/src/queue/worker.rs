@@ -120,8 +120,9 @@ pub struct WorkerReport {
 /// Runs jobs until `options.stop` says so, `options.max_jobs` are claimed, or `shutdown`
 /// completes (a job in hand is then given back). Reports each step to `on_event`.
 ///
-/// Errors of the queue itself (the database went away) end the loop with the error; a job
-/// in hand is then taken back by another worker when its lease runs out.
+/// Errors of the queue itself (the database went away: a claim failed five times in a row,
+/// or a completion could not be written) end the loop with the error; a job in hand is then
+/// taken back by another worker when its lease runs out.
 pub async fn run_worker<E: Executor>(
     catalog: &Catalog,
     worker: &RegisteredWorker,
@@ -130,15 +131,34 @@ pub async fn run_worker<E: Executor>(
     shutdown: impl Future<Output = ()> + Send,
     on_event: &mut (dyn FnMut(&WorkerEvent) + Send),
 ) -> Result<WorkerReport, QueueError> {
+    const MAX_FAILED_CLAIMS: u32 = 5;
     let mut shutdown = std::pin::pin!(shutdown);
     let mut report = WorkerReport::default();
+    let mut failed_claims = 0;
     loop {
         if options.max_jobs.is_some_and(|max| report.claimed >= max) {
             return Ok(report);
         }
         let claimed = tokio::select! {
             _ = &mut shutdown => return Ok(report),
-            claimed = catalog.claim(worker, options.lease) => claimed?,
+            claimed = catalog.claim(worker, options.lease) => claimed,
+        };
+        // A database hiccup (a dropped connection, a deadlock another claimer broke) is
+        // tried again a few times before the worker gives up.
+        let claimed = match claimed {
+            Ok(claimed) => {
+                failed_claims = 0;
+                claimed
+            }
+            Err(QueueError::Catalog(error @ CatalogError::Database { .. })) if failed_claims < MAX_FAILED_CLAIMS => {
+                failed_claims += 1;
+                tracing::warn!("cannot claim a job (try {failed_claims} of {MAX_FAILED_CLAIMS}): {error}");
+                tokio::select! {
+                    _ = &mut shutdown => return Ok(report),
+                    _ = tokio::time::sleep(options.poll) => continue,
+                }
+            }
+            Err(error) => return Err(error),
         };
         let Some(job) = claimed else {
             let stop = match options.stop {
