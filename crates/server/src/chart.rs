@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::catalog_views::Sweep;
 use crate::format;
+use crate::pages::operation::Sweep;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 360.0;
@@ -137,7 +137,7 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog_views::SweepSeries;
+    use crate::pages::operation::SweepSeries;
 
     #[test]
     fn chart_escapes_names_and_draws_each_series() {

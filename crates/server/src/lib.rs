@@ -5,6 +5,10 @@
 //! [`model::ReadModel`] (tables plus the ranking's judgement), shared behind an
 //! `Arc` that a rebuild swaps. Writes (keys, attestations, submissions) go to the
 //! [`store::Store`] log.
+//!
+//! Organised by page: [`pages`] has one module per page or API resource (`pages::run`,
+//! `pages::operation`, …), each holding its view model, its template and its handlers;
+//! [`routes`] is the route table that names them (and feeds the OpenAPI document).
 
 // `Problem` is the error body every handler answers with (RFC 9457): it is rendered where it is
 // made, never carried far, so its size does not matter.
@@ -14,7 +18,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-pub mod catalog_views;
 pub mod chart;
 pub mod format;
 pub mod http;
@@ -24,8 +27,6 @@ pub mod pages;
 pub mod problem;
 pub mod routes;
 pub mod store;
-pub mod submit;
-pub mod views;
 
 use model::{CatalogRow, ReadModel};
 use store::Store;
