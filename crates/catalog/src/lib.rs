@@ -23,6 +23,7 @@ mod migrate;
 mod rows;
 pub mod schema;
 mod slice;
+mod state;
 mod store;
 
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
@@ -31,6 +32,10 @@ pub use export::ExportSummary;
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
+pub use state::{
+    ApiKey, Attestation, AttestationKind, KeyRefusal, NewAttestation, Scope, Submission, SubmittedDocument,
+    WebLogImport, hash_key,
+};
 pub use store::Backend;
 
 use error::DbContext;

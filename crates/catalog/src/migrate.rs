@@ -35,6 +35,12 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0003_later_columns.sql"),
         postgres: include_str!("../migrations/postgres/0003_later_columns.sql"),
     },
+    Migration {
+        version: 4,
+        name: "state",
+        sqlite: include_str!("../migrations/sqlite/0004_state.sql"),
+        postgres: include_str!("../migrations/postgres/0004_state.sql"),
+    },
 ];
 
 impl Migration {

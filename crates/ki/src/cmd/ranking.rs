@@ -11,13 +11,14 @@ use ki_ranking::rows::RANKING_TABLES;
 use ki_ranking::{CatalogRows, CohortView, Index, ResolveMode, ResolveRequest, RunSummary};
 use serde_json::Value;
 
+use super::database::{DatabaseArgs, runtime};
+
 /// Where the rows come from.
 #[derive(Args, Clone)]
 pub struct DataArgs {
-    /// Catalog database: sqlite://PATH or postgres://… [default: $KI_DATABASE_URL or
-    /// sqlite://kernelindex.db; an empty catalog gets the bundled snapshot first]
-    #[arg(long)]
-    pub database: Option<String>,
+    /// The catalog read (an empty one gets the bundled snapshot first).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Read an export file (.jsonl or .jsonl.zst) instead of a catalog database.
     #[arg(long, conflicts_with = "database")]
     pub export: Option<PathBuf>,
@@ -106,13 +107,10 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
         }
         return Index::from_owned_rows(rows).with_context(|| format!("cannot rank the rows of {}", path.display()));
     }
-    let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
     // Messages name the catalog without its password.
-    let shown = ki_catalog::Catalog::redacted_url(&url);
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
+    let shown = data.database.shown();
+    runtime()?.block_on(async {
+        let catalog = data.database.open().await?;
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
             eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }
@@ -226,11 +224,8 @@ fn corrections_of(data: &DataArgs, run_id: &str) -> anyhow::Result<Vec<ki_catalo
     if data.export.is_some() {
         return Ok(Vec::new());
     }
-    let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
+    runtime()?.block_on(async {
+        let catalog = data.database.open().await?;
         let all = catalog.corrections().await.context("cannot read the corrections");
         catalog.close().await;
         Ok(all?.into_iter().filter(|c| c.run_id == run_id || c.by_run_id.as_deref() == Some(run_id)).collect())

@@ -21,7 +21,7 @@ use crate::format;
 use crate::http::parse_pairs;
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::Problem;
-use crate::store::Refusal;
+use ki_catalog::{CatalogError, KeyRefusal};
 
 pub mod compare;
 pub mod docs;
@@ -400,13 +400,22 @@ pub fn find_operation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
     model.find_operation(slug).ok_or_else(|| Problem::not_found(format!("no operation {slug:?}")))
 }
 
-pub fn refusal_problem(refusal: Refusal) -> Problem {
+pub fn refusal_problem(refusal: KeyRefusal) -> Problem {
     match refusal {
-        Refusal::NoKey => Problem::unauthorized("send an API key as `Authorization: Bearer ki_…`"),
-        Refusal::UnknownKey => Problem::unauthorized("the API key is unknown or revoked"),
-        Refusal::MissingScope(scope) => {
-            Problem::forbidden(format!("the API key lacks the {scope:?} scope").to_lowercase())
+        KeyRefusal::NoKey => Problem::unauthorized("send an API key as `Authorization: Bearer ki_…`"),
+        KeyRefusal::UnknownKey => Problem::unauthorized("the API key is unknown or revoked"),
+        KeyRefusal::MissingScope(scope) => {
+            Problem::forbidden(format!("the API key lacks the {} scope", scope.as_str()))
         }
-        Refusal::QuotaExceeded => Problem::quota_exceeded(format::seconds_to_midnight()),
+        KeyRefusal::QuotaExceeded => Problem::quota_exceeded(format::seconds_to_midnight()),
+    }
+}
+
+/// A catalog error as the problem a client gets: a refused key as 401/403/429, anything
+/// else as an internal error.
+pub fn catalog_problem(error: CatalogError) -> Problem {
+    match error {
+        CatalogError::KeyRefused(refusal) => refusal_problem(refusal),
+        other => Problem::internal(other.to_string()),
     }
 }

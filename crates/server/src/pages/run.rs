@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Answer, Field, Link, RunSummary, Shared, code_of, field_list, find_run, hardware_label, html_response,
-    json_response, layout, percent_encode, primary_display, profile_label, refusal_problem, run_title, scalar, section,
+    Answer, Field, Link, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
+    html_response, json_response, layout, percent_encode, primary_display, profile_label, run_title, scalar, section,
     short_id, workload_label,
 };
 use crate::AppState;
@@ -19,7 +19,7 @@ use crate::format;
 use crate::http::{parse_pairs, presented_key};
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
-use crate::store::{Attestation, AttestationKind, Scope};
+use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
 
 /// Runs observed longer ago than this are flagged stale.
 pub const STALE_AFTER_DAYS: i64 = 180;
@@ -739,20 +739,21 @@ pub fn render(d: &RunDossier) -> Markup {
 
 // ---------- runs ----------
 
-fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
+async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
     let model = state.model();
     let run = find_run(&model, reference)?;
     let id = crate::model::text(&model.runs.rows[run], "id");
-    let _ = state.store.refresh();
-    Ok(model.dossier(run, state.store.attestations_for(id), &state.base_url))
+    // Read from the catalog on every request: an attestation filed through any replica shows at once.
+    let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
+    Ok(model.dossier(run, attestations, &state.base_url))
 }
 
 pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(html_response(render(&dossier(&state, &id)?)))
+    Ok(html_response(render(&dossier(&state, &id).await?)))
 }
 
 pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(json_response(&dossier(&state, &id)?))
+    Ok(json_response(&dossier(&state, &id).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -781,15 +782,18 @@ pub fn valid_evidence_url(url: &str) -> bool {
         && url.chars().all(|c| !c.is_whitespace() && !c.is_control() && c != '"' && c != '<' && c != '>')
 }
 
-fn file_attestation(
+async fn file_attestation(
     state: &AppState,
     reference: &str,
     key: Option<&str>,
     input: AttestationInput,
 ) -> Result<Attestation, Problem> {
-    let model = state.model();
-    let run = find_run(&model, reference)?;
-    let key = state.store.authorize(key, Scope::Attest).map_err(refusal_problem)?;
+    let run_id = {
+        let model = state.model();
+        let run = find_run(&model, reference)?;
+        crate::model::text(&model.runs.rows[run], "id").to_string()
+    };
+    state.catalog.authorize(key, Scope::Attest).await.map_err(catalog_problem)?;
     let mut errors = Vec::new();
     let kind = AttestationKind::parse(input.kind.trim());
     if kind.is_none() {
@@ -827,19 +831,9 @@ fn file_attestation(
     if !errors.is_empty() {
         return Err(Problem::unprocessable("the attestation is not valid", errors));
     }
-    let attestation = Attestation {
-        id: uuid::Uuid::now_v7().to_string(),
-        run_id: crate::model::text(&model.runs.rows[run], "id").to_string(),
-        kind: kind.expect("checked above"),
-        observed_ns,
-        evidence_url,
-        note,
-        attester: key.label.clone(),
-        key_id: key.id.clone(),
-        created_at: format::now_rfc3339(),
-    };
-    state.store.add_attestation(attestation.clone()).map_err(|e| Problem::internal(e.to_string()))?;
-    Ok(attestation)
+    let new = NewAttestation { run_id, kind: kind.expect("checked above"), observed_ns, evidence_url, note };
+    // The key, its scope and its quota are checked again in the writing transaction.
+    state.catalog.add_attestation(key, new).await.map_err(catalog_problem)
 }
 
 pub async fn api_attestation(
@@ -854,7 +848,7 @@ pub async fn api_attestation(
         return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
     }
     let key = presented_key(&headers);
-    let attestation = file_attestation(&state, &id, key.as_deref(), input)?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
     let mut response = (StatusCode::CREATED, json_response(&attestation)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/runs/{}#replications", attestation.run_id)) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -882,7 +876,7 @@ pub async fn form_attestation(
         }
     }
     let key = input.api_key.take().or_else(|| presented_key(&headers));
-    let attestation = file_attestation(&state, &id, key.as_deref(), input)?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
     Ok(Redirect::to(&format!("/runs/{}#replications", attestation.run_id)).into_response())
 }
 

@@ -13,12 +13,11 @@ use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::{Value, json};
 
-use super::{Answer, Shared, html_response, json_response, layout, refusal_problem, short_id};
+use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, short_id};
 use crate::AppState;
-use crate::format;
 use crate::http::presented_key;
 use crate::problem::{FieldProblem, Problem};
-use crate::store::{Scope, Submission, SubmittedDocument};
+use ki_catalog::{Scope, Submission, SubmittedDocument};
 
 /// Most manifests one submission may hold.
 pub const MAX_MANIFESTS: usize = 200;
@@ -149,7 +148,8 @@ pub fn render(s: &Submission) -> Markup {
 // ---------- submissions ----------
 
 pub async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
-    let key = state.store.authorize(presented_key(&headers).as_deref(), Scope::Submit).map_err(refusal_problem)?;
+    let key = presented_key(&headers);
+    state.catalog.authorize(key.as_deref(), Scope::Submit).await.map_err(catalog_problem)?;
     if body.len() > ki_model::parse::MAX_INPUT_BYTES {
         return Err(Problem::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -159,17 +159,8 @@ pub async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: B
         ));
     }
     let bundle = validate_bundle(&body).map_err(|errors| Problem::unprocessable("the bundle is not valid", errors))?;
-    let submission = Submission {
-        id: uuid::Uuid::now_v7().to_string(),
-        trust: "reported".into(),
-        title: bundle.title,
-        documents: bundle.documents,
-        submitter: key.label.clone(),
-        key_id: key.id.clone(),
-        created_at: format::now_rfc3339(),
-        published_at: None,
-    };
-    state.store.add_submission(submission.clone()).map_err(|e| Problem::internal(e.to_string()))?;
+    let submission =
+        state.catalog.add_submission(key.as_deref(), bundle.title, bundle.documents).await.map_err(catalog_problem)?;
     let mut response = (StatusCode::CREATED, json_response(&submission_json(&submission))).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/submissions/{}", submission.id)) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -191,17 +182,17 @@ fn submission_json(s: &Submission) -> Value {
     })
 }
 
-fn find_submission(state: &AppState, id: &str) -> Result<Submission, Problem> {
-    let _ = state.store.refresh();
-    state.store.submission(id).ok_or_else(|| Problem::not_found(format!("no submission {id:?}")))
+async fn find_submission(state: &AppState, id: &str) -> Result<Submission, Problem> {
+    let found = state.catalog.submission(id).await.map_err(catalog_problem)?;
+    found.ok_or_else(|| Problem::not_found(format!("no submission {id:?}")))
 }
 
 pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(html_response(render(&find_submission(&state, &id)?)))
+    Ok(html_response(render(&find_submission(&state, &id).await?)))
 }
 
 pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    let s = find_submission(&state, &id)?;
+    let s = find_submission(&state, &id).await?;
     let mut value = submission_json(&s);
     value["manifests"] = json!(s.documents.iter().map(|d| &d.manifest).collect::<Vec<_>>());
     Ok(json_response(&value))
