@@ -14,5 +14,7 @@ pub mod normalize;
 pub mod parse;
 pub mod problem;
 pub mod records;
+// One serde type per catalog export table, and the constructors producers build rows with.
+pub mod rows;
 pub mod schema;
 pub mod utc;
