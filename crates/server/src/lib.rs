@@ -20,7 +20,6 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 pub mod chart;
-pub mod format;
 pub mod http;
 pub mod model;
 pub mod openapi;

@@ -333,28 +333,9 @@ fn value_text(value: &Value) -> String {
     }
 }
 
-/// Durations at a readable scale (19451 ns → 19.45 µs); other units as given.
+/// A measure with its unit, as the web prints it (19451 ns → 19.5 µs).
 pub fn format_value(value: Option<f64>, unit: Option<&str>) -> String {
-    let Some(value) = value else { return "—".into() };
-    let seconds = match unit {
-        Some("ns") => value * 1e-9,
-        Some("us") | Some("µs") => value * 1e-6,
-        Some("ms") => value * 1e-3,
-        Some("s") => value,
-        Some(other) => return format!("{} {other}", trim_number(value)),
-        None => return trim_number(value),
-    };
-    let (scaled, suffix) = match seconds.abs() {
-        s if s < 1e-6 => (seconds * 1e9, "ns"),
-        s if s < 1e-3 => (seconds * 1e6, "µs"),
-        s if s < 1.0 => (seconds * 1e3, "ms"),
-        _ => (seconds, "s"),
-    };
-    format!("{scaled:.2} {suffix}")
-}
-
-fn trim_number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.4}") }
+    ki_model::units::value(value, unit)
 }
 
 fn axes_text(axes: &BTreeMap<String, Value>) -> String {

@@ -13,11 +13,7 @@ use crate::problem::Problem;
 // ---------- compare ----------
 
 fn summary_value(r: &ki_ranking::RunSummary) -> String {
-    match (r.value, r.unit.as_deref()) {
-        (Some(v), Some(u)) => crate::format::measured(v, u),
-        (Some(v), None) => crate::format::plain_number(v),
-        _ => "—".into(),
-    }
+    ki_model::units::value(r.value, r.unit.as_deref())
 }
 
 pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {

@@ -34,7 +34,7 @@ pub fn render(model: &ReadModel, query: &str) -> Markup {
             section aria-labelledby="rec-h" {
                 h2 #rec-h { "Latest records" }
                 ul { @for r in model.record_list(1, 10).records { li {
-                    (crate::format::date_of(&r.at)) " · "
+                    (ki_model::utc::date_of(&r.at)) " · "
                     @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } " · " }
                     @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " " (h.display) }
                 } } }

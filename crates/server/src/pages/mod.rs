@@ -17,7 +17,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::AppState;
-use crate::format;
 use crate::http::parse_pairs;
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::Problem;
@@ -169,7 +168,7 @@ pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
                 td { (r.hardware) }
                 td.num { (r.display) " " span.muted { (r.statistic) } }
                 td { (r.trust) }
-                td { (crate::format::date_of(&r.observed_at)) }
+                td { (ki_model::utc::date_of(&r.observed_at)) }
             } } }
         }
     }
@@ -235,11 +234,7 @@ pub fn short_id(id: &str) -> String {
 
 /// The primary value with its unit for display ("93.0 µs"), or "—".
 pub fn primary_display(run: &Row) -> String {
-    match (number(run, "primaryValue"), opt_text(run, "primaryUnit")) {
-        (Some(v), Some(unit)) => format::measured(v, unit),
-        (Some(v), None) => format::plain_number(v),
-        _ => "—".into(),
-    }
+    ki_model::units::value(number(run, "primaryValue"), opt_text(run, "primaryUnit"))
 }
 
 impl ReadModel {
@@ -407,7 +402,7 @@ pub fn refusal_problem(refusal: KeyRefusal) -> Problem {
         KeyRefusal::MissingScope(scope) => {
             Problem::forbidden(format!("the API key lacks the {} scope", scope.as_str()))
         }
-        KeyRefusal::QuotaExceeded => Problem::quota_exceeded(format::seconds_to_midnight()),
+        KeyRefusal::QuotaExceeded => Problem::quota_exceeded(ki_model::utc::seconds_to_midnight()),
     }
 }
 

@@ -14,7 +14,6 @@ use super::{
     Answer, PAGE_LIMIT, RunSummary, Shared, find_operation, html_response, json_response, layout, page_param, pager,
     pages_for, runs_table, scalar, section, trusted, workload_label,
 };
-use crate::format;
 use crate::model::{ReadModel, Row, number, pointer, text};
 
 /// Most series the sweep chart draws.
@@ -298,7 +297,9 @@ impl ReadModel {
                     continue;
                 }
                 // Only time metrics plot on a latency axis.
-                let Some(ns) = number(r, "primaryValue").and_then(|v| format::to_ns(v, text(r, "primaryUnit"))) else {
+                let Some(ns) =
+                    number(r, "primaryValue").and_then(|v| ki_model::units::to_ns(v, text(r, "primaryUnit")))
+                else {
                     continue;
                 };
                 let Some(w) = self.workloads.get(text(r, "workloadId")) else { continue };

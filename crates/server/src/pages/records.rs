@@ -83,7 +83,7 @@ pub fn render(list: &RecordList) -> Markup {
             table { caption { "Record events" }
                 thead { tr { th scope="col" { "when" } th scope="col" { "operation" } th scope="col" { "new holder" } th scope="col" class="num" { "value" } th scope="col" { "previous" } th scope="col" { "cause" } } }
                 tbody { @for r in &list.records { tr {
-                    td { (crate::format::date_of(&r.at)) }
+                    td { (ki_model::utc::date_of(&r.at)) }
                     td { @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } } }
                     td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (h.hardware) } }
                     td.num { @if let Some(h) = &r.holder { (h.display) } }
@@ -101,7 +101,7 @@ fn xml_escape(text: &str) -> String {
 }
 
 pub fn atom(list: &RecordList, base_url: &str) -> String {
-    let updated = list.records.first().map(|r| r.at.clone()).unwrap_or_else(crate::format::now_rfc3339);
+    let updated = list.records.first().map(|r| r.at.clone()).unwrap_or_else(ki_model::utc::now_millis);
     let mut out = String::with_capacity(32 * 1024);
     out.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
     out.push_str(&format!(

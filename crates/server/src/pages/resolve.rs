@@ -32,7 +32,7 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
             p.muted { (axes.join(", ")) " · " (c.dtypes.join("/")) " · " (c.eligible_runs) " eligible of " (c.runs) " runs" }
             ol { @for r in &c.fastest { li {
                 a href={ "/runs/" (r.run_id) } { (r.implementation) } " — "
-                (match (r.value, r.unit.as_deref()) { (Some(v), Some(u)) => crate::format::measured(v, u), (Some(v), None) => crate::format::plain_number(v), _ => "—".into() })
+                (ki_model::units::value(r.value, r.unit.as_deref()))
                 " · rank " (r.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) " · " (crate::pages::code_of(&r.trust))
             } } }
             @if let Some(v) = &c.best_verified { p { "Best verified: " a href={ "/runs/" (v.run_id) } { (v.implementation) } } }

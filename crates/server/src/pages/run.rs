@@ -15,7 +15,6 @@ use super::{
     short_id, workload_label,
 };
 use crate::AppState;
-use crate::format;
 use crate::http::{parse_pairs, presented_key};
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
@@ -200,7 +199,7 @@ impl ReadModel {
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
                 percent_encode(&format!("Run {id}: "))
             ),
-            published_at: opt_text(row, "publishedAt").map(|t| format::date_of(t).to_string()),
+            published_at: opt_text(row, "publishedAt").map(|t| ki_model::utc::date_of(t).to_string()),
             source: source
                 .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
@@ -225,7 +224,7 @@ impl ReadModel {
             let reason = opt_text(row, "retractionReason").unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
-                message: format!("Retracted on {}: {reason}", format::date_of(at)),
+                message: format!("Retracted on {}: {reason}", ki_model::utc::date_of(at)),
                 link: None,
             });
         }
@@ -234,7 +233,7 @@ impl ReadModel {
                 let message = match self.supersessions.get(text(row, "id")) {
                     Some(entry) => format!(
                         "Superseded on {} by a newer published run: {}",
-                        format::date_of(text(entry, "at")),
+                        ki_model::utc::date_of(text(entry, "at")),
                         text(entry, "reason")
                     ),
                     None => "Superseded by a newer published run.".into(),
@@ -246,8 +245,8 @@ impl ReadModel {
                 });
             }
         }
-        if let Some(observed) = format::day_of(text(row, "observedAt")) {
-            let age = format::today() - observed;
+        if let Some(observed) = ki_model::utc::day_of(text(row, "observedAt")) {
+            let age = ki_model::utc::today() - observed;
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
                     kind: "stale",
@@ -276,14 +275,15 @@ impl ReadModel {
             value: number(row, "primaryValue"),
             display: primary_display(row),
             sample_count: row.get("sampleCount").and_then(Value::as_i64),
-            interval_display: interval
-                .map(|(l, h)| format!("{} – {}", format::measured(l, &unit), format::measured(h, &unit))),
+            interval_display: interval.map(|(l, h)| {
+                format!("{} – {}", ki_model::units::measured(l, &unit), ki_model::units::measured(h, &unit))
+            }),
             unit,
             interval,
             rank: facts.rank,
             group_size: cohort.ranking.len(),
             profile: profile_label(cohort.profile).into(),
-            observed_at: format::date_of(text(row, "observedAt")).into(),
+            observed_at: ki_model::utc::date_of(text(row, "observedAt")).into(),
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
             compare_href: leader_run
                 .map(|leader| format!("/compare?run={id}&run={}", text(&self.runs.rows[leader], "id"))),
@@ -339,7 +339,7 @@ impl ReadModel {
                         Some(Measurement {
                             metric: text(m, "metric").into(),
                             statistic: text(m, "statistic").into(),
-                            display: format::measured(value, &unit),
+                            display: ki_model::units::measured(value, &unit),
                             value,
                             unit,
                             sample_count: m.get("sampleCount").and_then(Value::as_i64),
@@ -569,7 +569,7 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
 
 fn citation(id: &str, digest: &str, title: &str, base_url: &str, observed_at: &str) -> Citation {
     let permalink = format!("{base_url}/runs/{id}");
-    let accessed = format::date_text(format::today());
+    let accessed = ki_model::utc::date_text(ki_model::utc::today());
     let year = observed_at.get(0..4).unwrap_or("n.d.");
     let key = format!("kernelindex_{}", short_id(id));
     // BibTeX treats braces and backslashes specially; drop them from free text.
@@ -616,8 +616,8 @@ fn attestation_list(items: &[Attestation]) -> Markup {
                 @for a in items {
                     li {
                         strong { (a.kind.label()) }
-                        " by " (a.attester) " on " (crate::format::date_of(&a.created_at))
-                        @if let Some(ns) = a.observed_ns { " · observed " (crate::format::duration_ns(ns as f64)) }
+                        " by " (a.attester) " on " (ki_model::utc::date_of(&a.created_at))
+                        @if let Some(ns) = a.observed_ns { " · observed " (ki_model::units::duration_ns(ns as f64)) }
                         @if let Some(url) = &a.evidence_url { " · " a href=(url) rel="nofollow noopener" { "evidence" } }
                         @if let Some(note) = &a.note { p { (note) } }
                     }
@@ -665,8 +665,8 @@ pub fn render(d: &RunDossier) -> Markup {
             } @else if p.rank == Some(1) {
                 p { "This run holds #1 in its comparison group." }
             }
-            @if let Some(x) = p.reference_speedup { p { (crate::format::factor(x)) "× reference" } }
-            @if let Some(x) = p.baseline_speedup { p { (crate::format::factor(x)) "× baseline" } }
+            @if let Some(x) = p.reference_speedup { p { (ki_model::units::factor(x)) "× reference" } }
+            @if let Some(x) = p.baseline_speedup { p { (ki_model::units::factor(x)) "× baseline" } }
             @if !d.deployability.deployable { p.muted { "Not deployable: " (d.deployability.reasons.join(", ")) } }
         }))
         (section("identity", "Identity", field_list(&d.identity)))

@@ -9,7 +9,6 @@ use super::{
     Answer, Link, PAGE_LIMIT, Shared, html_response, json_response, layout, page_param, pager, pages_for, query_value,
     scalar, section,
 };
-use crate::format;
 use crate::model::{ReadModel, number, pointer, text};
 use crate::problem::Problem;
 
@@ -68,7 +67,7 @@ impl ReadModel {
             .map(|m| {
                 format!(
                     "{} {}",
-                    number(m, "value").map(format::plain_number).unwrap_or_default(),
+                    number(m, "value").map(ki_model::units::plain_number).unwrap_or_default(),
                     text(m, "unit").replace('_', "/")
                 )
             })
@@ -90,7 +89,7 @@ impl ReadModel {
             system: configuration.map(|c| text(c, "summary")).unwrap_or("").into(),
             status: text(row, "status").into(),
             headline,
-            observed_at: format::date_of(text(row, "observedAt")).into(),
+            observed_at: ki_model::utc::date_of(text(row, "observedAt")).into(),
         }
     }
 
@@ -146,7 +145,7 @@ impl ReadModel {
                         text(m, "statistic").to_string(),
                         format!(
                             "{} {}",
-                            number(m, "value").map(format::plain_number).unwrap_or_default(),
+                            number(m, "value").map(ki_model::units::plain_number).unwrap_or_default(),
                             text(m, "unit").replace('_', "/")
                         ),
                     )
