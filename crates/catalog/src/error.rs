@@ -70,6 +70,9 @@ pub enum CatalogError {
     /// A correction or publication was refused before anything was written.
     #[error("refused, nothing written: {0}")]
     Refused(Refusal),
+    /// A write with an API key was refused before anything was written.
+    #[error("refused, nothing written: {0}")]
+    KeyRefused(crate::state::KeyRefusal),
 }
 
 /// Why a correction (or the record events a publication needs) was refused. Each names
@@ -80,6 +83,10 @@ pub enum Refusal {
     UnknownRun { role: &'static str, given: String },
     #[error("the {0} must not be empty")]
     Empty(&'static str),
+    #[error("no API key has the id or prefix {0:?}")]
+    UnknownApiKey(String),
+    #[error("no submission has the id {0:?}")]
+    UnknownSubmission(String),
     #[error("run {run} is already retracted (since {at}: {reason}); a retraction is made once")]
     AlreadyRetracted { run: String, at: String, reason: String },
     #[error("a run cannot supersede itself ({0})")]

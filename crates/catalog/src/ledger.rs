@@ -163,19 +163,17 @@ pub(crate) async fn append_pending(session: &mut Session, keys: &BTreeSet<String
     for key in keys {
         for event in pending_for_key(session, key).await? {
             let id = crate::new_row_id().to_string();
-            let row: Map<String, Value> = serde_json::json!({
-                "id": id,
-                "comparisonKey": event.comparison_key,
-                "runId": event.run_id,
-                "previousRunId": event.previous_run_id,
-                "policyVersion": event.policy_version,
-                "cause": event.cause,
-                "at": event.at.text,
-                "createdAt": created_at,
+            let row = ki_model::rows::Row::from(ki_model::rows::RecordEventRow {
+                id: id.clone(),
+                comparison_key: event.comparison_key.clone(),
+                run_id: event.run_id.clone(),
+                previous_run_id: event.previous_run_id.clone(),
+                policy_version: event.policy_version.clone(),
+                cause: event.cause.clone(),
+                at: event.at.text.clone(),
+                created_at: created_at.clone(),
             })
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
+            .into_map();
             let prepared = rows::prepare_row(spec, 0, &row).map_err(|problem| {
                 CatalogError::Corrupt(format!("a recomputed record event does not fit its table: {problem}"))
             })?;

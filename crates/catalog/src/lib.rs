@@ -24,6 +24,7 @@ pub mod queue;
 mod rows;
 pub mod schema;
 mod slice;
+mod state;
 mod store;
 
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
@@ -32,6 +33,10 @@ pub use export::ExportSummary;
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
+pub use state::{
+    ApiKey, Attestation, AttestationKind, KeyRefusal, NewAttestation, Scope, Submission, SubmittedDocument,
+    WebLogImport, hash_key,
+};
 pub use store::Backend;
 
 use error::DbContext;

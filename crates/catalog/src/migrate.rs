@@ -35,7 +35,12 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0003_later_columns.sql"),
         postgres: include_str!("../migrations/postgres/0003_later_columns.sql"),
     },
-    // Version 4 is the catalog's state tables (api keys, attestations, submissions).
+    Migration {
+        version: 4,
+        name: "state",
+        sqlite: include_str!("../migrations/sqlite/0004_state.sql"),
+        postgres: include_str!("../migrations/postgres/0004_state.sql"),
+    },
     Migration {
         version: 5,
         name: "verification_queue",

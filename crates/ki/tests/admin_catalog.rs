@@ -176,7 +176,7 @@ async fn publish_and_correct_while_serving() {
     let state_arg = state.display().to_string();
 
     // A submitter's key, and the registry's fixture bundle submitted over the API.
-    let key = ki(&["admin", "key", "create", "--label", "tester", "--scope", "submit", "--state", &state_arg]);
+    let key = ki(&["admin", "key", "create", "--label", "tester", "--scope", "submit", "--database", &url]);
     assert!(key.status.success(), "{}", out(&key));
     let secret = String::from_utf8_lossy(&key.stdout).trim().to_string();
     let bundle =

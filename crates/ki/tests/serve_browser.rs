@@ -109,17 +109,16 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
     let created = ki()
-        .args(["admin", "key", "create", "--label", "browser-e2e", "--scope", "attest", "--state"])
-        .arg(&state)
+        .args(["admin", "key", "create", "--label", "browser-e2e", "--scope", "attest", "--database", &database])
         .output()
         .unwrap();
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let secret = String::from_utf8(created.stdout).unwrap().trim().to_string();
     assert!(secret.starts_with("ki_") && secret.len() > 40);
 
-    let server = start_server(dir.path(), &format!("sqlite://{}", dir.path().join("kernelindex.db").display()));
+    let server = start_server(dir.path(), &database);
     let base = format!("http://{}", server.addr);
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots");
     std::fs::create_dir_all(&shots).unwrap();

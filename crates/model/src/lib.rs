@@ -14,5 +14,10 @@ pub mod normalize;
 pub mod parse;
 pub mod problem;
 pub mod records;
+// One serde type per catalog export table, and the constructors producers build rows with.
+pub mod rows;
 pub mod schema;
+// One formatter each, for the CLI and the web alike: slugs, and values with their units.
+pub mod slug;
+pub mod units;
 pub mod utc;

@@ -1,33 +1,72 @@
-//! RFC 3339 UTC timestamps as the index writes them, from Unix time, without a
-//! date-time dependency: one civil-date conversion for every crate.
+//! Dates and times as the index writes and reads them: RFC 3339 UTC timestamps
+//! (`2026-08-15T02:02:57.440Z`), the days they fall on, and now. The one date module for the
+//! CLI, the catalog and the web, on `jiff` (no civil-date arithmetic of our own).
+
+use jiff::{Timestamp, ToSpan, Unit};
+
+const SECONDS_PER_DAY: i64 = 86_400;
+
+fn clamp(result: Result<Timestamp, jiff::Error>) -> Timestamp {
+    result.unwrap_or(Timestamp::MAX)
+}
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for milliseconds since the Unix epoch (the export's form).
 pub fn from_unix_millis(millis: i64) -> String {
-    let (seconds, millis) = (millis.div_euclid(1000), millis.rem_euclid(1000));
-    let whole = from_unix_seconds(seconds);
-    format!("{}.{millis:03}Z", &whole[..whole.len() - 1])
+    format!("{:.3}", clamp(Timestamp::from_millisecond(millis)))
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch.
 pub fn from_unix_seconds(seconds: i64) -> String {
-    let (days, rem) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!("{:.0}", clamp(Timestamp::from_second(seconds)))
 }
 
 /// The current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn now_millis() -> String {
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    from_unix_millis(since_epoch.as_millis() as i64)
+    format!("{:.3}", Timestamp::now())
+}
+
+/// Nanoseconds since the Unix epoch of an RFC 3339 timestamp with an offset (`Z`,
+/// `+02:00`, or PostgreSQL's text form `2026-08-15 02:02:57.44+00`); the error names the text.
+pub fn parse_nanos(text: &str) -> Result<i64, String> {
+    let timestamp: Timestamp = text.parse().map_err(|error| format!("timestamp {text:?}: {error}"))?;
+    i64::try_from(timestamp.as_nanosecond()).map_err(|_| format!("timestamp {text:?}: out of range"))
+}
+
+/// Days since 1970-01-01 of a timestamp's date (`2025-10-16T01:45:15Z` → 20377), when it
+/// starts with a valid date.
+pub fn day_of(timestamp: &str) -> Option<i64> {
+    let date: jiff::civil::Date = timestamp.get(0..10)?.parse().ok()?;
+    let midnight = jiff::tz::Offset::UTC.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).ok()?;
+    Some(midnight.as_second().div_euclid(SECONDS_PER_DAY))
+}
+
+/// The date part of a timestamp, `2025-10-16`.
+pub fn date_of(timestamp: &str) -> &str {
+    timestamp.get(0..10).unwrap_or(timestamp)
+}
+
+/// `YYYY-MM-DD` of a day count since 1970-01-01.
+pub fn date_text(days: i64) -> String {
+    from_unix_seconds(days.saturating_mul(SECONDS_PER_DAY))[..10].to_string()
+}
+
+/// Today (UTC) as days since 1970-01-01.
+pub fn today() -> i64 {
+    Timestamp::now().as_second().div_euclid(SECONDS_PER_DAY)
+}
+
+/// Seconds until the next UTC midnight, for Retry-After on a daily quota.
+pub fn seconds_to_midnight() -> i64 {
+    let now = Timestamp::now();
+    let next = (today() + 1) * SECONDS_PER_DAY;
+    let rounded = now.round(Unit::Second).unwrap_or(now);
+    (next - rounded.as_second()).clamp(1, SECONDS_PER_DAY)
+}
+
+/// `timestamp` plus `days` days, in the export's form (for tests and generators).
+pub fn add_days(timestamp: &str, days: i64) -> Option<String> {
+    let parsed: Timestamp = timestamp.parse().ok()?;
+    Some(format!("{:.3}", parsed.checked_add((days * 24).hours()).ok()?))
 }
 
 #[cfg(test)]
@@ -40,5 +79,37 @@ mod tests {
         assert_eq!(from_unix_seconds(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(from_unix_millis(1_786_759_377_440), "2026-08-15T02:02:57.440Z");
         assert_eq!(from_unix_millis(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(now_millis().len(), 24);
+    }
+
+    #[test]
+    fn export_and_postgres_spellings_are_the_same_instant() {
+        let export = parse_nanos("2026-08-15T02:02:57.440Z").unwrap();
+        assert_eq!(parse_nanos("2026-08-15 02:02:57.44+00").unwrap(), export);
+        assert_eq!(parse_nanos("2026-08-15T04:02:57.44+02:00").unwrap(), export);
+        assert_eq!(parse_nanos("1970-01-01T00:00:00Z").unwrap(), 0);
+        assert_eq!(parse_nanos("2000-03-01T00:00:00Z").unwrap() / 1_000_000_000, 951_868_800);
+        for text in [
+            "2026-08-15",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-08-15T02:02:57",
+            "2026-08-15T02:02:57.Z",
+        ] {
+            let error = parse_nanos(text).unwrap_err();
+            assert!(error.contains(text), "{error}");
+        }
+    }
+
+    #[test]
+    fn days() {
+        for days in [-1000, 0, 11_016, 20_000, 20_500] {
+            assert_eq!(day_of(&date_text(days)), Some(days));
+        }
+        assert_eq!(day_of("1970-01-02T00:00:00Z"), Some(1));
+        assert_eq!(date_text(day_of("2026-08-20T12:00:00.000Z").unwrap()), "2026-08-20");
+        assert_eq!(day_of("garbage"), None);
+        assert!((1..=86_400).contains(&seconds_to_midnight()));
+        assert_eq!(add_days("2026-08-15T02:02:57.440Z", 2).as_deref(), Some("2026-08-17T02:02:57.440Z"));
     }
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow, Row, RunFacts};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -410,6 +411,11 @@ fn row(table: &str, fields: Value) -> Value {
     json!({"table": table, "row": fields})
 }
 
+/// A typed catalog row (`ki_model::rows`) as a line of catalog-rows.jsonl.
+fn typed_row(typed: Row) -> Result<Value> {
+    Ok(row(typed.table(), Value::Object(typed.into_map())))
+}
+
 impl RecordWriter {
     pub fn new(
         root: &Path,
@@ -672,68 +678,39 @@ impl RecordWriter {
         )
         .map_err(|e| anyhow!("run keys: {e}"))?;
         let run_id = row_id("benchmark_runs", &keys.run_digest);
-        let spec = &run_manifest["spec"];
-        let primary = keys.primary.as_ref();
-        if let Some(p) = primary {
-            let measurement = row(
-                "measurements",
-                json!({
-                    "id": row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key())),
-                    "runId": run_id, "metric": p.metric, "statistic": p.statistic, "unit": p.unit,
-                    "value": Value::Number(p.value.clone()), "sampleCount": p.sample_count
-                }),
-            );
-            self.rows.entry("measurements").or_default().push(measurement);
+        if let Some(p) = keys.primary.as_ref() {
+            let id = row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key()));
+            let measurement = MeasurementRow::primary(id, run_id.clone(), p);
+            self.rows.entry("measurements").or_default().push(typed_row(measurement.into())?);
         }
-        let environment = &self.environment_manifest["spec"];
-        let cuda = environment["software"]["cudaToolkit"].as_str().unwrap_or("");
-        let driver = environment["software"]["driver"].as_str().unwrap_or("");
-        let (low, high) = run.eager.as_ref().map_or((Value::Null, Value::Null), |s| {
-            (json!(s.ci95_low.round() as u64), json!(s.ci95_high.round() as u64))
-        });
-        let workload_id = workload_row["id"].clone();
-        let run_row = row(
-            "benchmark_runs",
-            json!({
-                "id": run_id,
-                "runDigest": keys.run_digest,
-                "implementationId": row_id("implementations", spec["implementationDigest"].as_str().unwrap_or("")),
-                "workloadId": workload_id,
-                "sourceId": self.source_id(),
-                "status": spec["status"],
-                "observedAt": spec["observedAt"],
-                "publishedAt": spec["observedAt"],
-                "hardwareVendor": environment["hardware"]["vendor"],
-                "hardwareModel": environment["hardware"]["product"],
-                "hardwareArchitecture": environment["hardware"]["architecture"],
-                "driverMajor": driver.split('.').next().and_then(|d| d.parse::<u64>().ok()),
-                "cudaMajor": cuda.split('.').next().and_then(|d| d.parse::<u64>().ok()),
-                "protocolKey": keys.protocol_key,
-                "environmentKey": keys.environment_key,
-                "correctnessKey": keys.correctness_key,
-                "comparisonKey": keys.comparison_key,
-                "primaryMetric": primary.map_or("none", |p| p.metric.as_str()),
-                "primaryValue": primary.map_or(Value::Null, |p| Value::Number(p.value.clone())),
-                "primaryUnit": primary.map(|p| p.unit.clone()),
-                "sampleCount": primary.and_then(|p| p.sample_count),
-                "uncertaintyLow": low,
-                "uncertaintyHigh": high,
-                "reported": false,
-                "reproducedByKernelindex": true,
-                "independentReplicationCount": 0,
-                "sourceAvailable": true,
-                "installable": run.implementation.starts_with("flashinfer"),
-                "licenseExpression": "Apache-2.0",
-                "primaryStatistic": primary.map(|p| p.statistic.clone()),
-                "hasRawEvidence": true,
-                "sourceNative": false,
-                "environmentSummary": format!("CUDA {cuda} · driver {driver} · kernelindex-rerun-v1"),
-                "manifest": {"run": run_manifest, "protocol": self.protocol_manifest, "environment": self.environment_manifest},
-                "supersedesId": Value::Null,
-                "retractedAt": Value::Null,
-                "retractionReason": Value::Null
-            }),
-        );
+        let facts = RunFacts {
+            id: run_id,
+            implementation_id: row_id(
+                "implementations",
+                run_manifest["spec"]["implementationDigest"].as_str().unwrap_or(""),
+            ),
+            workload_id: workload_row["id"].as_str().unwrap_or_default().to_string(),
+            source_id: Some(self.source_id()),
+            // Published when observed: the runner's own runs.
+            published_at: run_manifest["spec"]["observedAt"].as_str().map(str::to_string),
+            reported: false,
+            reproduced_by_kernelindex: true,
+            independent_replication_count: 0,
+            source_available: true,
+            installable: run.implementation.starts_with("flashinfer"),
+            license_expression: Some("Apache-2.0".to_string()),
+            has_raw_evidence: true,
+            label: "kernelindex-rerun-v1".to_string(),
+        };
+        let run_row = BenchmarkRunRow::new(
+            facts,
+            &keys,
+            run_manifest.clone(),
+            self.protocol_manifest.clone(),
+            self.environment_manifest.clone(),
+        )
+        .map_err(|e| anyhow!("run row: {e}"))?;
+        let run_row = typed_row(run_row.into())?;
         self.rows.entry("benchmark_runs").or_default().push(run_row);
         Ok(())
     }

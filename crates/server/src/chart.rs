@@ -4,8 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::catalog_views::Sweep;
-use crate::format;
+use crate::pages::operation::Sweep;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 360.0;
@@ -80,7 +79,7 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
             LEFT + plot_w,
             LEFT - 6.0,
             y + 4.0,
-            escape(&format::duration_ns(10f64.powi(decade)))
+            escape(&ki_model::units::duration_ns(10f64.powi(decade)))
         );
         decade += 1;
     }
@@ -93,7 +92,7 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
             svg,
             r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#1a1a1a">{}</text>"##,
             TOP + plot_h + 18.0,
-            escape(&format::plain_number(value.round()))
+            escape(&ki_model::units::plain_number(value.round()))
         );
     }
     let _ = write!(
@@ -137,7 +136,7 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog_views::SweepSeries;
+    use crate::pages::operation::SweepSeries;
 
     #[test]
     fn chart_escapes_names_and_draws_each_series() {

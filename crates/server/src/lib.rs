@@ -3,44 +3,44 @@
 //!
 //! Reads never touch the database: the catalog's rows are loaded once into a
 //! [`model::ReadModel`] (tables plus the ranking's judgement), shared behind an
-//! `Arc` that a rebuild swaps. Writes (keys, attestations, submissions) go to the
-//! [`store::Store`] log.
+//! `Arc` that a rebuild swaps. The web's own writes (keys, attestations, submissions) are
+//! catalog rows ([`ki_catalog::Catalog::add_attestation`] and its neighbours), read on each
+//! request, so every replica of `ki serve` on one catalog agrees on them at once.
+//!
+//! Organised by page: [`pages`] has one module per page or API resource (`pages::run`,
+//! `pages::operation`, …), each holding its view model, its template and its handlers;
+//! [`routes`] is the route table that names them (and feeds the OpenAPI document).
 
 // `Problem` is the error body every handler answers with (RFC 9457): it is rendered where it is
 // made, never carried far, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-pub mod catalog_views;
 pub mod chart;
-pub mod format;
 pub mod http;
 pub mod model;
 pub mod openapi;
 pub mod pages;
 pub mod problem;
 pub mod routes;
-pub mod store;
-pub mod submit;
-pub mod views;
 
 use model::{CatalogRow, ReadModel};
-use store::Store;
 
 /// Shared by every request.
 pub struct AppState {
     model: RwLock<Arc<ReadModel>>,
-    pub store: Store,
+    /// Where the web's own state lives (and, served from a database, the rows too).
+    pub catalog: ki_catalog::Catalog,
     /// Scheme and host used in permalinks and the Atom feed.
     pub base_url: String,
 }
 
 impl AppState {
-    pub fn new(model: ReadModel, store: Store, base_url: String) -> AppState {
-        AppState { model: RwLock::new(Arc::new(model)), store, base_url }
+    pub fn new(model: ReadModel, catalog: ki_catalog::Catalog, base_url: String) -> AppState {
+        AppState { model: RwLock::new(Arc::new(model)), catalog, base_url }
     }
 
     /// The current read model; a cheap `Arc` clone, so a rebuild never blocks readers.
@@ -83,7 +83,8 @@ pub async fn rows_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<
 
 pub struct ServeOptions {
     pub addr: SocketAddr,
-    pub state_dir: PathBuf,
+    /// Keys, attestations and submissions live here; with `watch`, the rows too.
+    pub catalog: ki_catalog::Catalog,
     pub base_url: Option<String>,
     /// The catalog the rows came from, to reload the read model when it changes.
     pub watch: Option<CatalogWatch>,
@@ -92,7 +93,6 @@ pub struct ServeOptions {
 /// Reloading the read model after `ki admin` publishes or corrects runs in the catalog
 /// (another process): the catalog's revision is checked every `every`.
 pub struct CatalogWatch {
-    pub catalog: ki_catalog::Catalog,
     /// [`ki_catalog::Catalog::revision`] read before the served rows were.
     pub loaded_revision: u64,
     pub every: std::time::Duration,
@@ -101,11 +101,12 @@ pub struct CatalogWatch {
 /// Rebuilds the read model whenever the catalog's revision moves, and swaps it in;
 /// readers keep the old model until the new one is ready. Runs until the process ends.
 pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
+    let catalog = state.catalog.clone();
     let mut loaded = watch.loaded_revision;
     loop {
         tokio::time::sleep(watch.every).await;
         // Read before the rows: a write in between moves it again and reloads once more.
-        let revision = match watch.catalog.revision().await {
+        let revision = match catalog.revision().await {
             Ok(revision) if revision != loaded => revision,
             Ok(_) => continue,
             Err(error) => {
@@ -113,7 +114,7 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
                 continue;
             }
         };
-        let rebuilt = match rows_from_catalog(&watch.catalog).await {
+        let rebuilt = match rows_from_catalog(&catalog).await {
             Ok(rows) => {
                 tokio::task::spawn_blocking(move || ReadModel::build(rows).map(|model| (model.runs.len(), model))).await
             }
@@ -139,11 +140,10 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
 /// Builds the state and serves until Ctrl-C.
 pub async fn serve(rows: Vec<CatalogRow>, options: ServeOptions) -> anyhow::Result<()> {
     let model = tokio::task::spawn_blocking(move || ReadModel::build(rows)).await??;
-    let store = Store::open(&options.state_dir)?;
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     let base_url = options.base_url.unwrap_or_else(|| format!("http://{local}"));
-    let state = Arc::new(AppState::new(model, store, base_url));
+    let state = Arc::new(AppState::new(model, options.catalog, base_url));
     if let Some(watch) = options.watch {
         tokio::spawn(watch_catalog(state.clone(), watch));
     }

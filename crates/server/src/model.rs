@@ -371,15 +371,4 @@ impl Tables {
     }
 }
 
-/// A URL fragment or slug from free text: lowercase ASCII letters, digits and dashes.
-pub fn slugify(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
+pub use ki_model::slug::slug as slugify;

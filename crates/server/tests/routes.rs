@@ -5,14 +5,14 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{SEED_WORKLOAD_RUN, SERVER, get, get_html, post, shared};
+use ki_catalog::Scope;
 use ki_server::openapi::{Method, Produces};
-use ki_server::store::Scope;
 use serde_json::{Value, json};
 
 const FIXTURE_RUN_TITLE: &str = "title: Fixture benchmark run (fictional)";
 
 fn key(scopes: Vec<Scope>, quota: u32) -> String {
-    SERVER.state.store.create_key("route-tests", scopes, quota).unwrap().1
+    common::key(&scopes, quota)
 }
 
 fn fixture_bundle() -> String {

@@ -11,6 +11,7 @@ pub mod flashinfer;
 pub mod names;
 pub mod publish;
 pub mod submission;
+pub mod synthetic;
 
 pub use error::{SourceError, SourceErrors};
 

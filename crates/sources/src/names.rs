@@ -1,21 +1,6 @@
 //! Name normalizations shared by importers, each matching what the public index exports.
 
-/// Lowercase, every run of characters other than `[a-z0-9]` becomes one `-`, trimmed:
-/// `gqa_paged_decode_h32` → `gqa-paged-decode-h32`, `2.11.0+cu130` → `2-11-0-cu130`.
-pub fn slug(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    while out.ends_with('-') {
-        out.pop();
-    }
-    out
-}
+pub use ki_model::slug::slug;
 
 /// An identifier the manifests accept (`^[a-z][a-z0-9_]*$`): lowercase, other characters
 /// become `_`. FlashInfer names such as `A` or `M` become `a`, `m` (as the public index has them).

@@ -21,6 +21,14 @@ pub struct PlannedRow {
     pub row: Map<String, Value>,
 }
 
+impl PlannedRow {
+    /// A typed row (`ki_model::rows`) as a planned export row.
+    pub fn typed(row: impl Into<ki_model::rows::Row>) -> PlannedRow {
+        let row = row.into();
+        PlannedRow { table: row.table(), row: row.into_map() }
+    }
+}
+
 /// Columns that hold the id of another row.
 const REFERENCE_COLUMNS: &[&str] =
     &["sourceId", "projectId", "operationId", "workloadId", "implementationId", "runId", "previousRunId"];

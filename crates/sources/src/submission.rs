@@ -13,6 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use ki_catalog::{Catalog, CatalogError};
 use ki_model::identity::{self, API_VERSION};
 use ki_model::records::Kind;
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow, RunFacts, WorkloadRow};
 use serde_json::{Map, Value, json};
 
 use crate::publish::PlannedRow;
@@ -199,14 +200,6 @@ pub async fn plan(
         let operation =
             required_parent(catalog, &operations, "operations", "semanticDigest", operation_digest, entry, "operation")
                 .await?;
-        let tensors = entry.value.pointer("/spec/tensors").and_then(Value::as_object).cloned().unwrap_or_default();
-        let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t.get("dtype").and_then(Value::as_str)).collect();
-        let shape_summary = tensors
-            .values()
-            .next()
-            .and_then(|t| t.get("shape").and_then(Value::as_array))
-            .map(|dims| format!("[{}]", dims.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")))
-            .unwrap_or_else(|| "[]".to_string());
         // Layouts are declared by the operation's tensors; a workload inherits them.
         let mut layouts: BTreeSet<&str> = BTreeSet::new();
         for side in ["inputs", "outputs"] {
@@ -221,14 +214,16 @@ pub async fn plan(
         if layouts.is_empty() {
             layouts.insert("contiguous");
         }
-        let planned = row(
-            "workloads",
-            json!({
-                "id": row_id("workloads", &entry.digest), "operationId": operation.id, "workloadDigest": entry.digest,
-                "schemaVersion": API_VERSION, "manifest": entry.value, "shapeSummary": shape_summary, "dtypes": dtypes,
-                "layoutKeys": layouts, "createdAt": created,
-            }),
-        );
+        let layouts = layouts.into_iter().map(str::to_string).collect();
+        let typed = WorkloadRow::new(
+            row_id("workloads", &entry.digest),
+            operation.id.clone(),
+            entry.value.clone(),
+            layouts,
+            published_at.to_string(),
+        )
+        .map_err(|error| entry.error(format!("its digest cannot be computed: {error}")))?;
+        let planned = PlannedRow::typed(typed);
         keep_parent(&mut rows, &mut workloads, entry.digest.clone(), entry, planned);
     }
 
@@ -295,64 +290,29 @@ pub async fn plan(
         let keys = identity::benchmark_run_keys(&entry.value, &protocol.value, &environment.value, &workload.manifest)
             .map_err(|error| entry.error(format!("its keys cannot be computed: {error}")))?;
         let run_id = row_id("benchmark_runs", &keys.run_digest);
-        let hardware = |field: &str| {
-            str_at(&environment.value, &format!("/spec/hardware/{field}"))
-                .ok_or_else(|| environment.error(format!("spec/hardware/{field} is missing")))
+        if let Some(p) = keys.primary.as_ref() {
+            let id = row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key()));
+            measurements.push(PlannedRow::typed(MeasurementRow::primary(id, run_id.clone(), p)));
+        }
+        let facts = RunFacts {
+            id: run_id,
+            implementation_id: implementation.id.clone(),
+            workload_id: workload.id.clone(),
+            source_id: Some(source_id.clone()),
+            published_at: Some(published_at.to_string()),
+            reported: true,
+            reproduced_by_kernelindex: false,
+            independent_replication_count: 0,
+            source_available: implementation.row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
+            installable: false,
+            license_expression: implementation.row.get("licenseExpression").and_then(Value::as_str).map(str::to_string),
+            has_raw_evidence: false,
+            label: SOURCE_SLUG.to_string(),
         };
-        let software = |field: &str| str_at(&environment.value, &format!("/spec/software/{field}"));
-        let major = |version: Option<&str>| {
-            version.and_then(|v| v.split('.').next()).and_then(|m| m.trim().parse::<u64>().ok())
-        };
-        let mut summary = Vec::new();
-        if let Some(cuda) = software("cudaToolkit") {
-            summary.push(format!("CUDA {cuda}"));
-        }
-        if let (Some(name), Some(version)) = (software("framework/name"), software("framework/version")) {
-            summary.push(format!("{name} {version}"));
-        }
-        summary.push(SOURCE_SLUG.to_string());
-        let primary = keys.primary.as_ref();
-        // The run's own 95% interval, when it is the interval of the primary (latency) figure.
-        let interval = primary
-            .filter(|p| p.metric == "latency")
-            .and_then(|_| entry.value.pointer("/spec/timing/latencyNs/confidence95").and_then(Value::as_array))
-            .and_then(|pair| Some((pair.first()?.as_f64()?, pair.get(1)?.as_f64()?)))
-            .filter(|(low, high)| low <= high);
-        if let Some(p) = primary {
-            measurements.push(row(
-                "measurements",
-                json!({
-                    "id": row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key())), "runId": run_id,
-                    "metric": p.metric, "statistic": p.statistic, "unit": p.unit, "value": Value::Number(p.value.clone()),
-                    "sampleCount": p.sample_count,
-                }),
-            ));
-        }
-        rows.push(row(
-            "benchmark_runs",
-            json!({
-                "id": run_id, "runDigest": keys.run_digest, "implementationId": implementation.id, "workloadId": workload.id,
-                "sourceId": source_id, "status": entry.spec_str("/status")?, "observedAt": entry.spec_str("/observedAt")?,
-                "publishedAt": created, "hardwareVendor": hardware("vendor")?, "hardwareModel": hardware("product")?,
-                "hardwareArchitecture": hardware("architecture")?, "driverMajor": major(software("driver")),
-                "cudaMajor": major(software("cudaToolkit")), "protocolKey": keys.protocol_key,
-                "environmentKey": keys.environment_key, "correctnessKey": keys.correctness_key,
-                "comparisonKey": keys.comparison_key,
-                "primaryMetric": primary.map_or(identity::NO_METRIC, |p| p.metric.as_str()),
-                "primaryValue": primary.map_or(Value::Null, |p| Value::Number(p.value.clone())),
-                "primaryUnit": primary.map(|p| p.unit.clone()), "sampleCount": primary.and_then(|p| p.sample_count),
-                "uncertaintyLow": interval.map(|i| i.0), "uncertaintyHigh": interval.map(|i| i.1),
-                "reported": true, "reproducedByKernelindex": false, "independentReplicationCount": 0,
-                "sourceAvailable": implementation.row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
-                "installable": false,
-                "licenseExpression": implementation.row.get("licenseExpression").cloned().unwrap_or(Value::Null),
-                "primaryStatistic": primary.map(|p| p.statistic.clone()), "hasRawEvidence": false,
-                "sourceNative": entry.value.pointer("/spec/sourceNative").is_some_and(|v| !v.is_null()),
-                "environmentSummary": summary.join(" · "),
-                "manifest": {"run": entry.value, "protocol": protocol.value, "environment": environment.value},
-                "supersedesId": Value::Null, "retractedAt": Value::Null, "retractionReason": Value::Null,
-            }),
-        ));
+        let typed =
+            BenchmarkRunRow::new(facts, &keys, entry.value.clone(), protocol.value.clone(), environment.value.clone())
+                .map_err(|error| environment.error(format!("the run's row cannot be derived: {error}")))?;
+        rows.push(PlannedRow::typed(typed));
     }
     rows.extend(measurements);
     plan_serving(catalog, &entries, &projects, &source_id, &created, &mut rows).await?;

@@ -1,38 +1,43 @@
-//! `ki admin`: API keys (in the web state log), publication of submissions into the
-//! catalog, and corrections of runs (retract, supersede). A running `ki serve` picks up
-//! each without a restart: the log on the next request, the catalog within
-//! `--reload-every` seconds.
+//! `ki admin`: API keys, publication of submissions into the catalog, and corrections of
+//! runs (retract, supersede). Keys and submissions are catalog rows, so every running
+//! `ki serve` on the catalog sees a key (or its revocation) on its next request; published
+//! and corrected runs within `--reload-every` seconds.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use ki_catalog::{Catalog, CorrectionReport, ImportOptions};
-use ki_server::store::{Scope, Store, StoreError};
+use ki_catalog::{Catalog, CorrectionReport, ImportOptions, Scope};
 use ki_sources::submission::SubmittedManifest;
+
+use super::database::{DatabaseArgs, block_on, migrate_state_file};
 
 #[derive(Args)]
 pub struct StateArgs {
-    /// The catalog whose web state to use (its state lives beside a SQLite file).
-    #[arg(long)]
-    pub database: Option<String>,
-    /// The state directory itself (overrides --database).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// The state directory of an older ki (PATH.web beside a SQLite file by default): its
+    /// web-log.jsonl is migrated into the catalog once, then renamed.
     #[arg(long)]
     pub state: Option<PathBuf>,
 }
 
 impl StateArgs {
-    fn database_url(&self) -> String {
-        self.database.clone().unwrap_or_else(ki_catalog::default_database_url)
-    }
-
-    fn open(&self) -> anyhow::Result<Store> {
-        let dir = match &self.state {
-            Some(dir) => dir.clone(),
-            None => ki_server::store::default_state_dir(&self.database_url()),
-        };
-        Store::open(&dir).with_context(|| format!("cannot open the web state in {}", dir.display()))
+    /// Opens the catalog, migrating an older state file first; runs `work` on it.
+    fn with_catalog<T, F, Fut>(&self, work: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(Catalog) -> Fut,
+        Fut: Future<Output = anyhow::Result<T>>,
+    {
+        let legacy = self.state.clone().unwrap_or_else(|| self.database.legacy_state_dir());
+        block_on(async {
+            let catalog = self.database.open().await?;
+            migrate_state_file(&catalog, &legacy).await?;
+            let result = work(catalog.clone()).await;
+            catalog.close().await;
+            result
+        })?
     }
 }
 
@@ -44,9 +49,8 @@ pub struct CorrectionArgs {
     /// Who makes the correction (default: the OS user, from $USER or $LOGNAME).
     #[arg(long)]
     pub actor: Option<String>,
-    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE` (default: KI_DATABASE_URL or sqlite://kernelindex.db).
-    #[arg(long)]
-    pub database: Option<String>,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
 }
 
 impl CorrectionArgs {
@@ -93,9 +97,8 @@ pub enum AdminCommand {
     /// List the corrections' audit trail, oldest first: who retracted or superseded which
     /// run, when and why.
     Corrections {
-        /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE` (default: KI_DATABASE_URL or sqlite://kernelindex.db).
-        #[arg(long)]
-        database: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
         /// One JSON array instead of lines.
         #[arg(long)]
         json: bool,
@@ -145,7 +148,9 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
             if label.trim().is_empty() || label.len() > 100 {
                 bail!("--label must be 1 to 100 characters");
             }
-            let (key, secret) = state.open()?.create_key(label.trim(), parsed, quota)?;
+            let (key, secret) = state.with_catalog(|catalog| async move {
+                Ok(catalog.create_api_key(label.trim(), &parsed, quota).await?)
+            })?;
             eprintln!(
                 "created key {} ({}) with scopes {} and a daily quota of {}",
                 key.id,
@@ -157,8 +162,8 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
             println!("{secret}");
         }
         AdminCommand::Key(KeyCommand::List { state }) => {
-            for key in state.open()?.keys() {
-                let scopes: Vec<String> = key.scopes.iter().map(|s| format!("{s:?}").to_lowercase()).collect();
+            for key in state.with_catalog(|catalog| async move { Ok(catalog.api_keys().await?) })? {
+                let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
                 println!(
                     "{}  {}  {:<20}  {:<14}  quota {}/day  {}{}",
                     key.id,
@@ -172,7 +177,7 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
             }
         }
         AdminCommand::Key(KeyCommand::Revoke { key, state }) => {
-            let revoked = state.open()?.revoke_key(&key)?;
+            let revoked = state.with_catalog(|catalog| async move { Ok(catalog.revoke_api_key(&key).await?) })?;
             println!("revoked {} ({})", revoked.id, revoked.prefix);
         }
         AdminCommand::Publish { submission_id, state } => publish(&submission_id, &state)?,
@@ -220,19 +225,17 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Opens the catalog, runs `work` on it, closes it.
-fn with_catalog<T, F, Fut>(database: &Option<String>, work: F) -> anyhow::Result<T>
+fn with_catalog<T, F, Fut>(database: &DatabaseArgs, work: F) -> anyhow::Result<T>
 where
     F: FnOnce(Catalog) -> Fut,
     Fut: Future<Output = anyhow::Result<T>>,
 {
-    let url = database.clone().unwrap_or_else(ki_catalog::default_database_url);
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let catalog = Catalog::open(&url).await.context("cannot open the catalog")?;
+    block_on(async {
+        let catalog = database.open().await?;
         let result = work(catalog.clone()).await;
         catalog.close().await;
         result
-    })
+    })?
 }
 
 fn print_record_change(report: &CorrectionReport) {
@@ -255,33 +258,35 @@ fn print_record_event(id: &str, holder: &str, previous: Option<&str>, detail: &s
     println!("record event {id}: new record holder {holder}, previous holder {} {detail}", previous.unwrap_or("none"));
 }
 
-/// Writes a submission's manifests into the catalog, then flags it published in the web
-/// log (so a failed write leaves it unpublished). Running it again inserts nothing.
+/// Writes a submission's manifests into the catalog, then marks it published (so a failed
+/// write leaves it unpublished). Running it again inserts nothing.
 fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
-    let store = state.open()?;
-    let submission =
-        store.submission(submission_id).ok_or_else(|| StoreError::UnknownSubmission(submission_id.to_string()))?;
-    let manifests: Vec<SubmittedManifest> = submission
-        .documents
-        .iter()
-        .map(|document| SubmittedManifest {
-            manifest: document.manifest.clone(),
-            project_slug: document.project_slug.clone(),
-        })
-        .collect();
-    let origin = format!("submission {submission_id}");
-    let report = with_catalog(&state.database, |catalog| async move {
+    let (submission, report) = state.with_catalog(|catalog| async move {
+        let submission = catalog
+            .submission(submission_id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no submission has the id {submission_id:?}"))?;
+        let manifests: Vec<SubmittedManifest> = submission
+            .documents
+            .iter()
+            .map(|document| SubmittedManifest {
+                manifest: document.manifest.clone(),
+                project_slug: document.project_slug.clone(),
+            })
+            .collect();
+        let origin = format!("submission {submission_id}");
         let rows = ki_sources::submission::plan(&catalog, &manifests, &ki_model::utc::now_millis())
             .await
             .with_context(|| format!("{origin} cannot be published, nothing written"))?;
         let options = ImportOptions { origin: Some(origin), append_record_events: true, ..ImportOptions::default() };
-        Ok(ki_sources::publish::publish_rows(&catalog, &rows, &options).await?)
+        let report = ki_sources::publish::publish_rows(&catalog, &rows, &options).await?;
+        if submission.published_at.is_none() {
+            catalog.mark_submission_published(submission_id).await?;
+        }
+        Ok((submission, report))
     })?;
     let newly = submission.published_at.is_none();
-    if newly {
-        store.publish(submission_id)?;
-    }
-    println!("submission {} ({}) → {}", submission.id, submission.title, Catalog::redacted_url(&state.database_url()));
+    println!("submission {} ({}) → {}", submission.id, submission.title, state.database.shown());
     for counts in report.tables.iter().filter(|counts| counts.inserted + counts.unchanged > 0) {
         println!("{:<24} {:>6} new {:>6} already present", counts.table, counts.inserted, counts.unchanged);
     }

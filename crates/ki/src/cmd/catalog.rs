@@ -18,6 +18,20 @@ pub enum CatalogCommand {
     Import(super::catalog_store::ImportArgs),
     /// Write the published catalog as a zstd JSONL export.
     Export(super::catalog_store::ExportArgs),
+    /// Write a synthetic export shaped like the public one (operations, workloads,
+    /// implementations, comparison groups of realistic sizes, record events as ranking-v1
+    /// requires, every digest valid), for scale tests.
+    Generate {
+        /// Benchmark runs to generate.
+        #[arg(long)]
+        runs: u64,
+        /// The random seed: the same seed gives the same file, byte for byte.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where to write the zstd-compressed JSONL export.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
@@ -25,7 +39,28 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
         CatalogCommand::Verify { export } => verify(&export),
         CatalogCommand::Import(args) => super::catalog_store::import(args),
         CatalogCommand::Export(args) => super::catalog_store::export(args),
+        CatalogCommand::Generate { runs, seed, out } => generate(runs, seed, &out),
     }
+}
+
+fn generate(runs: u64, seed: u64, out: &Path) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let s = ki_sources::synthetic::generate(runs, seed, out)
+        .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
+    println!(
+        "{}: {} runs ({} comparison groups, the largest {} runs), {} measurements, {} record events, {} operations, {} workloads, {} implementations in {:.1} s",
+        out.display(),
+        s.runs,
+        s.comparison_groups,
+        s.largest_group,
+        s.measurements,
+        s.record_events,
+        s.operations,
+        s.workloads,
+        s.implementations,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A progress bar on stderr when it is a terminal; a hidden one (drawing nothing) when piped.

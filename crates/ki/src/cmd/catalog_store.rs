@@ -7,19 +7,19 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use ki_catalog::{Catalog, ImportOptions, ImportProgress, ImportReport, ImportStage};
+use ki_catalog::{ImportOptions, ImportProgress, ImportReport, ImportStage};
 use ki_model::export::{ExportLine, open_export};
+
+use super::database::{DatabaseArgs, runtime};
 
 #[derive(Args)]
 pub struct ImportArgs {
     /// The export to import (`.jsonl` or `.jsonl.zst`).
     pub file: PathBuf,
-    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
-    #[arg(long, env = ki_catalog::DATABASE_URL_ENV, default_value = ki_catalog::DEFAULT_DATABASE_URL)]
-    pub database: String,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Report per table what is new, unchanged and conflicting; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -30,9 +30,8 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
-    #[arg(long, env = ki_catalog::DATABASE_URL_ENV, default_value = ki_catalog::DEFAULT_DATABASE_URL)]
-    pub database: String,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Where to write the zstd-compressed JSONL export.
     #[arg(long)]
     pub out: PathBuf,
@@ -40,10 +39,6 @@ pub struct ExportArgs {
 
 /// An import stage and the table it is at, if any.
 type StageAndTable = (ImportStage, Option<&'static str>);
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
-}
 
 fn bar(length: u64, template: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -109,10 +104,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             && !lines.iter().any(|line| line.table == "record_events"),
     };
     let report = runtime()?.block_on(async {
-        let catalog = Catalog::open(&args.database).await?;
+        let catalog = args.database.open().await?;
         let report = catalog.import_lines(&lines, &options).await;
         catalog.close().await;
-        report
+        anyhow::Ok(report?)
     });
     progress.finish_and_clear();
     let report = report?;
@@ -121,7 +116,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, seconds: f64) {
-    println!("{} → {}", args.file.display(), ki_catalog::Catalog::redacted_url(&args.database));
+    println!("{} → {}", args.file.display(), args.database.shown());
     if report.dry_run {
         println!("{:<26} {:>9} {:>9} {:>11}", "table", "new", "unchanged", "conflicting");
         for counts in &report.tables {
@@ -158,10 +153,10 @@ fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, se
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let summary = runtime()?.block_on(async {
-        let catalog = Catalog::open(&args.database).await?;
+        let catalog = args.database.open().await?;
         let summary = catalog.export_to(&args.out).await;
         catalog.close().await;
-        summary
+        anyhow::Ok(summary?)
     })?;
     for (table, count) in &summary.tables {
         println!("{table:<26} {count:>9}");

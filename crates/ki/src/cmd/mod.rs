@@ -1,6 +1,7 @@
 pub mod admin;
 pub mod catalog;
 pub mod catalog_store;
+pub mod database;
 pub mod manifest;
 pub mod ranking;
 pub mod run;

@@ -11,13 +11,14 @@ use ki_ranking::rows::RANKING_TABLES;
 use ki_ranking::{CatalogRows, CohortView, Index, ResolveMode, ResolveRequest, RunSummary};
 use serde_json::Value;
 
+use super::database::{DatabaseArgs, runtime};
+
 /// Where the rows come from.
 #[derive(Args, Clone)]
 pub struct DataArgs {
-    /// Catalog database: sqlite://PATH or postgres://… [default: $KI_DATABASE_URL or
-    /// sqlite://kernelindex.db; an empty catalog gets the bundled snapshot first]
-    #[arg(long)]
-    pub database: Option<String>,
+    /// The catalog read (an empty one gets the bundled snapshot first).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Read an export file (.jsonl or .jsonl.zst) instead of a catalog database.
     #[arg(long, conflicts_with = "database")]
     pub export: Option<PathBuf>,
@@ -106,13 +107,10 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
         }
         return Index::from_owned_rows(rows).with_context(|| format!("cannot rank the rows of {}", path.display()));
     }
-    let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
     // Messages name the catalog without its password.
-    let shown = ki_catalog::Catalog::redacted_url(&url);
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
+    let shown = data.database.shown();
+    runtime()?.block_on(async {
+        let catalog = data.database.open().await?;
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
             eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }
@@ -226,11 +224,8 @@ fn corrections_of(data: &DataArgs, run_id: &str) -> anyhow::Result<Vec<ki_catalo
     if data.export.is_some() {
         return Ok(Vec::new());
     }
-    let url = data.database.clone().unwrap_or_else(ki_catalog::default_database_url);
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
+    runtime()?.block_on(async {
+        let catalog = data.database.open().await?;
         let all = catalog.corrections().await.context("cannot read the corrections");
         catalog.close().await;
         Ok(all?.into_iter().filter(|c| c.run_id == run_id || c.by_run_id.as_deref() == Some(run_id)).collect())
@@ -338,28 +333,9 @@ fn value_text(value: &Value) -> String {
     }
 }
 
-/// Durations at a readable scale (19451 ns → 19.45 µs); other units as given.
+/// A measure with its unit, as the web prints it (19451 ns → 19.5 µs).
 pub fn format_value(value: Option<f64>, unit: Option<&str>) -> String {
-    let Some(value) = value else { return "—".into() };
-    let seconds = match unit {
-        Some("ns") => value * 1e-9,
-        Some("us") | Some("µs") => value * 1e-6,
-        Some("ms") => value * 1e-3,
-        Some("s") => value,
-        Some(other) => return format!("{} {other}", trim_number(value)),
-        None => return trim_number(value),
-    };
-    let (scaled, suffix) = match seconds.abs() {
-        s if s < 1e-6 => (seconds * 1e9, "ns"),
-        s if s < 1e-3 => (seconds * 1e6, "µs"),
-        s if s < 1.0 => (seconds * 1e3, "ms"),
-        _ => (seconds, "s"),
-    };
-    format!("{scaled:.2} {suffix}")
-}
-
-fn trim_number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.4}") }
+    ki_model::units::value(value, unit)
 }
 
 fn axes_text(axes: &BTreeMap<String, Value>) -> String {

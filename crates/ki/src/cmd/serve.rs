@@ -7,20 +7,23 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use super::database::{DatabaseArgs, block_on, migrate_state_file};
+
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Catalog database: sqlite://PATH or postgres://… (default: KI_DATABASE_URL or
-    /// sqlite://kernelindex.db). An empty catalog gets the bundled snapshot first.
-    #[arg(long)]
-    pub database: Option<String>,
+    /// The catalog served (an empty one gets the bundled snapshot first). It also holds
+    /// the web's state: API keys, attestations and submissions.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
-    /// Serve an export file (.jsonl / .jsonl.zst) instead of a database.
-    #[arg(long, conflicts_with = "database")]
+    /// Serve the rows of an export file (.jsonl / .jsonl.zst) instead of the catalog's
+    /// (the web's state still lives in the catalog).
+    #[arg(long)]
     pub export: Option<PathBuf>,
-    /// Directory for API keys, attestations and submissions (default: beside the
-    /// SQLite file as PATH.web, else ./kernelindex-web).
+    /// The state directory of an older ki (PATH.web beside a SQLite file by default): its
+    /// web-log.jsonl is migrated into the catalog once, then renamed.
     #[arg(long)]
     pub state: Option<PathBuf>,
     /// Public base URL for permalinks and the Atom feed (default: http://ADDR).
@@ -33,18 +36,15 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let (rows, default_state, watch) = match &args.export {
+    block_on(async move {
+        let catalog = args.database.open().await?;
+        migrate_state_file(&catalog, &args.state.clone().unwrap_or_else(|| args.database.legacy_state_dir())).await?;
+        let (rows, watch) = match &args.export {
             Some(path) => {
                 let path = path.clone();
-                let rows = tokio::task::spawn_blocking(move || ki_server::rows_from_export(&path)).await??;
-                (rows, PathBuf::from("kernelindex-web"), None)
+                (tokio::task::spawn_blocking(move || ki_server::rows_from_export(&path)).await??, None)
             }
             None => {
-                let url = args.database.clone().unwrap_or_else(ki_catalog::default_database_url);
-                let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open the catalog")?;
                 if let Some(report) =
                     catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")?
                 {
@@ -52,24 +52,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 }
                 let loaded_revision = catalog.revision().await?;
                 let rows = ki_server::rows_from_catalog(&catalog).await?;
-                let watch = if args.reload_every == 0 {
-                    catalog.close().await;
-                    None
-                } else {
-                    let every = std::time::Duration::from_secs(args.reload_every);
-                    Some(ki_server::CatalogWatch { catalog, loaded_revision, every })
-                };
-                (rows, ki_server::store::default_state_dir(&url), watch)
+                let watch = (args.reload_every > 0).then(|| ki_server::CatalogWatch {
+                    loaded_revision,
+                    every: std::time::Duration::from_secs(args.reload_every),
+                });
+                (rows, watch)
             }
         };
         eprintln!("ki serve: {} catalog rows loaded", rows.len());
-        let options = ki_server::ServeOptions {
-            addr: args.addr,
-            state_dir: args.state.clone().unwrap_or(default_state),
-            base_url: args.base_url.clone(),
-            watch,
-        };
+        let options = ki_server::ServeOptions { addr: args.addr, catalog, base_url: args.base_url.clone(), watch };
         ki_server::serve(rows, options).await
-    })?;
+    })??;
     Ok(ExitCode::SUCCESS)
 }

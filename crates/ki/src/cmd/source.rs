@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::{Subcommand, ValueEnum};
 use ki_sources::flashinfer::{ImportOptions, plan_import};
 
+use super::database::{DatabaseArgs, block_on};
+
 #[derive(Subcommand)]
 pub enum SourceCommand {
     /// Import a data set: validate it whole, map it to records, publish in one transaction.
@@ -24,9 +26,8 @@ pub enum SourceCommand {
         /// The data set revision (a commit), recorded in source links and implementations.
         #[arg(long)]
         revision: Option<String>,
-        /// Catalog database: sqlite://PATH or postgres://… (default sqlite://kernelindex.db).
-        #[arg(long, env = "KI_DATABASE_URL")]
-        database: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
     },
 }
 
@@ -49,7 +50,7 @@ fn import_flashinfer(
     dry_run: bool,
     authors: Vec<String>,
     revision: Option<String>,
-    database: Option<String>,
+    database: DatabaseArgs,
 ) -> anyhow::Result<ExitCode> {
     if let Some(rev) = &revision
         && !(rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
@@ -83,14 +84,13 @@ fn import_flashinfer(
             s.skipped_solutions, s.skipped_traces
         );
     }
-    let url = database.unwrap_or_else(ki_catalog::default_database_url);
-    let runtime = tokio::runtime::Runtime::new()?;
-    let report = runtime.block_on(async {
-        let catalog = ki_catalog::Catalog::open(&url).await?;
+    let url = database.shown();
+    let report = block_on(async {
+        let catalog = database.open().await?;
         let report = ki_sources::publish::publish(&catalog, &plan, dry_run, &dir.display().to_string()).await;
         catalog.close().await;
-        report
-    })?;
+        anyhow::Ok(report?)
+    })??;
     println!("{:<24} {:>8} {:>10} {:>12}", "kind", "new", "unchanged", "conflicting");
     for counts in &report.tables {
         if counts.inserted + counts.unchanged + counts.conflicting == 0 {
@@ -102,14 +102,9 @@ fn import_flashinfer(
         println!("conflict: {conflict}");
     }
     if dry_run {
-        println!("dry run: nothing written to {}", ki_catalog::Catalog::redacted_url(&url));
+        println!("dry run: nothing written to {}", url);
     } else {
-        println!(
-            "{} rows written to {} ({} already there)",
-            report.inserted(),
-            ki_catalog::Catalog::redacted_url(&url),
-            report.unchanged()
-        );
+        println!("{} rows written to {} ({} already there)", report.inserted(), url, report.unchanged());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -31,11 +31,24 @@ pub fn http(
     content_type: &str,
     body: &str,
 ) -> std::io::Result<(u16, String, String)> {
+    http_with_key(addr, method, path, content_type, None, body)
+}
+
+/// As [`http`], sending `key` as `Authorization: Bearer KEY` when given.
+pub fn http_with_key(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    key: Option<&str>,
+    body: &str,
+) -> std::io::Result<(u16, String, String)> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let authorization = key.map(|key| format!("Authorization: Bearer {key}\r\n")).unwrap_or_default();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{authorization}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut raw = Vec::new();

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
+use ki_catalog::Scope;
 use ki_server::AppState;
 use ki_server::model::ReadModel;
-use ki_server::store::Store;
 
 pub const SEED_WORKLOAD_RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
 
@@ -23,29 +23,37 @@ pub struct TestServer {
     pub base: String,
     pub state: Arc<AppState>,
     pub agent: ureq::Agent,
+    /// Runs the server, and the tests' own catalog calls.
+    pub runtime: tokio::runtime::Runtime,
     _state_dir: tempfile::TempDir,
+}
+
+/// A new API key with these scopes and daily quota; returns its secret.
+pub fn key(scopes: &[Scope], quota: u32) -> String {
+    let server = &*SERVER;
+    server.runtime.block_on(server.state.catalog.create_api_key("route-tests", scopes, quota)).unwrap().1
 }
 
 pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
     let rows = ki_server::rows_from_export(&shared_export()).expect("the shared export reads");
     let model = ReadModel::build(rows).expect("the shared export builds a read model");
+    // The web's state (keys, attestations, submissions) in a scratch SQLite catalog.
     let state_dir = tempfile::tempdir().unwrap();
-    let store = Store::open(state_dir.path()).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let url = format!("sqlite://{}", state_dir.path().join("state.db").display());
+    let catalog = runtime.block_on(ki_catalog::Catalog::open(&url)).expect("a scratch catalog opens");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let base = format!("http://{addr}");
-    let state = Arc::new(AppState::new(model, store, base.clone()));
+    let state = Arc::new(AppState::new(model, catalog, base.clone()));
     let served = state.clone();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, ki_server::routes::router(served)).await.unwrap();
-        });
+    runtime.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        axum::serve(listener, ki_server::routes::router(served)).await.unwrap();
     });
     let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().new_agent();
-    TestServer { base, state, agent, _state_dir: state_dir }
+    TestServer { base, state, agent, runtime, _state_dir: state_dir }
 });
 
 pub struct Reply {

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::read::{Axis, Dataset, Definition, Evaluation, InputData, Solution, Trace, Workload};
 use crate::names;
 use ki_model::identity::{self, API_VERSION};
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow, RunFacts, WorkloadRow};
 
 /// The source slug the public index files these records under.
 pub const SOURCE_SLUG: &str = "flashinfer-bench";
@@ -432,7 +433,8 @@ fn row(table: &'static str, pairs: Vec<(&str, Value)>) -> PlannedRow {
 /// Everything a data set maps to, as export rows. Rows are de-duplicated by their identity
 /// (digest, slug or content digest), keeping the first.
 pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
-    let created = json!(timestamp(&options.imported_at));
+    let created_at = timestamp(&options.imported_at);
+    let created = json!(created_at);
     let mut summary = PlanSummary { definitions: dataset.definitions.len(), ..PlanSummary::default() };
     let mut projects = Vec::new();
     let mut operations = Vec::new();
@@ -536,28 +538,10 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
             let d = digest(&m);
             let id = row_id("workloads", &d);
             if seen_workloads.insert(d.clone()) {
-                let tensors = m["spec"]["tensors"].as_object().cloned().unwrap_or_default();
-                let dtypes: BTreeSet<&str> = tensors.values().filter_map(|t| t["dtype"].as_str()).collect();
-                let shape_summary = tensors
-                    .values()
-                    .next()
-                    .and_then(|t| t["shape"].as_array())
-                    .map(|dims| format!("[{}]", dims.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")))
-                    .unwrap_or_else(|| "[]".to_string());
-                workloads.push(row(
-                    "workloads",
-                    vec![
-                        ("id", json!(id)),
-                        ("operationId", json!(operation_id)),
-                        ("workloadDigest", json!(d)),
-                        ("schemaVersion", json!(API_VERSION)),
-                        ("manifest", m.clone()),
-                        ("shapeSummary", json!(shape_summary)),
-                        ("dtypes", json!(dtypes)),
-                        ("layoutKeys", json!(["contiguous"])),
-                        ("createdAt", created.clone()),
-                    ],
-                ));
+                let layouts = vec!["contiguous".to_string()];
+                let typed = WorkloadRow::new(id.clone(), operation_id.clone(), m.clone(), layouts, created_at.clone())
+                    .expect("importer manifests hold only finite numbers and safe integers");
+                workloads.push(PlannedRow::typed(typed));
             } else if counted {
                 summary.duplicate_workloads += 1;
             }
@@ -690,78 +674,28 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
             continue;
         }
         let run_id = row_id("benchmark_runs", &keys.run_digest);
-        let environment = &manifests.environment["spec"];
-        let cuda = environment["software"]["cudaToolkit"].as_str();
-        let cuda_major = cuda.and_then(|c| c.split('.').next()).and_then(|m| m.parse::<u64>().ok());
-        let framework = &environment["software"]["framework"];
-        let mut summary_parts = Vec::new();
-        if let Some(c) = cuda {
-            summary_parts.push(format!("CUDA {c}"));
+        if let Some(p) = keys.primary.as_ref() {
+            let id = row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key()));
+            measurements.push(PlannedRow::typed(MeasurementRow::primary(id, run_id.clone(), p)));
         }
-        if let (Some(n), Some(v)) = (framework["name"].as_str(), framework["version"].as_str()) {
-            summary_parts.push(format!("{n} {v}"));
-        }
-        summary_parts.push(SOURCE_SLUG.to_string());
-        let primary = keys.primary.as_ref();
-        if let Some(p) = primary {
-            measurements.push(row(
-                "measurements",
-                vec![
-                    ("id", json!(row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key())))),
-                    ("runId", json!(run_id)),
-                    ("metric", json!(p.metric)),
-                    ("statistic", json!(p.statistic)),
-                    ("unit", json!(p.unit)),
-                    ("value", Value::Number(p.value.clone())),
-                    ("sampleCount", Value::Null),
-                ],
-            ));
-        }
-        runs.push(row(
-            "benchmark_runs",
-            vec![
-                ("id", json!(run_id)),
-                ("runDigest", json!(keys.run_digest)),
-                ("implementationId", json!(implementation_id)),
-                ("workloadId", json!(workload_id)),
-                ("sourceId", json!(source_id)),
-                ("status", json!(trace.evaluation.status)),
-                ("observedAt", manifests.run["spec"]["observedAt"].clone()),
-                ("publishedAt", created.clone()),
-                ("hardwareVendor", environment["hardware"]["vendor"].clone()),
-                ("hardwareModel", environment["hardware"]["product"].clone()),
-                ("hardwareArchitecture", environment["hardware"]["architecture"].clone()),
-                ("driverMajor", Value::Null),
-                ("cudaMajor", json!(cuda_major)),
-                ("protocolKey", json!(keys.protocol_key)),
-                ("environmentKey", json!(keys.environment_key)),
-                ("correctnessKey", json!(keys.correctness_key)),
-                ("comparisonKey", json!(keys.comparison_key)),
-                ("primaryMetric", json!(primary.map_or("none", |p| p.metric.as_str()))),
-                ("primaryValue", primary.map_or(Value::Null, |p| Value::Number(p.value.clone()))),
-                ("primaryUnit", json!(primary.map(|p| p.unit.clone()))),
-                ("sampleCount", Value::Null),
-                ("uncertaintyLow", Value::Null),
-                ("uncertaintyHigh", Value::Null),
-                ("reported", json!(true)),
-                ("reproducedByKernelindex", json!(false)),
-                ("independentReplicationCount", json!(0)),
-                ("sourceAvailable", json!(true)),
-                ("installable", json!(false)),
-                ("licenseExpression", json!(LICENSE)),
-                ("primaryStatistic", json!(primary.map(|p| p.statistic.clone()))),
-                ("hasRawEvidence", json!(manifests.log_digest.is_some())),
-                ("sourceNative", json!(true)),
-                ("environmentSummary", json!(summary_parts.join(" · "))),
-                (
-                    "manifest",
-                    json!({ "run": manifests.run, "protocol": manifests.protocol, "environment": manifests.environment }),
-                ),
-                ("supersedesId", Value::Null),
-                ("retractedAt", Value::Null),
-                ("retractionReason", Value::Null),
-            ],
-        ));
+        let facts = RunFacts {
+            id: run_id,
+            implementation_id: implementation_id.clone(),
+            workload_id,
+            source_id: Some(source_id.clone()),
+            published_at: Some(created_at.clone()),
+            reported: true,
+            reproduced_by_kernelindex: false,
+            independent_replication_count: 0,
+            source_available: true,
+            installable: false,
+            license_expression: Some(LICENSE.to_string()),
+            has_raw_evidence: manifests.log_digest.is_some(),
+            label: SOURCE_SLUG.to_string(),
+        };
+        let typed = BenchmarkRunRow::new(facts, &keys, manifests.run, manifests.protocol, manifests.environment)
+            .expect("importer manifests name the run's status, time and hardware");
+        runs.push(PlannedRow::typed(typed));
     }
     summary.workloads = workloads.len();
 

@@ -1,14 +1,23 @@
-//! Submission bundles: parsed and validated by the record model, digested, and kept as
-//! a Reported, unpublished submission until an admin publishes it.
+//! Submissions (`POST /api/v1/submissions`, `/submissions/{id}`): manifest bundles parsed
+//! and validated by the record model, digested, and kept as a Reported, unpublished
+//! submission until an admin publishes it.
 //!
 //! A bundle is YAML or JSON in one of three shapes: one manifest; several YAML
 //! documents, one manifest each; or the registry's bundle mapping (`projects:`,
 //! `operations:`, `workloads:`, … each a list of manifests).
 
-use serde_json::Value;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
+use maud::{Markup, html};
+use serde_json::{Value, json};
 
-use crate::problem::FieldProblem;
-use crate::store::SubmittedDocument;
+use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, short_id};
+use crate::AppState;
+use crate::http::presented_key;
+use crate::problem::{FieldProblem, Problem};
+use ki_catalog::{Scope, Submission, SubmittedDocument};
 
 /// Most manifests one submission may hold.
 pub const MAX_MANIFESTS: usize = 200;
@@ -111,6 +120,82 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
         .map(|d| d.title.clone().unwrap_or_else(|| d.name.clone()))
         .unwrap_or_default();
     Ok(ValidatedBundle { title, documents: out })
+}
+
+// ---------- submissions ----------
+
+pub fn render(s: &Submission) -> Markup {
+    layout(
+        &format!("Submission {}", short_id(&s.id)),
+        html! {
+            h1 { "Submission " (short_id(&s.id)) }
+            p.subtitle { (s.title) }
+            @if s.published_at.is_none() { div.banner role="note" data-kind="unpublished" { strong { "unpublished: " } "awaiting review by an index admin; it is not ranked." } }
+            dl.fields {
+                div { dt { "evidence" } dd { (s.trust) } }
+                div { dt { "submitter" } dd { (s.submitter) } }
+                div { dt { "submitted" } dd { (s.created_at) } }
+                div { dt { "published" } dd { (s.published_at.as_deref().unwrap_or("not yet")) } }
+            }
+            table { caption { "Manifests (validated and digested)" }
+                thead { tr { th scope="col" { "kind" } th scope="col" { "name" } th scope="col" { "title" } th scope="col" { "digest" } } }
+                tbody { @for d in &s.documents { tr { td { (d.kind) } td { (d.name) } td { (d.title.as_deref().unwrap_or("")) } td { code { (d.digest) } } } } } }
+            p { a href={ "/api/v1/submissions/" (s.id) } type="application/json" { "JSON" } }
+        },
+    )
+}
+
+// ---------- submissions ----------
+
+pub async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
+    let key = presented_key(&headers);
+    state.catalog.authorize(key.as_deref(), Scope::Submit).await.map_err(catalog_problem)?;
+    if body.len() > ki_model::parse::MAX_INPUT_BYTES {
+        return Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "Bundle too large",
+            "a bundle is at most 1 MiB",
+        ));
+    }
+    let bundle = validate_bundle(&body).map_err(|errors| Problem::unprocessable("the bundle is not valid", errors))?;
+    let submission =
+        state.catalog.add_submission(key.as_deref(), bundle.title, bundle.documents).await.map_err(catalog_problem)?;
+    let mut response = (StatusCode::CREATED, json_response(&submission_json(&submission))).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/submissions/{}", submission.id)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+fn submission_json(s: &Submission) -> Value {
+    json!({
+        "id": s.id,
+        "title": s.title,
+        "trust": s.trust,
+        "published": s.published_at.is_some(),
+        "publishedAt": s.published_at,
+        "submitter": s.submitter,
+        "createdAt": s.created_at,
+        "documents": s.documents.iter().map(|d| json!({"kind": d.kind, "name": d.name, "title": d.title, "digest": d.digest})).collect::<Vec<_>>(),
+        "href": format!("/submissions/{}", s.id),
+    })
+}
+
+async fn find_submission(state: &AppState, id: &str) -> Result<Submission, Problem> {
+    let found = state.catalog.submission(id).await.map_err(catalog_problem)?;
+    found.ok_or_else(|| Problem::not_found(format!("no submission {id:?}")))
+}
+
+pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
+    Ok(html_response(render(&find_submission(&state, &id).await?)))
+}
+
+pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
+    let s = find_submission(&state, &id).await?;
+    let mut value = submission_json(&s);
+    value["manifests"] = json!(s.documents.iter().map(|d| &d.manifest).collect::<Vec<_>>());
+    Ok(json_response(&value))
 }
 
 #[cfg(test)]

@@ -1,46 +1,30 @@
-//! View models: what each page shows, as plain serializable data. The HTML pages render
-//! these and the JSON API serializes the very same values, so the two never disagree.
+//! The run dossier (`/runs/{id}`, `/api/v1/runs/{id}`): everything known about one run,
+//! and the attestation form and its endpoints.
 
-use serde::Serialize;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect};
+use maud::{Markup, html};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::format;
+use super::{
+    Answer, Field, Link, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
+    html_response, json_response, layout, percent_encode, primary_display, profile_label, run_title, scalar, section,
+    short_id, workload_label,
+};
+use crate::AppState;
+use crate::http::{parse_pairs, presented_key};
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
-use crate::store::Attestation;
+use crate::problem::{FieldProblem, Problem};
+use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
 
 /// Runs observed longer ago than this are flagged stale.
 pub const STALE_AFTER_DAYS: i64 = 180;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Link {
-    pub label: String,
-    pub href: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Field {
-    pub label: String,
-    pub value: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub href: Option<String>,
-    /// Shown in a monospace face with a copy button (digests, keys).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub code: bool,
-}
-
-impl Field {
-    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Field {
-        Field { label: label.into(), value: value.into(), href: None, code: false }
-    }
-    fn link(mut self, href: impl Into<String>) -> Field {
-        self.href = Some(href.into());
-        self
-    }
-    fn code(mut self) -> Field {
-        self.code = true;
-        self
-    }
-}
+/// Longest free-text field of an attestation.
+pub const MAX_NOTE_CHARS: usize = 2000;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Banner {
@@ -49,27 +33,6 @@ pub struct Banner {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<Link>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunSummary {
-    pub id: String,
-    pub short_id: String,
-    pub digest: String,
-    pub title: String,
-    pub implementation: String,
-    pub project: String,
-    pub hardware: String,
-    pub status: String,
-    pub value: Option<f64>,
-    pub unit: String,
-    pub display: String,
-    pub statistic: String,
-    pub rank: Option<u32>,
-    pub trust: String,
-    pub observed_at: String,
-    pub href: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,46 +148,7 @@ pub struct RunDossier {
     pub json_href: String,
 }
 
-pub fn short_id(id: &str) -> String {
-    id.chars().filter(|c| *c != '-').take(8).collect()
-}
-
-/// The primary value with its unit for display ("93.0 µs"), or "—".
-pub fn primary_display(run: &Row) -> String {
-    match (number(run, "primaryValue"), opt_text(run, "primaryUnit")) {
-        (Some(v), Some(unit)) => format::measured(v, unit),
-        (Some(v), None) => format::plain_number(v),
-        _ => "—".into(),
-    }
-}
-
 impl ReadModel {
-    pub fn run_summary(&self, run: usize) -> RunSummary {
-        let row = &self.runs.rows[run];
-        let implementation = self.implementations.get(text(row, "implementationId"));
-        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
-        let facts = &self.judgement.facts[run];
-        let id = text(row, "id").to_string();
-        RunSummary {
-            short_id: short_id(&id),
-            href: format!("/runs/{id}"),
-            id,
-            digest: text(row, "runDigest").into(),
-            title: run_title(row),
-            implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
-            project: project.map(|p| text(p, "name")).unwrap_or("").into(),
-            hardware: text(row, "hardwareModel").into(),
-            status: text(row, "status").into(),
-            value: number(row, "primaryValue"),
-            unit: text(row, "primaryUnit").into(),
-            display: primary_display(row),
-            statistic: text(row, "primaryStatistic").into(),
-            rank: facts.rank,
-            trust: facts.trust.as_str().into(),
-            observed_at: text(row, "observedAt").into(),
-        }
-    }
-
     pub fn dossier(&self, run: usize, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
         let row = &self.runs.rows[run];
         let id = text(row, "id").to_string();
@@ -275,7 +199,7 @@ impl ReadModel {
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
                 percent_encode(&format!("Run {id}: "))
             ),
-            published_at: opt_text(row, "publishedAt").map(|t| format::date_of(t).to_string()),
+            published_at: opt_text(row, "publishedAt").map(|t| ki_model::utc::date_of(t).to_string()),
             source: source
                 .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
@@ -300,7 +224,7 @@ impl ReadModel {
             let reason = opt_text(row, "retractionReason").unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
-                message: format!("Retracted on {}: {reason}", format::date_of(at)),
+                message: format!("Retracted on {}: {reason}", ki_model::utc::date_of(at)),
                 link: None,
             });
         }
@@ -309,7 +233,7 @@ impl ReadModel {
                 let message = match self.supersessions.get(text(row, "id")) {
                     Some(entry) => format!(
                         "Superseded on {} by a newer published run: {}",
-                        format::date_of(text(entry, "at")),
+                        ki_model::utc::date_of(text(entry, "at")),
                         text(entry, "reason")
                     ),
                     None => "Superseded by a newer published run.".into(),
@@ -321,8 +245,8 @@ impl ReadModel {
                 });
             }
         }
-        if let Some(observed) = format::day_of(text(row, "observedAt")) {
-            let age = format::today() - observed;
+        if let Some(observed) = ki_model::utc::day_of(text(row, "observedAt")) {
+            let age = ki_model::utc::today() - observed;
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
                     kind: "stale",
@@ -351,14 +275,15 @@ impl ReadModel {
             value: number(row, "primaryValue"),
             display: primary_display(row),
             sample_count: row.get("sampleCount").and_then(Value::as_i64),
-            interval_display: interval
-                .map(|(l, h)| format!("{} – {}", format::measured(l, &unit), format::measured(h, &unit))),
+            interval_display: interval.map(|(l, h)| {
+                format!("{} – {}", ki_model::units::measured(l, &unit), ki_model::units::measured(h, &unit))
+            }),
             unit,
             interval,
             rank: facts.rank,
             group_size: cohort.ranking.len(),
             profile: profile_label(cohort.profile).into(),
-            observed_at: format::date_of(text(row, "observedAt")).into(),
+            observed_at: ki_model::utc::date_of(text(row, "observedAt")).into(),
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
             compare_href: leader_run
                 .map(|leader| format!("/compare?run={id}&run={}", text(&self.runs.rows[leader], "id"))),
@@ -414,7 +339,7 @@ impl ReadModel {
                         Some(Measurement {
                             metric: text(m, "metric").into(),
                             statistic: text(m, "statistic").into(),
-                            display: format::measured(value, &unit),
+                            display: ki_model::units::measured(value, &unit),
                             value,
                             unit,
                             sample_count: m.get("sampleCount").and_then(Value::as_i64),
@@ -468,74 +393,6 @@ fn collect_digests(value: &Value, out: &mut Vec<String>) {
         Value::Object(map) => map.values().for_each(|v| collect_digests(v, out)),
         Value::Array(items) => items.iter().for_each(|v| collect_digests(v, out)),
         _ => {}
-    }
-}
-
-pub fn code_of<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-pub fn profile_label(profile: ki_ranking::rank::CohortProfile) -> &'static str {
-    match profile {
-        ki_ranking::rank::CohortProfile::SourceNative => "source-native comparison",
-        ki_ranking::rank::CohortProfile::StrictExact => "strict exact comparison",
-    }
-}
-
-pub fn run_title(row: &Row) -> String {
-    row.get("manifest")
-        .and_then(|m| pointer(m, &["run", "metadata", "title"]))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("Run {}", short_id(text(row, "id"))))
-}
-
-pub fn hardware_label(row: &Row) -> String {
-    match (opt_text(row, "hardwareModel"), opt_text(row, "hardwareArchitecture")) {
-        (Some(model), Some(arch)) => format!("{model} ({arch})"),
-        (Some(model), None) => model.to_string(),
-        _ => "unknown".into(),
-    }
-}
-
-/// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".
-pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
-    let axes = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
-    let variable = |name: &str| {
-        operation
-            .and_then(|op| op.get("manifest"))
-            .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
-            .and_then(Value::as_str)
-            .is_none_or(|role| role != "constant")
-    };
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(axes) = axes {
-        for (name, value) in axes {
-            if variable(name) {
-                parts.push(format!("{name} = {}", scalar(value)));
-            }
-        }
-    }
-    if let Some(dtypes) = workload.get("dtypes").and_then(Value::as_array) {
-        let names: Vec<&str> = dtypes.iter().filter_map(Value::as_str).collect();
-        if !names.is_empty() {
-            parts.push(names.join("/"));
-        }
-    }
-    parts.join(" · ")
-}
-
-pub fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Null => "null".into(),
-        other => other.to_string(),
     }
 }
 
@@ -712,7 +569,7 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
 
 fn citation(id: &str, digest: &str, title: &str, base_url: &str, observed_at: &str) -> Citation {
     let permalink = format!("{base_url}/runs/{id}");
-    let accessed = format::date_text(format::today());
+    let accessed = ki_model::utc::date_text(ki_model::utc::today());
     let year = observed_at.get(0..4).unwrap_or("n.d.");
     let key = format!("kernelindex_{}", short_id(id));
     // BibTeX treats braces and backslashes specially; drop them from free text.
@@ -728,15 +585,312 @@ fn citation(id: &str, digest: &str, title: &str, base_url: &str, observed_at: &s
     }
 }
 
-/// Percent-encodes everything but unreserved characters (RFC 3986).
-pub fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
+pub fn attestation_form(run_id: &str) -> Markup {
+    html! {
+        details.form {
+            summary { "Add a reproduction or note" }
+            form method="post" action={ "/runs/" (run_id) "/attestations" } {
+                p.muted { "Needs an API key with the attest scope (" code { "ki admin key create --scope attest" } ")." }
+                div.row { label for="att-key" { "API key" } input #att-key name="apiKey" type="password" required autocomplete="off"; }
+                div.row {
+                    label for="att-kind" { "Kind" }
+                    select #att-kind name="kind" {
+                        @for k in AttestationKind::ALL { option value=(k.as_str()) { (k.label()) } }
+                    }
+                }
+                div.row { label for="att-ns" { "Observed latency (ns, optional)" } input #att-ns name="observedNs" type="number" min="0" step="1"; }
+                div.row { label for="att-url" { "Evidence URL (https, optional)" } input #att-url name="evidenceUrl" type="url" pattern="https://.*" maxlength="2000"; }
+                div.row { label for="att-note" { "Note (optional)" } textarea #att-note name="note" maxlength="2000" rows="3" {} }
+                button type="submit" { "File attestation" }
+            }
         }
     }
-    out
+}
+
+fn attestation_list(items: &[Attestation]) -> Markup {
+    html! {
+        @if items.is_empty() {
+            p { "No attestations yet." }
+        } @else {
+            ul.attestations {
+                @for a in items {
+                    li {
+                        strong { (a.kind.label()) }
+                        " by " (a.attester) " on " (ki_model::utc::date_of(&a.created_at))
+                        @if let Some(ns) = a.observed_ns { " · observed " (ki_model::units::duration_ns(ns as f64)) }
+                        @if let Some(url) = &a.evidence_url { " · " a href=(url) rel="nofollow noopener" { "evidence" } }
+                        @if let Some(note) = &a.note { p { (note) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn render(d: &RunDossier) -> Markup {
+    let p = &d.primary;
+    let main = html! {
+        nav.crumbs aria-label="Breadcrumb" {
+            a href=(d.project.href) { (d.project.label) } " / " a href=(d.implementation.href) { (d.implementation.label) }
+        }
+        h1 { "Run " (d.short_id) }
+        p.subtitle { (d.title) }
+        p.badges {
+            span.badge.status data-status=(d.status) { "status: " (d.status) }
+            " "
+            span.badge.evidence { "evidence: " (d.evidence_level) }
+            " "
+            span.badge { @if d.deployability.deployable { "deployable" } @else { "not deployable" } }
+        }
+        @for b in &d.banners {
+            div.banner role="note" data-kind=(b.kind) {
+                strong { (b.kind) ": " } (b.message)
+                @if let Some(l) = &b.link { " " a href=(l.href) { (l.label) } }
+            }
+        }
+        (section("primary", "Primary measurement", html! {
+            p.big { span.value { (p.display) } " " span.stat { (p.statistic) } }
+            p {
+                @if let (Some(rank), true) = (p.rank, p.group_size > 0) {
+                    "Rank " (rank) " of " (p.group_size) " in its comparison group"
+                } @else {
+                    "Not ranked: " (p.ineligible_reasons.join(", "))
+                }
+                " · " (p.profile) " · observed " (p.observed_at)
+            }
+            @if let Some(n) = p.sample_count { p { (n) " samples" } }
+            @if let Some(i) = &p.interval_display { p { "interval " (i) } }
+            @if let (Some(href), Some(leader)) = (&p.compare_href, &p.leader) {
+                p { a.cta href=(href) { "Compare with #1 →" } " " span.muted { "(" (leader.implementation) ", " (leader.display) ")" } }
+            } @else if p.rank == Some(1) {
+                p { "This run holds #1 in its comparison group." }
+            }
+            @if let Some(x) = p.reference_speedup { p { (ki_model::units::factor(x)) "× reference" } }
+            @if let Some(x) = p.baseline_speedup { p { (ki_model::units::factor(x)) "× baseline" } }
+            @if !d.deployability.deployable { p.muted { "Not deployable: " (d.deployability.reasons.join(", ")) } }
+        }))
+        (section("identity", "Identity", field_list(&d.identity)))
+        (section("correctness", "Correctness", field_list(&d.correctness)))
+        (section("workload", "Workload", html! {
+            (field_list(&d.workload.axes))
+            @if !d.workload.constants.is_empty() {
+                details { summary { "Constant axes" } (field_list(&d.workload.constants)) }
+            }
+            table {
+                caption { "Tensors" }
+                thead { tr { th scope="col" { "name" } th scope="col" { "dtype" } th scope="col" { "shape" } } }
+                tbody { @for t in &d.workload.tensors { tr { td { (t.name) } td { (t.dtype) } td { (t.shape) } } } }
+            }
+            @if let Some(c) = &d.workload.definition_comparator { p { "definition comparator " code { (c) } } }
+        }))
+        (section("measurements", "Measurements", html! {
+            @if d.measurements.is_empty() { p { "No measurements recorded." } }
+            ul { @for m in &d.measurements {
+                li { (m.metric) " · " (m.statistic) " " strong { (m.display) }
+                    @if let Some(n) = m.sample_count { " (" (n) " samples)" } }
+            } }
+        }))
+        (section("protocol", "Protocol", field_list(&d.protocol)))
+        (section("environment", "Environment", field_list(&d.environment)))
+        (section("artifacts", "Artifacts", html! {
+            @if d.artifacts.is_empty() { p { "No artifacts published with this run." } }
+            @else { ul { @for a in &d.artifacts {
+                li { (a.kind) " · " code { (a.digest) } " · " (a.media_type)
+                    @if let Some(s) = a.size_bytes { " · " (s) " bytes" }
+                    @if let Some(l) = &a.license { " · " (l) }
+                    @if let Some(u) = &a.uri { @if u.starts_with("https://") { " · " a href=(u) rel="nofollow noopener" { "source" } } }
+                }
+            } } }
+        }))
+        (section("replications", "Replications and notes", html! {
+            (attestation_list(&d.attestations))
+            p.muted { "Community attestations. They never change the evidence level; only a KernelIndex-controlled rerun does." }
+            (attestation_form(&d.id))
+        }))
+        (section("manifest", "Canonical manifest", html! {
+            details {
+                summary { "Show manifest" }
+                pre { code { (serde_json::to_string_pretty(&d.manifest).unwrap_or_default()) } }
+            }
+        }))
+        (section("cite", "Cite this record", html! {
+            p { "Permalink " a href=(d.citation.permalink) { (d.citation.permalink) } }
+            p { "Digest " code { (d.citation.digest) } " · accessed " (d.citation.accessed) }
+            p { (d.citation.text) }
+            details { summary { "BibTeX" } pre { code { (d.citation.bibtex) } } }
+        }))
+        (section("report", "Report an issue", html! {
+            p { a href=(d.report_issue_href) rel="noopener" { "Report an issue with this run" } }
+        }))
+        footer.record {
+            p {
+                @if let Some(p) = &d.published_at { "Published " (p) } @else { "Unpublished" }
+                @if let Some(s) = &d.source { " · " (s.label) }
+                @if let Some(l) = &d.licence { " · " (l) }
+            }
+            p {
+                @if let Some(op) = &d.operation { a href=(op.href) { "All results for " (op.label) " →" } " · " }
+                a href=(d.json_href) type="application/json" { "JSON" }
+            }
+        }
+    };
+    layout(&format!("Run {}", d.short_id), main)
+}
+
+// ---------- runs ----------
+
+async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
+    let model = state.model();
+    let run = find_run(&model, reference)?;
+    let id = crate::model::text(&model.runs.rows[run], "id");
+    // Read from the catalog on every request: an attestation filed through any replica shows at once.
+    let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
+    Ok(model.dossier(run, attestations, &state.base_url))
+}
+
+pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
+    Ok(html_response(render(&dossier(&state, &id).await?)))
+}
+
+pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
+    Ok(json_response(&dossier(&state, &id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AttestationInput {
+    kind: String,
+    #[serde(default)]
+    observed_ns: Option<Value>,
+    #[serde(default)]
+    evidence_url: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    /// Only from the HTML form, which cannot set headers.
+    #[serde(default)]
+    api_key: Option<String>,
+}
+
+/// Checks an https URL closely enough that it is safe to link: scheme, a host, no
+/// whitespace or control characters, bounded length.
+pub fn valid_evidence_url(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else { return false };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    url.len() <= 2000
+        && !host.is_empty()
+        && !host.contains('@')
+        && url.chars().all(|c| !c.is_whitespace() && !c.is_control() && c != '"' && c != '<' && c != '>')
+}
+
+async fn file_attestation(
+    state: &AppState,
+    reference: &str,
+    key: Option<&str>,
+    input: AttestationInput,
+) -> Result<Attestation, Problem> {
+    let run_id = {
+        let model = state.model();
+        let run = find_run(&model, reference)?;
+        crate::model::text(&model.runs.rows[run], "id").to_string()
+    };
+    state.catalog.authorize(key, Scope::Attest).await.map_err(catalog_problem)?;
+    let mut errors = Vec::new();
+    let kind = AttestationKind::parse(input.kind.trim());
+    if kind.is_none() {
+        errors.push(FieldProblem {
+            pointer: "/kind".into(),
+            detail: "one of reproduced, could_not_reproduce, environment_note, regression_observed".into(),
+        });
+    }
+    let observed_ns = match input.observed_ns {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+        Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => s.trim().parse().ok(),
+        Some(_) => {
+            errors.push(FieldProblem {
+                pointer: "/observedNs".into(),
+                detail: "a whole, non-negative number of nanoseconds".into(),
+            });
+            None
+        }
+    };
+    let evidence_url = input.evidence_url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
+    if let Some(url) = &evidence_url
+        && !valid_evidence_url(url)
+    {
+        errors.push(FieldProblem {
+            pointer: "/evidenceUrl".into(),
+            detail: "an https:// URL with a host, at most 2000 characters".into(),
+        });
+    }
+    let note = input.note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
+        errors.push(FieldProblem { pointer: "/note".into(), detail: format!("at most {MAX_NOTE_CHARS} characters") });
+    }
+    if !errors.is_empty() {
+        return Err(Problem::unprocessable("the attestation is not valid", errors));
+    }
+    let new = NewAttestation { run_id, kind: kind.expect("checked above"), observed_ns, evidence_url, note };
+    // The key, its scope and its quota are checked again in the writing transaction.
+    state.catalog.add_attestation(key, new).await.map_err(catalog_problem)
+}
+
+pub async fn api_attestation(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let input: AttestationInput = serde_json::from_slice(&body)
+        .map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
+    if input.api_key.is_some() {
+        return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
+    }
+    let key = presented_key(&headers);
+    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    let mut response = (StatusCode::CREATED, json_response(&attestation)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("/runs/{}#replications", attestation.run_id)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+pub async fn form_attestation(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let text = std::str::from_utf8(&body).map_err(|_| Problem::bad_request("the form is not UTF-8"))?;
+    let mut input =
+        AttestationInput { kind: String::new(), observed_ns: None, evidence_url: None, note: None, api_key: None };
+    for (k, v) in parse_pairs(text) {
+        match k.as_str() {
+            "kind" => input.kind = v,
+            "observedNs" => input.observed_ns = Some(Value::String(v)),
+            "evidenceUrl" => input.evidence_url = Some(v),
+            "note" => input.note = Some(v),
+            "apiKey" => input.api_key = Some(v),
+            _ => return Err(Problem::bad_request(format!("unknown form field {k:?}"))),
+        }
+    }
+    let key = input.api_key.take().or_else(|| presented_key(&headers));
+    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    Ok(Redirect::to(&format!("/runs/{}#replications", attestation.run_id)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_urls_must_be_plain_https() {
+        assert!(valid_evidence_url("https://example.org/run/1"));
+        assert!(!valid_evidence_url("http://example.org"));
+        assert!(!valid_evidence_url("javascript:alert(1)"));
+        assert!(!valid_evidence_url("https://"));
+        assert!(!valid_evidence_url("https://a b"));
+        assert!(!valid_evidence_url("https://user@host/"));
+    }
 }

@@ -1,0 +1,79 @@
+//! Docs (`/docs`), the OpenAPI document, the static assets and `/healthz`.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+
+use super::{Answer, SITE_CSS, SITE_JS, Shared, html_response, json_response, layout, section};
+use crate::model::{ReadModel, text};
+use crate::routes::route_docs;
+
+// ---------- docs ----------
+
+pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup {
+    layout(
+        "Docs",
+        html! {
+            h1 { "How KernelIndex works" }
+            (section("identity", "Identity", html! {
+                p { "Every record is a " code { "kernelindex.dev/v1alpha1" } " manifest. Its digest is the sha256 of the RFC 8785 canonical JSON of its apiVersion, kind and spec. Two runs are compared only when they share a comparison key: operation, workload, protocol, environment, correctness rule and primary metric." }
+            }))
+            (section("ranking", "Ranking (ranking-v1)", html! {
+                p { "A run is eligible when its status is passed, it is published, not retracted, not superseded by a published run, and has a primary metric; otherwise the page names its reasons (UNPUBLISHED, STATUS_…, RETRACTED, SUPERSEDED, MISSING_PRIMARY_METRIC)." }
+                p { "Ranks are dense inside one comparison group, best first. Equal values tie; otherwise runs tie only when both carry confidence intervals that overlap, and never in a source-native group. Inside a tie: higher evidence, then newer observation, then id." }
+            }))
+            (section("evidence", "Evidence levels", html! {
+                ul {
+                    li { strong { "replicated" } " — at least two independent replications" }
+                    li { strong { "verified" } " — reproduced by KernelIndex's own runner" }
+                    li { strong { "reproducible" } " — source available and raw evidence present" }
+                    li { strong { "reported" } " — the source's claim" }
+                }
+                p { "Community attestations never change the evidence level." }
+            }))
+            (section("sources", "Sources", html! {
+                dl.fields { @for s in &model.sources.rows {
+                    div id={ "source-" (text(s, "slug")) } {
+                        dt { (text(s, "name")) }
+                        dd { (s.get("policy").and_then(|p| p.get("license")).and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
+                            " — " (s.get("policy").and_then(|p| p.get("terms")).and_then(|l| l.as_str()).unwrap_or("")) }
+                    }
+                } }
+            }))
+            (section("api", "API", html! {
+                p { "Every page has a JSON twin under " code { "/api/v1" } ". Errors are RFC 9457 problem+json with a requestId. Writes take an API key (" code { "Authorization: Bearer ki_…" } ") created with " code { "ki admin key create" } "; each key has scopes and a daily quota (429 with Retry-After when spent). "
+                    a href="/api/v1/openapi.json" { "OpenAPI document" } }
+                table { thead { tr { th scope="col" { "method" } th scope="col" { "path" } th scope="col" { "what" } } }
+                    tbody { @for r in routes { tr { td { (r.method.as_str().to_uppercase()) } td { code { (r.path) } } td { (r.summary) } } } } }
+            }))
+        },
+    )
+}
+
+// ---------- docs and assets ----------
+
+pub async fn page(State(state): State<Shared>) -> Answer {
+    Ok(html_response(render(&state.model(), &route_docs())))
+}
+
+pub async fn api_openapi() -> Answer {
+    Ok(json_response(&crate::openapi::document(&route_docs())))
+}
+
+pub async fn site_css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")], SITE_CSS)
+        .into_response()
+}
+
+pub async fn site_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=3600")],
+        SITE_JS,
+    )
+        .into_response()
+}
+
+pub async fn healthz() -> &'static str {
+    "ok"
+}

@@ -1,0 +1,73 @@
+//! GPUs (`/gpus`): the hardware in the index.
+
+use axum::extract::State;
+use maud::{Markup, html};
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Answer, Shared, html_response, json_response, layout};
+use crate::model::{ReadModel, opt_text, slugify, text};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuItem {
+    pub model: String,
+    pub anchor: String,
+    pub vendor: String,
+    pub architectures: Vec<String>,
+    pub runs: usize,
+    pub operations: usize,
+    pub records_held: usize,
+}
+
+impl ReadModel {
+    pub fn gpu_list(&self) -> Vec<GpuItem> {
+        self.runs_by_gpu
+            .iter()
+            .map(|(model, runs)| {
+                let mut architectures: Vec<String> = runs
+                    .iter()
+                    .filter_map(|&r| opt_text(&self.runs.rows[r], "hardwareArchitecture"))
+                    .map(str::to_string)
+                    .collect();
+                architectures.sort();
+                architectures.dedup();
+                let mut ops: Vec<usize> = runs.iter().filter_map(|&r| self.run_operation(r)).collect();
+                ops.sort_unstable();
+                ops.dedup();
+                GpuItem {
+                    model: model.clone(),
+                    anchor: slugify(model),
+                    vendor: runs.first().map(|&r| text(&self.runs.rows[r], "hardwareVendor")).unwrap_or("").into(),
+                    architectures,
+                    runs: runs.len(),
+                    operations: ops.len(),
+                    records_held: runs.iter().filter(|&&r| self.judgement.facts[r].rank == Some(1)).count(),
+                }
+            })
+            .collect()
+    }
+}
+
+pub fn render(gpus: &[GpuItem]) -> Markup {
+    layout(
+        "GPUs",
+        html! {
+            h1 { "GPUs" }
+            p { "Hardware with benchmark runs in the index. A run is ranked only against runs on the same environment." }
+            table { thead { tr { th scope="col" { "GPU" } th scope="col" { "vendor" } th scope="col" { "architectures" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "operations" } th scope="col" class="num" { "#1 runs" } } }
+                tbody { @for g in gpus { tr id=(g.anchor) {
+                    td { a href={ "/?q=" (crate::pages::percent_encode(&g.model)) } { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
+                    td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
+                } } } }
+        },
+    )
+}
+
+pub async fn page(State(state): State<Shared>) -> Answer {
+    Ok(html_response(render(&state.model().gpu_list())))
+}
+
+pub async fn api(State(state): State<Shared>) -> Answer {
+    Ok(json_response(&json!({ "gpus": state.model().gpu_list() })))
+}

@@ -1,0 +1,129 @@
+//! An implementation (`/implementations/{slug}`) and its runs.
+
+use axum::extract::{Path, State};
+use maud::{Markup, html};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Answer, Link, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, runs_table, section};
+use crate::model::{ReadModel, opt_text, text};
+use crate::problem::Problem;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImplementationItem {
+    pub slug: String,
+    pub title: String,
+    pub project: String,
+    pub runs: usize,
+    pub href: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImplementationView {
+    pub slug: String,
+    pub title: String,
+    pub digest: String,
+    pub project: Link,
+    pub operation: Option<Link>,
+    pub revision: Option<String>,
+    pub language: Option<String>,
+    pub licence: Option<String>,
+    pub source_available: bool,
+    pub installable: bool,
+    pub install_command: Option<String>,
+    pub runs: Vec<RunSummary>,
+    pub runs_total: usize,
+    pub manifest: Value,
+}
+
+impl ReadModel {
+    pub fn implementation_item(&self, i: usize) -> ImplementationItem {
+        let imp = &self.implementations.rows[i];
+        ImplementationItem {
+            slug: text(imp, "slug").into(),
+            title: text(imp, "title").into(),
+            project: self.projects.get(text(imp, "projectId")).map(|p| text(p, "name")).unwrap_or("").into(),
+            runs: self.runs_by_implementation.get(&i).map_or(0, Vec::len),
+            href: format!("/implementations/{}", text(imp, "slug")),
+        }
+    }
+}
+
+impl ReadModel {
+    pub fn implementation_view(&self, i: usize) -> ImplementationView {
+        let row = &self.implementations.rows[i];
+        let project = self.projects.get(text(row, "projectId"));
+        let op = self.operations.index_of(text(row, "operationId"));
+        let mut runs: Vec<usize> = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
+        runs.sort_by(|a, b| text(&self.runs.rows[*b], "observedAt").cmp(text(&self.runs.rows[*a], "observedAt")));
+        let runs_total = runs.len();
+        runs.truncate(PAGE_LIMIT);
+        ImplementationView {
+            slug: text(row, "slug").into(),
+            title: text(row, "title").into(),
+            digest: text(row, "implementationDigest").into(),
+            project: Link {
+                label: project.map(|p| text(p, "name")).unwrap_or("").into(),
+                href: project.map(|p| format!("/projects/{}", text(p, "slug"))).unwrap_or_default(),
+            },
+            operation: op.map(|o| Link {
+                label: self.operation_title(o).into(),
+                href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
+            }),
+            revision: opt_text(row, "sourceRevision").map(str::to_string),
+            language: opt_text(row, "language").map(str::to_string),
+            licence: opt_text(row, "licenseExpression").map(str::to_string),
+            source_available: row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
+            installable: row.get("installable").and_then(Value::as_bool).unwrap_or(false),
+            install_command: opt_text(row, "installCommand").map(str::to_string),
+            runs: self.summaries(runs),
+            runs_total,
+            manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
+        }
+    }
+}
+
+pub fn render(v: &ImplementationView) -> Markup {
+    layout(
+        &v.slug,
+        html! {
+            nav.crumbs aria-label="Breadcrumb" { a href=(v.project.href) { (v.project.label) } " / " (v.slug) }
+            h1 { (v.slug) }
+            p.subtitle { (v.title) }
+            dl.fields {
+                div { dt { "project" } dd { a href=(v.project.href) { (v.project.label) } } }
+                @if let Some(op) = &v.operation { div { dt { "operation" } dd { a href=(op.href) { (op.label) } } } }
+                @if let Some(r) = &v.revision { div { dt { "revision" } dd { code { (r) } } } }
+                @if let Some(l) = &v.language { div { dt { "language" } dd { (l) } } }
+                div { dt { "licence" } dd { (v.licence.as_deref().unwrap_or("none declared")) } }
+                div { dt { "source available" } dd { (if v.source_available { "yes" } else { "no" }) } }
+                div { dt { "install" } dd { @if let Some(c) = &v.install_command { code { (c) } } @else { "no install recipe" } } }
+                div { dt { "digest" } dd { code { (v.digest) } } }
+            }
+            p { a href={ "/api/v1/implementations/" (v.slug) } type="application/json" { "JSON" } }
+            (runs_table(&format!("Runs ({} in all, newest first)", v.runs_total), &v.runs))
+            (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
+        },
+    )
+}
+
+fn find_implementation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
+    model
+        .implementation_by_slug
+        .get(slug)
+        .copied()
+        .or_else(|| model.implementations.index_of(slug))
+        .ok_or_else(|| Problem::not_found(format!("no implementation {slug:?}")))
+}
+
+pub async fn page(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
+    let model = state.model();
+    Ok(html_response(render(&model.implementation_view(find_implementation(&model, &slug)?))))
+}
+
+pub async fn api(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
+    let model = state.model();
+    Ok(json_response(&model.implementation_view(find_implementation(&model, &slug)?)))
+}

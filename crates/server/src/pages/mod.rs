@@ -1,0 +1,416 @@
+//! The web, one module per page (or API resource): each holds its view model (plain
+//! serializable data; the HTML renders it and the JSON twin serializes the very same
+//! value), its maud template, and its axum handlers. This module holds what pages share:
+//! the layout, small templates, links and run summaries, and the handler helpers.
+//!
+//! Templates are maud: every interpolated string is escaped, so source and submitter
+//! text can never become markup. No page carries inline script or style (the CSP forbids
+//! both); `/static/site.js` only adds conveniences (copy buttons) to pages that work
+//! without it.
+
+use std::sync::Arc;
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::AppState;
+use crate::http::parse_pairs;
+use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
+use crate::problem::Problem;
+use ki_catalog::{CatalogError, KeyRefusal};
+
+pub mod compare;
+pub mod docs;
+pub mod gpus;
+pub mod home;
+pub mod implementation;
+pub mod operation;
+pub mod project;
+pub mod records;
+pub mod resolve;
+pub mod run;
+pub mod serving;
+pub mod submission;
+
+/// Most rows any list on a page shows.
+pub const PAGE_LIMIT: usize = 200;
+
+pub type Shared = Arc<AppState>;
+
+pub type Answer = Result<Response, Problem>;
+
+pub const SITE_CSS: &str = include_str!("../../assets/site.css");
+
+pub const SITE_JS: &str = include_str!("../../assets/site.js");
+
+pub fn layout(title: &str, main: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · KernelIndex" }
+                link rel="stylesheet" href="/static/site.css";
+                link rel="alternate" type="application/atom+xml" title="KernelIndex records" href="/records.atom";
+                script src="/static/site.js" defer {}
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.site {
+                    a.brand href="/" { "KernelIndex" }
+                    nav aria-label="Main" {
+                        ul {
+                            li { a href="/resolve" { "Resolve" } }
+                            li { a href="/records" { "Records" } }
+                            li { a href="/projects" { "Projects" } }
+                            li { a href="/gpus" { "GPUs" } }
+                            li { a href="/serving" { "Serving" } }
+                            li { a href="/docs" { "Docs" } }
+                        }
+                    }
+                    form.search role="search" action="/" method="get" {
+                        label for="site-q" { "Search" }
+                        input #site-q type="search" name="q" maxlength="200" placeholder="operation, alias, implementation, GPU";
+                        button type="submit" { "Go" }
+                    }
+                }
+                main #main { (main) }
+                footer.site {
+                    p { "KernelIndex — an index of GPU-kernel benchmark runs. Records are "
+                        code { "kernelindex.dev/v1alpha1" } " manifests known by their sha256 content digest. "
+                        a href="/docs" { "How ranking works" } " · " a href="/api/v1/openapi.json" { "API" } }
+                }
+            }
+        }
+    }
+}
+
+pub fn error_page(problem: &Problem) -> (axum::http::StatusCode, Markup) {
+    let body = layout(
+        &problem.title,
+        html! {
+            h1 { (problem.title) }
+            p { (problem.detail) }
+            @if let Some(id) = &problem.request_id { p.muted { "Request id " code { (id) } } }
+            p { a href="/" { "Back to the index" } }
+        },
+    );
+    (problem.status_code(), body)
+}
+
+pub fn field_list(fields: &[Field]) -> Markup {
+    html! {
+        dl.fields {
+            @for f in fields {
+                div {
+                    dt { (f.label) }
+                    dd {
+                        @if f.code {
+                            code { (f.value) }
+                            " " button.copy type="button" data-copy=(f.value) aria-label={ "Copy " (f.label) } { "Copy" }
+                        } @else if let Some(href) = &f.href {
+                            a href=(href) { (f.value) }
+                        } @else {
+                            (f.value)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn section(id: &str, title: &str, body: Markup) -> Markup {
+    html! {
+        section id=(id) aria-labelledby={ (id) "-h" } {
+            h2 id={ (id) "-h" } { (title) }
+            (body)
+        }
+    }
+}
+
+/// Raw markup from trusted server code (the SVG chart), never from data.
+pub fn trusted(markup: String) -> PreEscaped<String> {
+    PreEscaped(markup)
+}
+
+// ---------- shared bits ----------
+
+pub fn pager(base: &str, page: usize, pages: usize) -> Markup {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    html! {
+        @if pages > 1 {
+            nav.pager aria-label="Pages" {
+                @if page > 1 { a href={ (base) (sep) "page=" (page - 1) } rel="prev" { "← Previous" } }
+                span { "Page " (page) " of " (pages) }
+                @if page < pages { a href={ (base) (sep) "page=" (page + 1) } rel="next" { "Next →" } }
+            }
+        }
+    }
+}
+
+pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
+    html! {
+        table {
+            caption { (caption) }
+            thead { tr {
+                th scope="col" class="num" { "rank" } th scope="col" { "run" } th scope="col" { "implementation" }
+                th scope="col" { "hardware" } th scope="col" class="num" { "value" } th scope="col" { "evidence" } th scope="col" { "observed" }
+            } }
+            tbody { @for r in runs { tr {
+                td.num { @if let Some(rank) = r.rank { (rank) } @else { "—" } }
+                td { a href=(r.href) { (r.short_id) } }
+                td { (r.implementation) }
+                td { (r.hardware) }
+                td.num { (r.display) " " span.muted { (r.statistic) } }
+                td { (r.trust) }
+                td { (ki_model::utc::date_of(&r.observed_at)) }
+            } } }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Link {
+    pub label: String,
+    pub href: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    pub label: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    /// Shown in a monospace face with a copy button (digests, keys).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub code: bool,
+}
+
+impl Field {
+    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Field {
+        Field { label: label.into(), value: value.into(), href: None, code: false }
+    }
+
+    pub fn link(mut self, href: impl Into<String>) -> Field {
+        self.href = Some(href.into());
+        self
+    }
+
+    pub fn code(mut self) -> Field {
+        self.code = true;
+        self
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub short_id: String,
+    pub digest: String,
+    pub title: String,
+    pub implementation: String,
+    pub project: String,
+    pub hardware: String,
+    pub status: String,
+    pub value: Option<f64>,
+    pub unit: String,
+    pub display: String,
+    pub statistic: String,
+    pub rank: Option<u32>,
+    pub trust: String,
+    pub observed_at: String,
+    pub href: String,
+}
+
+pub fn short_id(id: &str) -> String {
+    id.chars().filter(|c| *c != '-').take(8).collect()
+}
+
+/// The primary value with its unit for display ("93.0 µs"), or "—".
+pub fn primary_display(run: &Row) -> String {
+    ki_model::units::value(number(run, "primaryValue"), opt_text(run, "primaryUnit"))
+}
+
+impl ReadModel {
+    pub fn run_summary(&self, run: usize) -> RunSummary {
+        let row = &self.runs.rows[run];
+        let implementation = self.implementations.get(text(row, "implementationId"));
+        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
+        let facts = &self.judgement.facts[run];
+        let id = text(row, "id").to_string();
+        RunSummary {
+            short_id: short_id(&id),
+            href: format!("/runs/{id}"),
+            id,
+            digest: text(row, "runDigest").into(),
+            title: run_title(row),
+            implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
+            project: project.map(|p| text(p, "name")).unwrap_or("").into(),
+            hardware: text(row, "hardwareModel").into(),
+            status: text(row, "status").into(),
+            value: number(row, "primaryValue"),
+            unit: text(row, "primaryUnit").into(),
+            display: primary_display(row),
+            statistic: text(row, "primaryStatistic").into(),
+            rank: facts.rank,
+            trust: facts.trust.as_str().into(),
+            observed_at: text(row, "observedAt").into(),
+        }
+    }
+}
+
+impl ReadModel {
+    pub fn summaries(&self, runs: impl IntoIterator<Item = usize>) -> Vec<RunSummary> {
+        runs.into_iter().map(|r| self.run_summary(r)).collect()
+    }
+}
+
+pub fn code_of<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+pub fn profile_label(profile: ki_ranking::rank::CohortProfile) -> &'static str {
+    match profile {
+        ki_ranking::rank::CohortProfile::SourceNative => "source-native comparison",
+        ki_ranking::rank::CohortProfile::StrictExact => "strict exact comparison",
+    }
+}
+
+pub fn run_title(row: &Row) -> String {
+    row.get("manifest")
+        .and_then(|m| pointer(m, &["run", "metadata", "title"]))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("Run {}", short_id(text(row, "id"))))
+}
+
+pub fn hardware_label(row: &Row) -> String {
+    match (opt_text(row, "hardwareModel"), opt_text(row, "hardwareArchitecture")) {
+        (Some(model), Some(arch)) => format!("{model} ({arch})"),
+        (Some(model), None) => model.to_string(),
+        _ => "unknown".into(),
+    }
+}
+
+/// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".
+pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
+    let axes = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
+    let variable = |name: &str| {
+        operation
+            .and_then(|op| op.get("manifest"))
+            .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
+            .and_then(Value::as_str)
+            .is_none_or(|role| role != "constant")
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(axes) = axes {
+        for (name, value) in axes {
+            if variable(name) {
+                parts.push(format!("{name} = {}", scalar(value)));
+            }
+        }
+    }
+    if let Some(dtypes) = workload.get("dtypes").and_then(Value::as_array) {
+        let names: Vec<&str> = dtypes.iter().filter_map(Value::as_str).collect();
+        if !names.is_empty() {
+            parts.push(names.join("/"));
+        }
+    }
+    parts.join(" · ")
+}
+
+pub fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub fn pages_for(total: usize, per_page: usize) -> usize {
+    total.div_ceil(per_page).max(1)
+}
+
+// ---------- helpers ----------
+
+pub fn html_response(markup: maud::Markup) -> Response {
+    axum::response::Html(markup.into_string()).into_response()
+}
+
+pub fn json_response<T: serde::Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => Problem::internal(format!("cannot serialize: {e}")).into_response(),
+    }
+}
+
+pub fn query_value(query: &Option<String>, name: &str) -> Option<String> {
+    parse_pairs(query.as_deref().unwrap_or("")).into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+pub fn page_param(query: &Option<String>) -> usize {
+    query_value(query, "page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, 100_000)
+}
+
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Problem> {
+    serde_json::from_slice(body).map_err(|e| Problem::bad_request(format!("the body must be {what}: {e}")))
+}
+
+pub fn find_run(model: &ReadModel, reference: &str) -> Result<usize, Problem> {
+    if reference.len() > 200 {
+        return Err(Problem::bad_request("a run reference is a uuid, a sha256 digest or a short id"));
+    }
+    model.judgement.find_run(reference).map_err(|e| match e {
+        ki_ranking::LookupError::Ambiguous { .. } => Problem::bad_request(e.to_string()),
+        ki_ranking::LookupError::NotFound { .. } => Problem::not_found(e.to_string()),
+    })
+}
+
+pub fn find_operation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
+    model.find_operation(slug).ok_or_else(|| Problem::not_found(format!("no operation {slug:?}")))
+}
+
+pub fn refusal_problem(refusal: KeyRefusal) -> Problem {
+    match refusal {
+        KeyRefusal::NoKey => Problem::unauthorized("send an API key as `Authorization: Bearer ki_…`"),
+        KeyRefusal::UnknownKey => Problem::unauthorized("the API key is unknown or revoked"),
+        KeyRefusal::MissingScope(scope) => {
+            Problem::forbidden(format!("the API key lacks the {} scope", scope.as_str()))
+        }
+        KeyRefusal::QuotaExceeded => Problem::quota_exceeded(ki_model::utc::seconds_to_midnight()),
+    }
+}
+
+/// A catalog error as the problem a client gets: a refused key as 401/403/429, anything
+/// else as an internal error.
+pub fn catalog_problem(error: CatalogError) -> Problem {
+    match error {
+        CatalogError::KeyRefused(refusal) => refusal_problem(refusal),
+        other => Problem::internal(other.to_string()),
+    }
+}

@@ -1,0 +1,172 @@
+//! Resolve (`/resolve`, `POST /api/v1/resolve/kernel[/batch]`): the fastest compatible
+//! kernels for an exact workload.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Answer, Shared, html_response, json_response, layout, parse_json};
+use crate::http::parse_pairs;
+use crate::problem::Problem;
+
+// ---------- resolve ----------
+
+#[derive(Debug, Default)]
+pub struct ResolveForm {
+    pub operation: String,
+    pub axes: String,
+    pub dtypes: String,
+    pub hardware: String,
+    pub framework: String,
+}
+
+fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
+    let axes: Vec<String> = c.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))).collect();
+    html! {
+        article.cohort {
+            h3 { (c.hardware.as_deref().unwrap_or("unknown hardware")) " · " (c.protocol.as_deref().unwrap_or("")) }
+            p.muted { (axes.join(", ")) " · " (c.dtypes.join("/")) " · " (c.eligible_runs) " eligible of " (c.runs) " runs" }
+            ol { @for r in &c.fastest { li {
+                a href={ "/runs/" (r.run_id) } { (r.implementation) } " — "
+                (ki_model::units::value(r.value, r.unit.as_deref()))
+                " · rank " (r.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) " · " (crate::pages::code_of(&r.trust))
+            } } }
+            @if let Some(v) = &c.best_verified { p { "Best verified: " a href={ "/runs/" (v.run_id) } { (v.implementation) } } }
+            @if let Some(d) = &c.best_deployable { p { "Best deployable: " a href={ "/runs/" (d.run_id) } { (d.implementation) } } }
+        }
+    }
+}
+
+pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, error: Option<&str>) -> Markup {
+    let main = html! {
+        h1 { "Resolve a workload" }
+        p { "Name an operation and the values of its axes; the index answers with the fastest eligible runs of every comparison group that measured exactly that case, or the nearest measured cases along one differing axis." }
+        form method="get" action="/resolve" {
+            div.row { label for="r-op" { "Operation (name, slug or alias)" } input #r-op name="operation" required value=(form.operation) maxlength="200"; }
+            div.row { label for="r-axes" { "Axes (name=value, comma-separated)" } input #r-axes name="axes" value=(form.axes) maxlength="2000" placeholder="batch_size=16, num_pages=1070"; }
+            div.row { label for="r-dtypes" { "Dtypes (optional)" } input #r-dtypes name="dtypes" value=(form.dtypes) maxlength="200" placeholder="bf16"; }
+            div.row { label for="r-hw" { "Hardware (optional)" } input #r-hw name="hardware" value=(form.hardware) maxlength="200" placeholder="NVIDIA B200"; }
+            div.row { label for="r-fw" { "Framework (optional)" } input #r-fw name="framework" value=(form.framework) maxlength="200"; }
+            button type="submit" { "Resolve" }
+        }
+        @if let Some(message) = error { p.banner role="alert" { (message) } }
+        @if let Some(a) = answer {
+            section #answer aria-labelledby="answer-h" {
+                h2 #answer-h { "Answer: " (crate::pages::code_of(&a.mode)) }
+                @if let Some(op) = &a.operation { p { "Operation " a href={ "/operations/" (op.slug) } { (op.name) } " · variable axes: " (op.variable_axes.join(", ")) } }
+                @for n in &a.notes { p.muted { (n) } }
+                @for c in &a.cohorts { (cohort_block(c)) }
+                @if a.omitted_cohorts > 0 { p.muted { (a.omitted_cohorts) " more comparison groups not shown." } }
+                @if !a.nearest.is_empty() {
+                    h2 { "Nearest measured cases" }
+                    @for n in &a.nearest {
+                        h3 { (crate::pages::code_of(&n.side)) ": " (n.axis) " = " (crate::pages::scalar(&n.measured)) " (asked " (crate::pages::scalar(&n.requested)) ")" }
+                        @for c in &n.cohorts { (cohort_block(c)) }
+                    }
+                }
+            }
+        }
+    };
+    layout("Resolve", main)
+}
+
+// ---------- resolve ----------
+
+/// Parses "batch_size=16, num_pages=1070" (commas, semicolons or whitespace between).
+pub fn parse_axes(text: &str) -> Result<BTreeMap<String, Value>, String> {
+    let mut axes = BTreeMap::new();
+    for part in text.split([',', ';', '\n', ' ', '\t', '\r']).map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = part.split_once('=').ok_or_else(|| format!("{part:?} is not name=value"))?;
+        let (name, value) = (name.trim(), value.trim());
+        if name.is_empty() || value.is_empty() {
+            return Err(format!("{part:?} is not name=value"));
+        }
+        let parsed = if let Ok(i) = value.parse::<i64>() {
+            json!(i)
+        } else if let Ok(f) = value.parse::<f64>() {
+            if f.is_finite() { json!(f) } else { json!(value) }
+        } else {
+            json!(value)
+        };
+        axes.insert(name.to_string(), parsed);
+        if axes.len() > 32 {
+            return Err("at most 32 axes".into());
+        }
+    }
+    Ok(axes)
+}
+
+pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let model = state.model();
+    let pairs = parse_pairs(q.as_deref().unwrap_or(""));
+    let get =
+        |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty());
+    let form = ResolveForm {
+        operation: get("operation").unwrap_or_default(),
+        axes: get("axes").unwrap_or_default(),
+        dtypes: get("dtypes").unwrap_or_default(),
+        hardware: get("hardware").unwrap_or_default(),
+        framework: get("framework").unwrap_or_default(),
+    };
+    if form.operation.is_empty() {
+        return Ok(html_response(render(&form, None, None)));
+    }
+    let axes = match parse_axes(&form.axes) {
+        Ok(axes) => axes,
+        Err(message) => return Ok(html_response(render(&form, None, Some(&message)))),
+    };
+    let request = ki_ranking::ResolveRequest {
+        operation: form.operation.clone(),
+        axes,
+        dtypes: form
+            .dtypes
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .take(16)
+            .collect(),
+        hardware: Some(form.hardware.clone()).filter(|h| !h.is_empty()),
+        framework: Some(form.framework.clone()).filter(|f| !f.is_empty()),
+    };
+    let answer = model.judgement.resolve(&request);
+    Ok(html_response(render(&form, Some(&answer), None)))
+}
+
+pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
+    let request: ki_ranking::ResolveRequest = parse_json(&body, "a resolve request")?;
+    Ok(json_response(&state.model().judgement.resolve(&request)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchInput {
+    requests: Vec<ki_ranking::ResolveRequest>,
+}
+
+pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
+    let input: BatchInput = parse_json(&body, "{\"requests\": [...]} with 1 to 20 resolve requests")?;
+    let answers =
+        state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
+    Ok(json_response(&json!({ "responses": answers })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn axes_text_parses_numbers_and_refuses_junk() {
+        let axes = parse_axes("batch_size=16, num_pages=1070; ratio=0.5 name=x").unwrap();
+        assert_eq!(axes["batch_size"], json!(16));
+        assert_eq!(axes["ratio"], json!(0.5));
+        assert_eq!(axes["name"], json!("x"));
+        assert!(parse_axes("batch_size").is_err());
+        assert!(parse_axes("=3").is_err());
+    }
+}
