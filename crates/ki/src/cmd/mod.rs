@@ -6,3 +6,4 @@ pub mod ranking;
 pub mod run;
 pub mod serve;
 pub mod source;
+pub mod verify;
