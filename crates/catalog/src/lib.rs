@@ -57,6 +57,9 @@ static BUNDLED_SNAPSHOT: &[u8] = include_bytes!("../../../data/catalog-2026-08-1
 /// public snapshot so that a fresh index shows them; see data/README.md.
 pub const BUNDLED_VERIFIED_RUNS_NAME: &str = "kernelindex-verified-h200-2026-11-30.jsonl.zst";
 static BUNDLED_VERIFIED_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
+/// `ki verify`'s records on the H200 (third-party solutions, baselines, refusals; data/README.md).
+pub const BUNDLED_VERIFY_RUNS_NAME: &str = "kernelindex-verify-h200-2026-12-01.jsonl.zst";
+static BUNDLED_VERIFY_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-verify-h200-2026-12-01.jsonl.zst");
 
 /// `KI_DATABASE_URL` if set, else [`DEFAULT_DATABASE_URL`].
 pub fn default_database_url() -> String {
@@ -214,7 +217,9 @@ impl Catalog {
             .await
             .map_err(|error| CatalogError::Export(format!("reading the bundled snapshot failed: {error}")))??;
         let options = ImportOptions {
-            origin: Some(format!("bundled {BUNDLED_SNAPSHOT_NAME} + {BUNDLED_VERIFIED_RUNS_NAME}")),
+            origin: Some(format!(
+                "bundled {BUNDLED_SNAPSHOT_NAME} + {BUNDLED_VERIFIED_RUNS_NAME} + {BUNDLED_VERIFY_RUNS_NAME}"
+            )),
             // The snapshot brings its own ledger; our runner's rows bring none, so their groups'
             // record events are appended (the snapshot's groups need none: nothing is pending).
             append_record_events: true,
@@ -391,9 +396,14 @@ fn read_bundled_snapshot() -> Result<Vec<ExportLine>> {
     let mut lines = read_embedded(BUNDLED_SNAPSHOT_NAME, BUNDLED_SNAPSHOT)?;
     let key = |l: &ExportLine| (l.table.clone(), serde_json::to_string(&l.row).unwrap_or_default());
     let seen: std::collections::HashSet<(String, String)> = lines.iter().map(key).collect();
-    for line in read_embedded(BUNDLED_VERIFIED_RUNS_NAME, BUNDLED_VERIFIED_RUNS)? {
-        if !seen.contains(&key(&line)) {
-            lines.push(line);
+    let mut seen = seen;
+    for (name, bytes) in
+        [(BUNDLED_VERIFIED_RUNS_NAME, BUNDLED_VERIFIED_RUNS), (BUNDLED_VERIFY_RUNS_NAME, BUNDLED_VERIFY_RUNS)]
+    {
+        for line in read_embedded(name, bytes)? {
+            if seen.insert(key(&line)) {
+                lines.push(line);
+            }
         }
     }
     Ok(lines)

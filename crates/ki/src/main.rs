@@ -42,6 +42,8 @@ enum Command {
     Records(cmd::ranking::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
     Compare(cmd::ranking::CompareArgs),
+    /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
+    Verify(cmd::verify::VerifyArgs),
     /// The verification queue: workers, jobs, status, re-verification (joins `ki verify`).
     #[command(subcommand, hide = true)]
     VerifyQueue(cmd::verify_queue::VerifyQueueCommand),
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Admin(c) => cmd::admin::run(c),
         Command::Reference(args) => cmd::run::reference(args),
         Command::Run(args) => cmd::run::run(args),
+        Command::Verify(args) => cmd::verify::run(args),
         Command::Source(c) => cmd::source::run(c),
         Command::Resolve(args) => cmd::ranking::resolve(args),
         Command::Show(c) => cmd::ranking::show(c),

@@ -24,7 +24,7 @@ impl Tolerance {
 }
 
 /// How one output compared. Errors are taken over elements where both values are finite.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutputComparison {
     pub name: String,

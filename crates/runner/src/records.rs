@@ -376,7 +376,7 @@ fn write_json(path: &Path, value: &Value) -> Result<()> {
 }
 
 /// An operation row and its workload rows, as a catalog export holds them.
-type OperationRows = (Map<String, Value>, Vec<Map<String, Value>>);
+pub type OperationRows = (Map<String, Value>, Vec<Map<String, Value>>);
 
 /// The operation row and workload rows the catalog export holds for `definition`, if any.
 fn catalog_rows_of(catalog: &Path, definition: &Definition) -> Result<Option<OperationRows>> {
@@ -845,4 +845,521 @@ impl RecordWriter {
         std::fs::write(self.root.join("results.md"), md)?;
         Ok(())
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// `ki verify` (issue 13): protocol kernelindex-rerun-v2, third-party solutions, baselines, verdicts.
+// New functions beside the v1 writer above; they share its row, slug and digest helpers.
+
+/// The timing protocol of `ki verify` (PROTOCOL-V2.md), per input rule.
+pub const PROTOCOL_V2_NAME: &str = "kernelindex-rerun-v2";
+
+pub const PROTOCOL_V2_DESCRIPTION: &str = "kernelindex-rerun-v2: every trial on new inputs (new seed, new \
+allocations), each call on its own copy of them; before every timed call a kernel writes more than 2x the L2; \
+primary latency = per-call device time: for a capturable callable a CUDA graph of N x (flush, call) replayed \
+against a graph of the N flushes alone, (difference)/N per replay pair (latency_in_graph); otherwise the CUPTI \
+durations of the kernels one call launches, summed per call, flushes excluded (latency_cupti); median with a \
+percentile-bootstrap 95% interval; beside it latency_eager (flush, event, call, event) and latency_graph_replay \
+(a one-call graph after a flush). Correctness by a separate judge process against the definition's reference on \
+the GPU: the first call of every trial, the last eager call and every call of the in-graph timing, outputs \
+poisoned before each call; checks for monkey patches, threads, child processes, side-stream work, lazy outputs; \
+times under the speed-of-light bound refused.";
+
+/// BenchmarkProtocol `kernelindex-rerun-v2-<rule>` (PROTOCOL-V2.md: the rule is part of the key).
+pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize) -> Value {
+    let notes: String = PROTOCOL_V2_DESCRIPTION.chars().take(1000).collect();
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": "BenchmarkProtocol",
+        "metadata": {"name": slug(&format!("{PROTOCOL_V2_NAME}-{rule}")), "title": format!("KernelIndex controlled re-run, protocol v2, inputs `{rule}`")},
+        "spec": {
+            "harness": {"name": "kernelindex-runner", "version": PROTOCOL_V2_NAME, "repository": HARNESS_REPOSITORY},
+            "measurement": {
+                "timer": "cuda_graph_per_call",
+                "synchronization": "device",
+                "compileIncluded": false,
+                "setupIncluded": false,
+                "warmupIterations": 2,
+                "measuredIterations": samples_per_trial,
+                "samples": samples_per_trial * trials,
+                "inputRegeneration": format!("per_trial_{}", rule.replace('-', "_")),
+                "outlierPolicy": "none; L2 flushed (over 2x L2 written) before every timed call, outside its span",
+                "primaryStatistic": "median"
+            },
+            "correctness": {
+                "reference": "the FlashInfer-Bench definition's own PyTorch reference, run on the GPU by a separate judge process",
+                "comparator": "flashinfer_bench_eval"
+            },
+            "devicePolicy": {"clocksLocked": false},
+            "comparability": {"family": "kernelindex_rerun_v2", "notes": notes}
+        }
+    })
+}
+
+/// What `ki verify` knows of the machine (from its judge process and nvidia-smi).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyMachine {
+    pub device: String,
+    pub capability: String,
+    pub sm_count: u64,
+    pub memory_bytes: u64,
+    pub l2_bytes: u64,
+    pub driver: Option<String>,
+    pub cuda: Option<String>,
+    pub nvcc: Option<String>,
+    pub torch: Option<String>,
+    pub flashinfer: Option<String>,
+    pub operating_system: Option<String>,
+    pub nvidia_smi: BTreeMap<String, String>,
+}
+
+impl VerifyMachine {
+    pub fn read_host(&mut self) {
+        self.nvidia_smi = nvidia_smi_facts();
+        self.driver = self.nvidia_smi.get("driver_version").cloned();
+        self.operating_system = std::fs::read_to_string("/etc/os-release").ok().and_then(|t| {
+            t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        });
+        self.nvcc = std::process::Command::new("nvcc").arg("--version").output().ok().and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find_map(|l| l.split("release ").nth(1).map(|r| r.split(',').next().unwrap_or("").trim().to_string()))
+        });
+    }
+
+    fn architecture(&self) -> String {
+        format!("sm_{}", self.capability.replace('.', ""))
+    }
+}
+
+/// The ExecutionEnvironment of a `ki verify` session: the same spec for every run on one machine.
+pub fn verify_environment_manifest(machine: &VerifyMachine) -> Value {
+    let mut software = Map::new();
+    if let Some(os) = &machine.operating_system {
+        software.insert("operatingSystem".into(), json!(os));
+    }
+    if let Some(driver) = &machine.driver {
+        software.insert("driver".into(), json!(driver));
+    }
+    if let Some(cuda) = &machine.cuda {
+        software.insert("cudaToolkit".into(), json!(cuda));
+    }
+    if let Some(nvcc) = &machine.nvcc {
+        software.insert("compiler".into(), json!(format!("nvcc {nvcc}")));
+    }
+    let mut labels = Map::new();
+    labels.insert("sm_count".into(), json!(machine.sm_count.to_string()));
+    labels.insert("l2_cache_bytes".into(), json!(machine.l2_bytes.to_string()));
+    if let Some(t) = &machine.torch {
+        labels.insert("torch".into(), json!(t));
+    }
+    if let Some(f) = &machine.flashinfer {
+        labels.insert("flashinfer".into(), json!(f));
+    }
+    for (key, field) in [("sm_clock_mhz_at_start", "clocks.sm"), ("memory_clock_mhz_at_start", "clocks.mem")] {
+        if let Some(v) = machine.nvidia_smi.get(field) {
+            labels.insert(key.into(), json!(v));
+        }
+    }
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": "ExecutionEnvironment",
+        "metadata": {
+            "name": slug(&format!("kernelindex-verify-{}-{}", machine.device, machine.architecture())),
+            "title": format!("KernelIndex verify · {}", machine.device),
+            "labels": labels
+        },
+        "spec": {
+            "hardware": {"vendor": "nvidia", "product": machine.device, "architecture": machine.architecture(), "memoryBytes": machine.memory_bytes, "count": 1},
+            "software": software,
+            "settings": {"clocksLocked": false}
+        }
+    })
+}
+
+fn family_name(op_type: &str) -> String {
+    op_type.replace('_', "-")
+}
+
+/// An OperationSpec for any FlashInfer-Bench definition (the catalog's own is used when it has one).
+pub fn definition_operation_manifest(definition: &Definition) -> Result<Value> {
+    let mut manifest = operation_manifest(definition)?;
+    manifest["spec"]["family"] = json!(family_name(&definition.op_type));
+    Ok(manifest)
+}
+
+/// A WorkloadCase for a workload the catalog does not hold.
+pub fn verify_workload_manifest(
+    definition: &Definition,
+    operation_digest: &str,
+    axes: &BTreeMap<String, i64>,
+    uuid: &str,
+) -> Value {
+    let short = uuid.split('-').next().unwrap_or("case");
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadCase",
+        "metadata": {"name": slug(&format!("{}-{short}", definition.name)), "title": format!("{} · {}", definition.name, axes.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))},
+        "spec": {"operationSpecDigest": operation_digest, "axes": axes, "tensors": {}, "correctness": {"comparator": "flashinfer_bench_eval"}}
+    })
+}
+
+/// Who an implementation of `ki verify` is, for its ImplementationRevision and project row.
+#[derive(Clone, Debug)]
+pub struct VerifyImplementation {
+    pub label: String,
+    pub title: String,
+    pub description: String,
+    pub language: String,
+    pub project_slug: String,
+    pub project_name: String,
+    pub repository: String,
+    pub version: String,
+    pub callable_path: Option<String>,
+    pub symbol: String,
+    pub authors: Vec<String>,
+    /// The source bundle (a third-party solution's): (contentDigest, fileName, sizeBytes).
+    pub source: Option<(String, String, usize)>,
+    pub install: Option<(String, String)>,
+}
+
+pub fn verify_implementation_manifest(
+    implementation: &VerifyImplementation,
+    operation_digest: &str,
+    dtypes: &[String],
+) -> Value {
+    let mut spec = json!({
+        "projectRevision": {"repository": implementation.repository, "version": implementation.version},
+        "operation": {"specDigest": operation_digest},
+        "callable": {"language": implementation.language, "symbol": implementation.symbol, "interface": "flashinfer_bench_solution"},
+        "support": {"hardwareArchitectures": ["sm_90"], "dtypes": dtypes},
+        "licensing": {"declared": "Apache-2.0"}
+    });
+    if let Some(path) = &implementation.callable_path {
+        spec["callable"]["path"] = json!(path);
+    }
+    if let Some((digest, file, size)) = &implementation.source {
+        spec["source"] = json!({"contentDigest": digest, "fileName": file, "sizeBytes": (*size).max(1)});
+        spec["projectRevision"]["treeDigest"] = json!(digest);
+    }
+    if let Some((package, version)) = &implementation.install {
+        spec["buildVariants"] = json!([{"name": slug(&implementation.label), "install": {"kind": "pip", "package": package, "version": version}}]);
+    }
+    let mut metadata = json!({"name": slug(&implementation.label), "title": implementation.title.chars().take(200).collect::<String>(), "description": implementation.description.chars().take(2000).collect::<String>()});
+    if !implementation.authors.is_empty() {
+        metadata["authors"] = json!(
+            implementation
+                .authors
+                .iter()
+                .map(|a| json!({"name": a.chars().take(200).collect::<String>()}))
+                .collect::<Vec<_>>()
+        );
+    }
+    json!({"apiVersion": API_VERSION, "kind": "ImplementationRevision", "metadata": metadata, "spec": spec})
+}
+
+/// One run's result as `ki verify` publishes it.
+pub struct VerifyRunFacts<'a> {
+    pub label: &'a str,
+    pub definition: &'a str,
+    pub workload_uuid: &'a str,
+    pub status: &'a str,
+    pub reason: &'a str,
+    pub labels: BTreeMap<String, String>,
+    pub implementation_digest: &'a str,
+    pub workload_digest: &'a str,
+    pub protocol_digest: &'a str,
+    pub environment_digest: &'a str,
+    pub worst: &'a [crate::compare::OutputComparison],
+    /// (metric name, summary) of the primary latency and its companions.
+    pub latencies: Vec<(String, SampleSummary, Vec<f64>)>,
+    pub speed_of_light_percent: Option<f64>,
+    pub samples: Option<Value>,
+    pub log: Option<Value>,
+}
+
+/// A BenchmarkRun of `ki verify`: failures carry no measurement, and their reason in metadata.
+pub fn verify_run_manifest(facts: &VerifyRunFacts<'_>) -> Value {
+    let mut spec = json!({
+        "implementationDigest": facts.implementation_digest,
+        "workloadDigest": facts.workload_digest,
+        "protocolDigest": facts.protocol_digest,
+        "environmentDigest": facts.environment_digest,
+        "status": facts.status,
+        "observedAt": utc_now(),
+    });
+    if !facts.worst.is_empty() {
+        let max_abs = facts.worst.iter().map(|c| c.max_abs_error).fold(0.0, f64::max);
+        let max_rel = facts.worst.iter().map(|c| c.max_rel_error).fold(0.0, f64::max);
+        let matched = facts.worst.iter().map(|c| c.matched_ratio).fold(1.0, f64::min);
+        let finite = |v: f64| if v.is_finite() { v } else { f64::MAX };
+        spec["correctness"] = json!({"comparator": "flashinfer_bench_eval", "maximumAbsoluteError": finite(max_abs), "maximumRelativeError": finite(max_rel), "matchedRatio": matched});
+    }
+    let mut evidence = Map::new();
+    if let Some(samples) = &facts.samples {
+        evidence.insert("rawSamples".into(), samples.clone());
+    }
+    if let Some(log) = &facts.log {
+        evidence.insert("logs".into(), log.clone());
+    }
+    if !evidence.is_empty() {
+        spec["evidence"] = Value::Object(evidence);
+    }
+    if facts.status == "passed"
+        && let Some((_, primary, sorted)) = facts.latencies.first()
+    {
+        let mut timing = json!({"primaryStatistic": "median", "samples": primary.count, "latencyNs": latency_block(primary, sorted)});
+        if let Some(samples) = &facts.samples {
+            timing["rawSamples"] = samples.clone();
+        }
+        spec["timing"] = timing;
+        let mut measurements = vec![
+            json!({"metric": "latency", "unit": "ns", "statistic": "median", "value": primary.median.round(), "sampleCount": primary.count}),
+        ];
+        for (metric, summary, _) in &facts.latencies {
+            measurements.push(json!({"metric": metric, "unit": "ns", "statistic": "median", "value": summary.median.round(), "sampleCount": summary.count}));
+        }
+        if let Some(p) = facts.speed_of_light_percent {
+            measurements.push(json!({"metric": "speed_of_light", "unit": "percent", "statistic": "median", "value": (p * 100.0).round() / 100.0}));
+        }
+        spec["measurements"] = json!(measurements);
+    }
+    let mut labels = Map::new();
+    for (k, v) in &facts.labels {
+        labels.insert(k.clone(), json!(v.chars().take(200).collect::<String>()));
+    }
+    let short = facts.workload_uuid.split('-').next().unwrap_or("case");
+    let mut metadata = json!({
+        "name": slug(&format!("kernelindex-verify-{}-{short}", facts.label)),
+        "title": format!("{} · {} · workload {}", facts.label, facts.definition, facts.workload_uuid).chars().take(200).collect::<String>(),
+        "labels": labels
+    });
+    if !facts.reason.is_empty() {
+        metadata["description"] = json!(facts.reason.chars().take(2000).collect::<String>());
+    }
+    json!({"apiVersion": API_VERSION, "kind": "BenchmarkRun", "metadata": metadata, "spec": spec})
+}
+
+/// Catalog rows of a `ki verify` session, in the export format (`ki catalog import`).
+#[derive(Default)]
+pub struct VerifyRows {
+    rows: BTreeMap<&'static str, Vec<Value>>,
+    ids: std::collections::BTreeSet<String>,
+}
+
+impl VerifyRows {
+    fn push(&mut self, table: &'static str, id: String, fields: Value) {
+        if self.ids.insert(format!("{table}:{id}")) {
+            self.rows.entry(table).or_default().push(row(table, fields));
+        }
+    }
+
+    pub fn source(&mut self) -> String {
+        let id = row_id("sources", "kernelindex-rerun");
+        self.push("sources", id.clone(), json!({"id": id, "slug": "kernelindex-rerun", "kind": "benchmark", "name": "KernelIndex controlled re-runs", "policy": Value::Null, "createdAt": ENTITY_CREATED_AT}));
+        id
+    }
+
+    pub fn project(&mut self, slug_text: &str, name: &str, repository: &str) -> String {
+        let id = row_id("projects", slug_text);
+        let host_id = repository.trim_start_matches("https://github.com/").to_string();
+        self.push(
+            "projects",
+            id.clone(),
+            json!({
+                "id": id, "slug": slug_text, "name": name, "normalizedName": name.to_lowercase(),
+                "canonicalUrl": repository, "licenseExpression": "Apache-2.0",
+                "manifest": {"apiVersion": API_VERSION, "kind": "SoftwareProject", "metadata": {"name": slug_text},
+                    "spec": {"name": name, "repository": repository, "host": {"kind": "github", "id": host_id}}},
+                "createdAt": ENTITY_CREATED_AT
+            }),
+        );
+        id
+    }
+
+    /// The catalog's own operation row, or a new one for `manifest`.
+    pub fn operation(
+        &mut self,
+        catalog_row: Option<&Map<String, Value>>,
+        definition: &Definition,
+        manifest: &Value,
+    ) -> Result<String> {
+        if let Some(existing) = catalog_row {
+            let id = existing["id"].as_str().unwrap_or_default().to_string();
+            self.push("operations", id.clone(), Value::Object(existing.clone()));
+            return Ok(id);
+        }
+        let d = digest(manifest)?;
+        let id = row_id("operations", &d);
+        self.push("operations", id.clone(), json!({
+            "id": id, "slug": slug(&definition.name), "family": family_name(&definition.op_type), "name": definition.name,
+            "schemaVersion": API_VERSION, "semanticDigest": d, "manifest": manifest, "tags": [family_name(&definition.op_type)],
+            "createdAt": ENTITY_CREATED_AT, "supersedesId": Value::Null
+        }));
+        Ok(id)
+    }
+
+    pub fn workload(
+        &mut self,
+        catalog_row: Option<&Map<String, Value>>,
+        operation_id: &str,
+        manifest: &Value,
+    ) -> Result<String> {
+        if let Some(existing) = catalog_row {
+            let id = existing["id"].as_str().unwrap_or_default().to_string();
+            self.push("workloads", id.clone(), Value::Object(existing.clone()));
+            return Ok(id);
+        }
+        let d = digest(manifest)?;
+        let id = row_id("workloads", &d);
+        let axes = &manifest["spec"]["axes"];
+        self.push("workloads", id.clone(), json!({
+            "id": id, "operationId": operation_id, "workloadDigest": d, "schemaVersion": API_VERSION, "manifest": manifest,
+            "shapeSummary": axes.to_string().chars().take(200).collect::<String>(), "dtypes": [], "layoutKeys": ["contiguous"], "createdAt": ENTITY_CREATED_AT
+        }));
+        Ok(id)
+    }
+
+    pub fn artifact(&mut self, content_digest: &str, size: usize, uri: &str) {
+        let id = row_id("artifacts", content_digest);
+        self.push("artifacts", id.clone(), json!({
+            "id": id, "contentDigest": content_digest, "kind": "source", "mediaType": "application/json", "sizeBytes": size,
+            "storage": "bundled", "uri": uri, "license": Value::Null, "createdAt": ENTITY_CREATED_AT
+        }));
+    }
+
+    pub fn implementation(
+        &mut self,
+        implementation: &VerifyImplementation,
+        manifest: &Value,
+        project_id: &str,
+        operation_id: &str,
+    ) -> Result<(String, String)> {
+        let d = digest(manifest)?;
+        let id = row_id("implementations", &d);
+        self.push("implementations", id.clone(), json!({
+            "id": id, "projectId": project_id, "operationId": operation_id,
+            "slug": slug(&format!("{}-{}", implementation.label, &d[7..13])), "implementationDigest": d,
+            "sourceRevision": implementation.version, "language": implementation.language, "framework": Value::Null,
+            "targetArchitectures": ["sm_90"], "licenseExpression": "Apache-2.0", "sourceAvailable": true,
+            "installable": implementation.install.is_some(), "title": implementation.title.chars().take(200).collect::<String>(),
+            "installKind": if implementation.install.is_some() { json!("pip") } else { Value::Null },
+            "installCommand": implementation.install.as_ref().map_or(Value::Null, |(p, v)| json!(format!("pip install {p}=={v}"))),
+            "licenseDeclared": "Apache-2.0", "manifest": manifest, "createdAt": ENTITY_CREATED_AT, "supersedesId": Value::Null
+        }));
+        Ok((id, d))
+    }
+
+    /// The run row (and its measurement when it passed).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &mut self,
+        run_manifest: &Value,
+        protocol: &Value,
+        environment: &Value,
+        workload_manifest: &Value,
+        implementation_id: &str,
+        workload_id: &str,
+        source_id: &str,
+        interval: Option<(f64, f64)>,
+        summary: &str,
+    ) -> Result<String> {
+        let keys = ki_model::identity::benchmark_run_keys(run_manifest, protocol, environment, workload_manifest)
+            .map_err(|e| anyhow!("run keys: {e}"))?;
+        let run_id = row_id("benchmark_runs", &keys.run_digest);
+        let primary = keys.primary.as_ref();
+        if let Some(p) = primary {
+            self.push(
+                "measurements",
+                format!("{}:{}", keys.run_digest, p.metric_key()),
+                json!({
+                    "id": row_id("measurements", &format!("{}:{}", keys.run_digest, p.metric_key())),
+                    "runId": run_id, "metric": p.metric, "statistic": p.statistic, "unit": p.unit,
+                    "value": Value::Number(p.value.clone()), "sampleCount": p.sample_count
+                }),
+            );
+        }
+        let spec = &run_manifest["spec"];
+        let hardware = &environment["spec"]["hardware"];
+        let software = &environment["spec"]["software"];
+        let major = |v: &Value| v.as_str().and_then(|s| s.split('.').next()).and_then(|d| d.parse::<u64>().ok());
+        let passed = spec["status"] == "passed";
+        self.push("benchmark_runs", run_id.clone(), json!({
+            "id": run_id, "runDigest": keys.run_digest, "implementationId": implementation_id, "workloadId": workload_id,
+            "sourceId": source_id, "status": spec["status"], "observedAt": spec["observedAt"], "publishedAt": spec["observedAt"],
+            "hardwareVendor": hardware["vendor"], "hardwareModel": hardware["product"], "hardwareArchitecture": hardware["architecture"],
+            "driverMajor": major(&software["driver"]), "cudaMajor": major(&software["cudaToolkit"]),
+            "protocolKey": keys.protocol_key, "environmentKey": keys.environment_key, "correctnessKey": keys.correctness_key,
+            "comparisonKey": keys.comparison_key,
+            "primaryMetric": primary.map_or("none", |p| p.metric.as_str()),
+            "primaryValue": primary.map_or(Value::Null, |p| Value::Number(p.value.clone())),
+            "primaryUnit": primary.map(|p| p.unit.clone()), "sampleCount": primary.and_then(|p| p.sample_count),
+            "uncertaintyLow": interval.filter(|_| passed).map_or(Value::Null, |(l, _)| json!(l.round() as u64)),
+            "uncertaintyHigh": interval.filter(|_| passed).map_or(Value::Null, |(_, h)| json!(h.round() as u64)),
+            "reported": false, "reproducedByKernelindex": true, "independentReplicationCount": 0, "sourceAvailable": true,
+            "installable": false, "licenseExpression": "Apache-2.0", "primaryStatistic": primary.map(|p| p.statistic.clone()),
+            "hasRawEvidence": spec.get("evidence").is_some(), "sourceNative": false,
+            "environmentSummary": summary,
+            "manifest": {"run": run_manifest, "protocol": protocol, "environment": environment},
+            "supersedesId": Value::Null, "retractedAt": Value::Null, "retractionReason": Value::Null
+        }));
+        Ok(run_id)
+    }
+
+    /// Every row, in the order an import needs (referenced rows first).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let mut text = String::new();
+        for table in [
+            "sources",
+            "projects",
+            "operations",
+            "workloads",
+            "artifacts",
+            "implementations",
+            "benchmark_runs",
+            "measurements",
+        ] {
+            for line in self.rows.get(table).into_iter().flatten() {
+                text.push_str(&serde_json::to_string(line)?);
+                text.push('\n');
+            }
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// The catalog export's rows of every operation named in `names` (and their workloads).
+pub fn catalog_operations(catalog: &Path, names: &[String]) -> Result<BTreeMap<String, OperationRows>> {
+    let lines = ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?;
+    let mut found: BTreeMap<String, OperationRows> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.table == "operations") {
+        if let Some(name) = l.row.get("name").and_then(Value::as_str)
+            && names.iter().any(|n| n == name)
+            && !found.contains_key(name)
+        {
+            found.insert(name.to_string(), (l.row.clone(), Vec::new()));
+        }
+    }
+    for l in lines.iter().filter(|l| l.table == "workloads") {
+        for (operation, workloads) in found.values_mut() {
+            if l.row.get("operationId") == operation.get("id") {
+                workloads.push(l.row.clone());
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Writes pretty JSON (for verify's manifests).
+pub fn write_manifest(path: &Path, value: &Value) -> Result<()> {
+    write_json(path, value)
+}
+
+pub fn manifest_digest(value: &Value) -> Result<String> {
+    digest(value)
+}
+
+pub fn manifest_slug(text: &str) -> String {
+    slug(text)
 }

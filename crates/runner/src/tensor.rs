@@ -21,6 +21,8 @@ pub enum DType {
     I64,
     U8,
     Bool,
+    /// FP8 E4M3 (`float8_e4m3fn`): the MoE definitions' weights and activations.
+    F8E4M3,
 }
 
 impl DType {
@@ -35,6 +37,7 @@ impl DType {
             "int64" => DType::I64,
             "uint8" => DType::U8,
             "bool" => DType::Bool,
+            "float8_e4m3fn" => DType::F8E4M3,
             _ => return None,
         })
     }
@@ -49,6 +52,7 @@ impl DType {
             DType::I64 => "int64",
             DType::U8 => "uint8",
             DType::Bool => "bool",
+            DType::F8E4M3 => "float8_e4m3fn",
         }
     }
 
@@ -57,7 +61,7 @@ impl DType {
             DType::BF16 | DType::F16 => 2,
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
-            DType::U8 | DType::Bool => 1,
+            DType::U8 | DType::Bool | DType::F8E4M3 => 1,
         }
     }
 
@@ -71,6 +75,7 @@ impl DType {
             DType::I64 => StDtype::I64,
             DType::U8 => StDtype::U8,
             DType::Bool => StDtype::BOOL,
+            DType::F8E4M3 => StDtype::F8_E4M3,
         }
     }
 
@@ -84,6 +89,7 @@ impl DType {
             StDtype::I64 => DType::I64,
             StDtype::U8 => DType::U8,
             StDtype::BOOL => DType::Bool,
+            StDtype::F8_E4M3 => DType::F8E4M3,
             _ => return None,
         })
     }
@@ -172,6 +178,7 @@ impl HostTensor {
                 self.bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32).collect()
             }
             DType::U8 | DType::Bool => self.bytes.iter().map(|&b| b as f32).collect(),
+            DType::F8E4M3 => self.bytes.iter().map(|&b| f8e4m3_to_f32(b)).collect(),
         }
     }
 }
@@ -236,5 +243,20 @@ impl TensorSet {
         let temporary = path.with_extension("safetensors.partial");
         std::fs::write(&temporary, &bytes).map_err(io)?;
         std::fs::rename(&temporary, path).map_err(io)
+    }
+}
+
+/// FP8 E4M3 (fn: no infinities, 0x7f/0xff are NaN) to f32, exactly.
+fn f8e4m3_to_f32(bits: u8) -> f32 {
+    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exponent = ((bits >> 3) & 0x0f) as i32;
+    let mantissa = (bits & 0x07) as f32;
+    if exponent == 0x0f && bits & 0x07 == 0x07 {
+        return f32::NAN;
+    }
+    if exponent == 0 {
+        sign * mantissa / 8.0 * 2f32.powi(-6)
+    } else {
+        sign * (1.0 + mantissa / 8.0) * 2f32.powi(exponent - 7)
     }
 }

@@ -7,4 +7,5 @@ pub mod ranking;
 pub mod run;
 pub mod serve;
 pub mod source;
+pub mod verify;
 pub mod verify_queue;

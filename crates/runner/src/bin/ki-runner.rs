@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use ki_runner::cli::{ReferenceArgs, RunArgs};
+use ki_runner::verify::VerifyArgs;
 
 #[derive(Parser)]
 #[command(name = "ki-runner", version, about = "KernelIndex verification runner")]
@@ -18,12 +19,15 @@ enum Command {
     Reference(ReferenceArgs),
     /// Verify and time implementations on the GPU.
     Run(RunArgs),
+    /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
+    Verify(VerifyArgs),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Reference(args) => ki_runner::cli::reference(args),
         Command::Run(args) => ki_runner::cli::run(args),
+        Command::Verify(args) => ki_runner::verify::verify(args),
     };
     result.unwrap_or_else(|err| {
         eprintln!("error: {err:#}");

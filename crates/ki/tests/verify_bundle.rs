@@ -1,0 +1,91 @@
+//! `ki verify`'s records bundled in data/ (the H200 session of bench/verify/2026-12-01-1030-full): every run
+//! is KernelIndex's own re-run on an NVIDIA H200; the passed ones are Verified with a latency; the failures
+//! carry their verdict and reason (the four SOL-ExecBench negative controls refused by name); a fresh catalog
+//! imports them and `ki show run` tells why a run failed.
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use common::ki;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn lines(text: &str) -> Vec<Value> {
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn bundle() -> Vec<Value> {
+    let path = root().join("data/kernelindex-verify-h200-2026-12-01.jsonl.zst");
+    lines(&String::from_utf8(zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap()).unwrap())
+}
+
+#[test]
+fn the_bundle_is_the_sessions_published_rows() {
+    let bench = root().join("bench/verify/2026-12-01-1030-full/catalog-rows.bundle.jsonl");
+    assert_eq!(bundle(), lines(&std::fs::read_to_string(bench).unwrap()));
+}
+
+#[test]
+fn verified_runs_and_failures_with_reasons() {
+    let rows = bundle();
+    let runs: Vec<&Value> = rows.iter().filter(|l| l["table"] == "benchmark_runs").map(|l| &l["row"]).collect();
+    assert!(!runs.is_empty());
+    let mut verified_families = BTreeSet::new();
+    let mut refusals = BTreeSet::new();
+    for run in &runs {
+        assert_eq!(run["reproducedByKernelindex"], true);
+        assert_eq!(run["hardwareModel"], "NVIDIA H200");
+        let manifest = &run["manifest"]["run"];
+        let labels = &manifest["metadata"]["labels"];
+        assert_eq!(labels["verdict"], run["status"]);
+        if run["status"] == "passed" {
+            assert!(run["primaryValue"].as_f64().unwrap() > 0.0, "{run}");
+            assert_eq!(run["primaryMetric"], "latency");
+            let method = labels["timing_method"].as_str().unwrap();
+            assert!(method == "latency_in_graph" || method == "latency_cupti", "{method}");
+            verified_families
+                .insert(manifest["metadata"]["title"].as_str().unwrap().split(" · ").nth(1).unwrap().to_string());
+        } else {
+            assert!(run["primaryValue"].is_null(), "a failure is never ranked: {run}");
+            let reason = manifest["metadata"]["description"].as_str().unwrap_or("");
+            assert!(!reason.is_empty(), "a failure says why: {run}");
+            if run["status"] == "suspected_reward_hack" {
+                refusals.insert(labels["refused_by"].as_str().unwrap().to_string());
+            }
+            if run["status"] == "compile_error" {
+                assert!(reason.contains("error"), "{reason}");
+            }
+        }
+    }
+    // The six gemm definitions have verified runs (baselines and PR 221 solutions).
+    assert!(verified_families.iter().filter(|d| d.starts_with("gemm_")).count() >= 6, "{verified_families:?}");
+    let expected: BTreeSet<String> =
+        ["lazy_output", "monkey_patch", "side_stream", "thread_injection"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(refusals, expected, "the four negative controls, each refused by its own check");
+
+    // A fresh catalog imports them; the run of a refused control says why.
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let file = root().join("data/kernelindex-verify-h200-2026-12-01.jsonl.zst");
+    let output = ki()
+        .args(["catalog", "import"])
+        .arg(&file)
+        .args(["--database", &database])
+        .env_remove("KI_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let refused = runs.iter().find(|r| r["status"] == "suspected_reward_hack").unwrap();
+    let output = ki()
+        .args(["show", "run", refused["id"].as_str().unwrap(), "--json", "--database", &database])
+        .env_remove("KI_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("suspected_reward_hack") && text.contains("refused ("), "{text}");
+}

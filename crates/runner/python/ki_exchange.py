@@ -1,0 +1,89 @@
+"""Device memory shared between a solution worker and the judge (CUDA IPC, driver API by ctypes).
+
+The solution worker copies the outputs it is asked to have checked into an exchange buffer it
+allocated with cuMemAlloc; the judge maps that buffer (cuIpcOpenMemHandle) and compares it with
+references that never enter the solution's process. Only a 64-byte handle and offsets travel.
+"""
+
+import ctypes
+
+import torch
+
+_CUDA = ctypes.CDLL("libcuda.so.1")
+_CUdeviceptr = ctypes.c_ulonglong
+
+
+class _IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+def _check(result, what):
+    if result != 0:
+        name = ctypes.c_char_p()
+        _CUDA.cuGetErrorName(result, ctypes.byref(name))
+        raise RuntimeError(f"{what}: CUDA driver error {result} ({(name.value or b'?').decode()})")
+
+
+def _ensure_context():
+    torch.cuda.init()
+    torch.empty(1, device="cuda")  # the primary context is current on this thread from here on
+    ctx = ctypes.c_void_p()
+    _check(_CUDA.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    if not ctx.value:
+        dev = ctypes.c_int()
+        _check(_CUDA.cuDeviceGet(ctypes.byref(dev), torch.cuda.current_device()), "cuDeviceGet")
+        _check(_CUDA.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+        _check(_CUDA.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+class _Interface:
+    """Just enough of __cuda_array_interface__ for torch.as_tensor to view raw device memory."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2}
+
+
+def view(ptr, nbytes):
+    return torch.as_tensor(_Interface(ptr, nbytes), device="cuda")
+
+
+class Exported:
+    """A buffer this process allocated and exports."""
+
+    def __init__(self, nbytes):
+        _ensure_context()
+        self.nbytes = int(nbytes)
+        self.ptr = _CUdeviceptr()
+        _check(_CUDA.cuMemAlloc_v2(ctypes.byref(self.ptr), ctypes.c_size_t(self.nbytes)), "cuMemAlloc")
+        handle = _IpcHandle()
+        _check(_CUDA.cuIpcGetMemHandle(ctypes.byref(handle), self.ptr), "cuIpcGetMemHandle")
+        self.handle_hex = ctypes.string_at(ctypes.addressof(handle), 64).hex()  # .reserved stops at the first NUL
+        self.tensor = view(self.ptr.value, self.nbytes)
+
+    def free(self):
+        if self.ptr.value:
+            torch.cuda.synchronize()
+            _CUDA.cuMemFree_v2(self.ptr)
+            self.ptr = _CUdeviceptr()
+
+
+class Imported:
+    """A buffer another process exported, mapped here."""
+
+    def __init__(self, handle_hex, nbytes):
+        _ensure_context()
+        raw = bytes.fromhex(handle_hex)
+        if len(raw) != 64:
+            raise ValueError("an IPC handle is 64 bytes")
+        handle = _IpcHandle()
+        ctypes.memmove(ctypes.byref(handle), raw, 64)
+        self.ptr = _CUdeviceptr()
+        _check(_CUDA.cuIpcOpenMemHandle_v2(ctypes.byref(self.ptr), handle, ctypes.c_uint(1)), "cuIpcOpenMemHandle")
+        self.nbytes = int(nbytes)
+        self.tensor = view(self.ptr.value, self.nbytes)
+
+    def close(self):
+        if self.ptr.value:
+            torch.cuda.synchronize()
+            _CUDA.cuIpcCloseMemHandle(self.ptr)
+            self.ptr = _CUdeviceptr()

@@ -1,0 +1,207 @@
+"""The judge of `ki verify`: one trusted process per definition. It never imports code under test.
+
+It runs the definition's own PyTorch `reference` on the GPU for every (workload, trial) plan the
+runner sends, keeps the reference outputs in its own memory, maps the exchange buffers the solution
+workers export (ki_exchange) and compares what they copied there with the references, element by
+element, under the runner's comparators (the rules of crates/runner/src/compare.rs):
+`flashinfer_bench_eval` (an element fails when abs_err > atol and rel_err > rtol, rel_err = abs_err /
+(|ref| + 1e-8)), `sol_execbench_eval` (passes when |out - ref| <= atol + rtol |ref|), relative L2;
+a NaN or infinity fails unless the reference holds the same infinity there.
+
+Protocol: one JSON job per line on stdin, one JSON reply per line on stdout (library prints go to
+stderr). Jobs: hello, definition, reference, open, close, compare, drop.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+PROTOCOL_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ki_inputs  # noqa: E402
+
+STATE = {"reference": None, "definition": None, "refs": {}, "inputs": {}, "exchanges": {}}
+
+
+def reply(obj):
+    PROTOCOL_OUT.write(json.dumps(obj) + "\n")
+    PROTOCOL_OUT.flush()
+
+
+def environment():
+    props = torch.cuda.get_device_properties(0)
+    env = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "device": props.name,
+        "sm_count": props.multi_processor_count,
+        "memory_bytes": props.total_memory,
+        "l2_bytes": props.L2_cache_size,
+        "capability": f"{props.major}.{props.minor}",
+    }
+    try:
+        import flashinfer
+
+        env["flashinfer"] = flashinfer.__version__
+    except Exception as error:  # the baselines say so on their own
+        env["flashinfer_error"] = str(error)[:200]
+    return env
+
+
+def load_definition(text):
+    definition = json.loads(text)
+    namespace = {}
+    exec(compile(definition["reference"], f"<reference {definition['name']}>", "exec"), namespace)
+    STATE["reference"] = namespace["run"]
+    STATE["definition"] = definition
+    STATE["refs"].clear()
+
+
+def run_reference(job):
+    plan = job["plan"]
+    key = (plan["workload"], plan["trial"])
+    start = time.perf_counter()
+    inputs = ki_inputs.generate(plan)
+    args = [inputs[t["name"]] for t in plan["tensors"]]
+    result = STATE["reference"](*args)
+    names = [o["name"] for o in plan["outputs"]]
+    if isinstance(result, torch.Tensor):
+        result = (result,)
+    if isinstance(result, dict):
+        outputs = {n: result[n] for n in names}
+    else:
+        outputs = dict(zip(names, result))
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    STATE["refs"][key] = {n: outputs[n].contiguous() for n in names}
+    shapes = {n: [list(outputs[n].shape), str(outputs[n].dtype).replace("torch.", "")] for n in names}
+    if job.get("dump"):
+        # The Rust CPU reference of gqa paged decode reads these and must agree.
+        tensors = {k: v.contiguous().cpu() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        for k, v in inputs.items():
+            if not isinstance(v, torch.Tensor):
+                tensors[k] = torch.tensor(v, dtype=torch.float32)
+        for n in names:
+            tensors[f"reference.{n}"] = outputs[n].contiguous().cpu()
+        save_file(tensors, job["dump"])
+    return {"seconds": seconds, "outputs": shapes}
+
+
+def compare(out, ref, atol, rtol):
+    """One output against its reference: the statistics of compare.rs::OutputComparison."""
+    o = out.reshape(-1).to(torch.float32)
+    r = ref.reshape(-1).to(torch.float32)
+    n = o.numel()
+    finite = torch.isfinite(o) & torch.isfinite(r)
+    same_inf = torch.isinf(o) & (o == r)
+    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
+    rel = diff / (r.abs() + 1e-8)
+    fib_ok = torch.where(finite, ~((diff > atol) & (rel > rtol)), same_inf)
+    sol_ok = torch.where(finite, diff <= atol + rtol * r.abs(), same_inf)
+    non_finite = int((~finite & ~same_inf).sum().item())
+    diff2 = float((diff * diff).sum(dtype=torch.float64).item())
+    norm2 = float(torch.where(finite, r * r, torch.zeros_like(r)).sum(dtype=torch.float64).item())
+    if diff2 == 0.0:
+        l2 = 0.0
+    elif norm2 == 0.0:
+        l2 = math.inf
+    else:
+        l2 = math.sqrt(diff2 / norm2)
+    fib = int(fib_ok.sum().item())
+    sol = int(sol_ok.sum().item())
+    return {
+        "elements": n,
+        "maxAbsError": float(diff.max().item()) if n else 0.0,
+        "maxRelError": float(torch.where(finite, rel, torch.zeros_like(rel)).max().item()) if n else 0.0,
+        "relativeL2Error": l2,
+        "matchedRatio": fib / n if n else 1.0,
+        "flashinferBenchPass": fib == n,
+        "solExecbenchMatchedRatio": sol / n if n else 1.0,
+        "solExecbenchPass": sol == n,
+        "nonFiniteMismatches": non_finite,
+    }
+
+
+def run_compare(job):
+    refs = STATE["refs"][(job["workload"], job["trial"])]
+    exchange = STATE["exchanges"][job["exchange"]]
+    atol, rtol = float(job.get("atol", 1e-2)), float(job.get("rtol", 1e-2))
+    calls = []
+    for call in job["calls"]:
+        results = []
+        for spec in call["outputs"]:
+            name = spec["name"]
+            ref = refs[name]
+            dtype = ki_inputs.DTYPES[spec["dtype"]]
+            if dtype != ref.dtype or list(spec["shape"]) != list(ref.shape):
+                results.append({"name": name, "mismatch": f"{spec['dtype']} {spec['shape']}, the reference is "
+                                f"{str(ref.dtype).replace('torch.', '')} {list(ref.shape)}",
+                                "kind": "dtype" if dtype != ref.dtype else "shape"})
+                continue
+            start, nbytes = int(spec["offset"]), int(spec["nbytes"])
+            if start < 0 or start + nbytes > exchange.nbytes or nbytes != ref.numel() * ref.element_size():
+                raise ValueError(f"output {name}: bytes {start}..{start + nbytes} do not fit the exchange")
+            out = exchange.tensor[start:start + nbytes].view(dtype).view(ref.shape)
+            stats = compare(out, ref, atol, rtol)
+            stats["name"] = name
+            results.append(stats)
+        calls.append({"label": call["label"], "outputs": results})
+    torch.cuda.synchronize()
+    return {"calls": calls}
+
+
+def main():
+    import ki_exchange
+
+    torch.cuda.init()
+    torch.empty(1, device="cuda")  # the context exists before the first job (judges start ahead)
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            job = json.loads(line)
+            op = job.get("op")
+            if op == "hello":
+                torch.cuda.init()
+                reply({"ok": True, "environment": environment(), "pid": os.getpid()})
+            elif op == "definition":
+                load_definition(job["json"])
+                reply({"ok": True})
+            elif op == "reference":
+                reply({"ok": True, **run_reference(job)})
+            elif op == "open":
+                old = STATE["exchanges"].pop(job["exchange"], None)
+                if old is not None:
+                    old.close()
+                STATE["exchanges"][job["exchange"]] = ki_exchange.Imported(job["handle"], job["bytes"])
+                reply({"ok": True})
+            elif op == "close":
+                old = STATE["exchanges"].pop(job["exchange"], None)
+                if old is not None:
+                    old.close()
+                reply({"ok": True})
+            elif op == "compare":
+                reply({"ok": True, **run_compare(job)})
+            elif op == "drop":
+                STATE["refs"].clear()
+                torch.cuda.empty_cache()
+                reply({"ok": True})
+            else:
+                reply({"ok": False, "error": f"unknown op {op!r}"})
+        except Exception as error:
+            reply({"ok": False, "error": f"{type(error).__name__}: {error}"[:4000], "traceback": traceback.format_exc()[-4000:]})
+
+
+if __name__ == "__main__":
+    main()

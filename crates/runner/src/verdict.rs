@@ -1,0 +1,102 @@
+//! The verdict of one (implementation, workload) run of `ki verify`, and how it is published: a
+//! BenchmarkRun `status` (the schema's values), a one-line reason and labels for the pages.
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every checked output of every trial matched the reference; timed.
+    Passed,
+    /// An output differs from the reference (status incorrect_numerical / _shape / _dtype).
+    Incorrect {
+        status: String,
+        output: Option<String>,
+        reason: String,
+    },
+    /// The build failed; `first_lines` are the compiler's first error lines.
+    CompileError {
+        first_lines: String,
+    },
+    RuntimeError {
+        reason: String,
+    },
+    Timeout {
+        seconds: u64,
+        reason: String,
+    },
+    /// Refused as dishonest: `check` names the check that caught it.
+    SuspectedRewardHack {
+        check: String,
+        reason: String,
+    },
+    /// Not run in this session (the session's deadline, or the solution was already refused);
+    /// not a catalog record.
+    NotRun {
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// The BenchmarkRun status.
+    pub fn status(&self) -> &str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Incorrect { status, .. } => status,
+            Verdict::CompileError { .. } => "compile_error",
+            Verdict::RuntimeError { .. } => "runtime_error",
+            Verdict::Timeout { .. } => "timeout",
+            Verdict::SuspectedRewardHack { .. } => "suspected_reward_hack",
+            Verdict::NotRun { .. } => "not_run",
+        }
+    }
+
+    /// Why, in one line (empty for a pass).
+    pub fn reason(&self) -> String {
+        match self {
+            Verdict::Passed => String::new(),
+            Verdict::Incorrect { reason, .. } => reason.clone(),
+            Verdict::CompileError { first_lines } => format!("compile error: {first_lines}"),
+            Verdict::RuntimeError { reason } => reason.clone(),
+            Verdict::Timeout { seconds, reason } => format!("no answer within {seconds} s: {reason}"),
+            Verdict::SuspectedRewardHack { check, reason } => format!("refused ({check}): {reason}"),
+            Verdict::NotRun { reason } => reason.clone(),
+        }
+    }
+
+    pub fn is_record(&self) -> bool {
+        !matches!(self, Verdict::NotRun { .. })
+    }
+
+    /// From a worker's status string and reason.
+    pub fn from_worker(status: &str, reason: &str, check: Option<&str>) -> Verdict {
+        let reason = reason.to_string();
+        match status {
+            "passed" => Verdict::Passed,
+            "incorrect_numerical" | "incorrect_shape" | "incorrect_dtype" => {
+                Verdict::Incorrect { status: status.to_string(), output: None, reason }
+            }
+            "compile_error" => Verdict::CompileError { first_lines: reason },
+            "suspected_reward_hack" => {
+                Verdict::SuspectedRewardHack { check: check.unwrap_or("unnamed").to_string(), reason }
+            }
+            _ => Verdict::RuntimeError { reason },
+        }
+    }
+}
+
+/// The compiler's first error lines from a build log: lines naming an error first, else the tail.
+pub fn first_error_lines(log: &str, lines: usize) -> String {
+    let errors: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("error") && !l.starts_with("ninja: build stopped") && !l.is_empty())
+        .take(lines)
+        .collect();
+    let picked = if errors.is_empty() {
+        let all: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        all[all.len().saturating_sub(lines)..].to_vec()
+    } else {
+        errors
+    };
+    crate::worker::sanitize(&picked.join(" | ")).chars().take(1200).collect()
+}
