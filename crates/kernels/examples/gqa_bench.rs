@@ -22,7 +22,7 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
 use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Schedule, Tuning};
 use ki_runner::compare::{Tolerance, compare_values};
-use ki_runner::materialize::{standard_normal_bf16, synthesize_page_table};
+use ki_runner::materialize::{LengthRule, standard_normal_bf16, synthesize_page_table};
 use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
 
 /// `$KI_SHARED` (a copy of ../shared carried to the device machine) or ../shared.
@@ -99,7 +99,8 @@ fn case_from_axes(
     page_size: usize,
     seed: u64,
 ) -> Result<Case> {
-    let t = synthesize_page_table(batch, num_pages, num_kv_indices, page_size, seed).map_err(|e| anyhow!("{e}"))?;
+    let t = synthesize_page_table(LengthRule::Uniform, batch, num_pages, num_kv_indices, page_size, seed)
+        .map_err(|e| anyhow!("{e}"))?;
     Ok(Case {
         label: label.into(),
         kv_indptr: t.kv_indptr,

@@ -12,9 +12,9 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::definition::Definition;
-use crate::execute::{Executor, PreparedTrial, WorkloadRun, prepare_trials, run_workload};
+use crate::execute::{Executor, InputPlan, PreparedTrial, WorkloadRun, prepare_trials, run_workload};
 use crate::gpu::{GpuImplementation, GpuSession, cuda_available};
-use crate::materialize::{WorkloadCase, materialize, read_workloads};
+use crate::materialize::{LengthRule, WorkloadCase, materialize, read_workloads};
 use crate::protocol::TimingProtocol;
 use crate::python::PythonWorker;
 use crate::records::{RecordWriter, SessionFacts};
@@ -37,6 +37,10 @@ pub struct ReferenceArgs {
     /// Seed of materialized inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How a synthesized page table draws its sequence lengths: realistic, uniform, lognormal, tail
+    /// (crates/runner/src/materialize.rs).
+    #[arg(long, default_value_t = LengthRule::Realistic)]
+    pub lengths: LengthRule,
     /// Also write the materialized inputs here.
     #[arg(long)]
     pub save_inputs: Option<PathBuf>,
@@ -62,7 +66,8 @@ pub fn reference(args: ReferenceArgs) -> Result<ExitCode> {
                 .iter()
                 .find(|l| l.workload.uuid == uuid)
                 .with_context(|| format!("{}: no workload with uuid {uuid}", file.display()))?;
-            let inputs = materialize(&definition, &line.workload, args.seed, blob_root_of(file).as_deref())?;
+            let inputs =
+                materialize(&definition, &line.workload, args.seed, blob_root_of(file).as_deref(), args.lengths)?;
             if let Some(path) = &args.save_inputs {
                 inputs.write(path)?;
             }
@@ -276,15 +281,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut all_runs: Vec<WorkloadRun> = Vec::new();
     for (index, workload) in workloads.iter().enumerate() {
         let work_dir = scratch.path().join(format!("w{index}"));
-        let trials: Vec<PreparedTrial> = prepare_trials(
-            &definition,
-            workload,
-            args.seed,
-            args.trials,
-            blob_root.as_deref(),
-            &work_dir,
-            needs_python,
-        )?;
+        let plan = InputPlan {
+            seed: args.seed,
+            trials: args.trials,
+            blob_root: blob_root.as_deref(),
+            lengths: LengthRule::default(),
+        };
+        let trials: Vec<PreparedTrial> = prepare_trials(&definition, workload, &plan, &work_dir, needs_python)?;
         let runs =
             run_workload(&definition, workload, args.seed, &trials, &mut executors, &protocol, Some(&calibration));
         for run in &runs {

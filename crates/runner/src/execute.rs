@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::compare::{OutputComparison, Tolerance, compare_tensors};
 use crate::definition::Definition;
 use crate::gpu::{Calibration, GpuImplementation, GpuSession, TrialTiming};
-use crate::materialize::{WorkloadCase, materialize, trial_seed};
+use crate::materialize::{LengthRule, WorkloadCase, materialize, trial_seed};
 use crate::protocol::TimingProtocol;
 use crate::python::{PythonWorker, TrialFiles};
 use crate::reference::run_definition_reference;
@@ -162,22 +162,30 @@ pub struct PreparedTrial {
     pub files: TrialFiles,
 }
 
-/// Materializes `trials` fresh input sets (seeds derived from `seed`), computes their references and
-/// writes the inputs under `work_dir` for the Python worker.
+/// How a run's inputs are made: `trials` fresh sets, seeds derived from `seed`, blobs read from
+/// `blob_root`, synthesized page tables under `lengths`.
+#[derive(Clone, Copy, Debug)]
+pub struct InputPlan<'a> {
+    pub seed: u64,
+    pub trials: usize,
+    pub blob_root: Option<&'a Path>,
+    pub lengths: LengthRule,
+}
+
+/// Materializes the plan's input sets, computes their references and writes the inputs under
+/// `work_dir` for the Python worker.
 pub fn prepare_trials(
     definition: &Definition,
     workload: &WorkloadCase,
-    seed: u64,
-    trials: usize,
-    blob_root: Option<&Path>,
+    plan: &InputPlan<'_>,
     work_dir: &Path,
     write_files: bool,
 ) -> Result<Vec<PreparedTrial>> {
     std::fs::create_dir_all(work_dir).with_context(|| format!("creating {}", work_dir.display()))?;
-    (0..trials)
+    (0..plan.trials)
         .map(|t| {
-            let seed = trial_seed(seed, t);
-            let inputs = materialize(definition, workload, seed, blob_root)?;
+            let seed = trial_seed(plan.seed, t);
+            let inputs = materialize(definition, workload, seed, plan.blob_root, plan.lengths)?;
             let reference =
                 run_definition_reference(definition, &inputs, &format!("workload {} trial {t}", workload.uuid))?;
             let files = TrialFiles {

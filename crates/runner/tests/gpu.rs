@@ -1,9 +1,9 @@
 //! GPU executor tests. They need libcuda and a device: where either is missing (CI, this machine)
 //! they print why and return, so they skip instead of failing.
 use ki_runner::definition::Definition;
-use ki_runner::execute::{Executor, prepare_trials, run_workload};
+use ki_runner::execute::{Executor, InputPlan, prepare_trials, run_workload};
 use ki_runner::gpu::{DeviceTensors, GpuSession, cuda_available};
-use ki_runner::materialize::{WorkloadCase, materialize};
+use ki_runner::materialize::{LengthRule, WorkloadCase, materialize};
 use ki_runner::protocol::TimingProtocol;
 
 fn session() -> Option<GpuSession> {
@@ -37,7 +37,9 @@ fn device_tensors_round_trip() {
     axes.insert("batch_size".to_string(), 3);
     axes.insert("num_pages".to_string(), 50);
     axes.insert("num_kv_indices".to_string(), 40);
-    let inputs = materialize(&definition, &WorkloadCase::from_axes(&definition, axes).unwrap(), 1, None).unwrap();
+    let inputs =
+        materialize(&definition, &WorkloadCase::from_axes(&definition, axes).unwrap(), 1, None, LengthRule::Realistic)
+            .unwrap();
     let device = DeviceTensors::upload(session.stream(), &inputs).unwrap();
     assert_eq!(device.download(session.stream()).unwrap(), inputs);
 }
@@ -53,7 +55,14 @@ fn native_kernel_matches_the_reference_through_the_executor() {
         axes.insert("num_kv_indices".to_string(), 200);
         let workload = WorkloadCase::from_axes(&definition, axes).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let trials = prepare_trials(&definition, &workload, 9, 2, None, dir.path(), false).unwrap();
+        let trials = prepare_trials(
+            &definition,
+            &workload,
+            &InputPlan { seed: 9, trials: 2, blob_root: None, lengths: LengthRule::Realistic },
+            dir.path(),
+            false,
+        )
+        .unwrap();
         let implementation = ki_runner::native::NativeGqaPagedDecode::new(&session, &definition).unwrap();
         let mut executors = vec![Executor::Gpu { session: &session, implementation: Box::new(implementation) }];
         let runs = run_workload(&definition, &workload, 9, &trials, &mut executors, &session.protocol, None);
