@@ -14,7 +14,14 @@ fn session() -> Option<GpuSession> {
     Some(
         GpuSession::open(
             0,
-            TimingProtocol { warmup_iterations: 2, timed_iterations: 20, trials: 2, ..TimingProtocol::RERUN_V1 },
+            TimingProtocol {
+                warmup_iterations: 2,
+                timed_iterations: 20,
+                trials: 2,
+                calls_per_graph: 4,
+                graph_pairs: 5,
+                ..TimingProtocol::RERUN_V2
+            },
         )
         .unwrap(),
     )
@@ -27,6 +34,8 @@ fn calibration_and_flush_are_plausible() {
     let calibration = session.calibrate(256 << 20).unwrap();
     assert!(calibration.empty_kernel_eager_ns > 100.0 && calibration.empty_kernel_eager_ns < 1e6, "{calibration:?}");
     assert!(calibration.copy_bandwidth_bytes_per_s > 1e11, "{calibration:?}");
+    assert!(calibration.empty_kernel_in_graph_ns > 0.0, "{calibration:?}");
+    assert!(calibration.empty_kernel_in_graph_ns < calibration.empty_kernel_graph_ns, "{calibration:?}");
 }
 
 #[test]
@@ -70,6 +79,12 @@ fn native_kernel_matches_the_reference_through_the_executor() {
         assert!(run.error.is_none(), "{:?}", run.error);
         assert!(run.correct, "{name}: {:?}", run.worst);
         assert_eq!(run.eager.as_ref().unwrap().count, 40);
+        // The published figure: 5 pairs per trial, in one graph, below the one-call replay (which
+        // pays the launch).
+        assert_eq!(run.per_call_method, Some(ki_runner::protocol::PerCallMethod::InGraph));
+        let (per_call, replay) = (run.per_call.as_ref().unwrap(), run.graph.as_ref().unwrap());
+        assert_eq!(per_call.count, 10);
+        assert!(per_call.median > 0.0 && per_call.median < replay.median, "{per_call:?} vs {replay:?}");
         assert!(run.trials.iter().all(|t| t.repeat_identical == Some(true)));
     }
 }
