@@ -20,10 +20,11 @@
 // (shapes only). Items are numbered largest first, in four size classes (over chunk/2, chunk/4,
 // chunk/8, the rest), in sequence order within a class, so that the CTAs the hardware dispatches
 // first hold the longest work (longest-processing-time order) whatever the batch's lengths. A
-// whole sequence writes its output directly; the k parts of a split one each write an
-// unnormalised partial (O, m, l) and bump a per-(sequence, head tile) counter with one acq_rel
-// atomic, and the part that arrives last merges all k with every warp of its CTA (rows split over
-// warps) and resets the counter for the next launch. For a batch of very few sequences the host
+// whole sequence writes its output directly; the k parts of a split one each take a ticket from a
+// per-(sequence, head tile) counter; all but the last write an unnormalised partial (O, m, l) and
+// publish it (release), and the last keeps its own on chip, waits for the others' (acquire) and
+// merges all k with every warp of its CTA (rows split over warps), then resets the counter for the
+// next launch. For a batch of very few sequences the host
 // may instead launch clusters (`cluster_parts` > 0): CTA (b, head tile, p) takes part p of
 // sequence b, whose entries are cut into min(cluster_parts, max(1, floor(n / chunk))) equal parts
 // that merge in distributed shared memory.
@@ -292,30 +293,42 @@ static __device__ bool find_item(const Args& a, int item, int lane, Piece& piece
     return true;
 }
 
-// Merges the `nparts` partial records of sequence b (`record(i)` is part i's) into the output,
-// every warp of the CTA taking rows warp, warp + WARPS, ... so that all rows' loads are in flight
-// at once: one round trip for the maxima, one for the weights and the rows.
+// Merges the `nparts` partials of sequence b into the output: part `own`'s in this CTA's shared
+// memory (`own_rec`, the record layout), the others' in global records (`record(i)`). Every warp of
+// the CTA takes rows warp, warp + WARPS, ... so that all rows' loads are in flight at once: one
+// round trip for the parts' maxima and sums, one for their rows (up to 32 parts; more loop).
 template <typename Record>
-static __device__ void merge_parts(const Args& a, int b, int nparts, Record record, int kvh, int mt, int warp, int lane) {
+static __device__ void merge_parts(const Args& a, int b, int nparts, int own, const float* own_rec, Record record,
+                                   int kvh, int mt, int warp, int lane) {
     constexpr int RPW = (16 + WARPS - 1) / WARPS;  // rows per warp
     constexpr int VEC = HEAD_DIM / 32;
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int rows = min(16, GROUP - mt * 16);
     const int head0 = kvh * GROUP + mt * 16;
-    float M[RPW], L[RPW], acc[RPW][VEC];
+    auto at = [&](int i, int offset) -> float { return i == own ? own_rec[offset] : __ldcg(record(i) + offset); };
+    float M[RPW], L[RPW], acc[RPW][VEC], m_first[RPW], l_first[RPW];
 #pragma unroll
     for (int j = 0; j < RPW; ++j) {
         M[j] = NEG_INF;
         L[j] = 0.f;
+        m_first[j] = NEG_INF;
+        l_first[j] = 0.f;
 #pragma unroll
         for (int v = 0; v < VEC; ++v) acc[j][v] = 0.f;
     }
+    // Pass 1: the maxima; lane i keeps part i's m and l for pass 2.
     for (int i = lane; i < nparts; i += 32) {
-        const float* rec = record(i);
 #pragma unroll
         for (int j = 0; j < RPW; ++j) {
             const int r = warp + j * WARPS;
-            if (r < rows) M[j] = fmaxf(M[j], __ldcg(rec + 16 * HEAD_DIM + r));
+            if (r < rows) {
+                const float m = at(i, 16 * HEAD_DIM + r);
+                if (i == lane) {
+                    m_first[j] = m;
+                    l_first[j] = at(i, 16 * HEAD_DIM + 16 + r);
+                }
+                M[j] = fmaxf(M[j], m);
+            }
         }
     }
 #pragma unroll
@@ -331,28 +344,33 @@ static __device__ void merge_parts(const Args& a, int b, int nparts, Record reco
             const int r = warp + j * WARPS;
             w[j] = 0.f;
             if (i < nparts && r < rows) {
-                const float* rec = record(i);
-                w[j] = fast_exp2(__ldcg(rec + 16 * HEAD_DIM + r) - M[j]);
-                L[j] += w[j] * __ldcg(rec + 16 * HEAD_DIM + 16 + r);
+                const float m = i0 == 0 ? m_first[j] : at(i, 16 * HEAD_DIM + r);
+                const float l = i0 == 0 ? l_first[j] : at(i, 16 * HEAD_DIM + 16 + r);
+                w[j] = fast_exp2(m - M[j]);
+                L[j] += w[j] * l;
             }
         }
         const int count = min(32, nparts - i0);
-#pragma unroll 2
+#pragma unroll 4
         for (int q = 0; q < count; ++q) {
-            const float* rec = record(i0 + q);
+            const int part = i0 + q;
+            const float* rec = part == own ? own_rec : record(part);
+            const bool on_chip = part == own;
 #pragma unroll
             for (int j = 0; j < RPW; ++j) {
                 const int r = warp + j * WARPS;
                 const float wq = __shfl_sync(0xffffffffu, w[j], q);
                 if (r < rows) {
 #if HEAD_DIM == 128
-                    const float4 x = __ldcg((const float4*)(rec + r * HEAD_DIM + lane * 4));
+                    const float4 x = on_chip ? *(const float4*)(rec + r * HEAD_DIM + lane * 4)
+                                             : __ldcg((const float4*)(rec + r * HEAD_DIM + lane * 4));
                     acc[j][0] += wq * x.x;
                     acc[j][1] += wq * x.y;
                     acc[j][2] += wq * x.z;
                     acc[j][3] += wq * x.w;
 #else
-                    const float2 x = __ldcg((const float2*)(rec + r * HEAD_DIM + lane * 2));
+                    const float2 x = on_chip ? *(const float2*)(rec + r * HEAD_DIM + lane * 2)
+                                             : __ldcg((const float2*)(rec + r * HEAD_DIM + lane * 2));
                     acc[j][0] += wq * x.x;
                     acc[j][1] += wq * x.y;
 #endif
@@ -374,12 +392,26 @@ static __device__ void merge_parts(const Args& a, int b, int nparts, Record reco
     }
 }
 
-// One acq_rel atomic add on a global counter: releases this thread's (and, after a barrier, its
-// CTA's) earlier writes and acquires the writes released before the values it reads.
-static __device__ __forceinline__ int atomic_add_acq_rel(int* counter, int value) {
+// The arrival counter of a split sequence's head tile: the low 16 bits count the parts that took a
+// ticket, the high bits those whose record is published (the launcher keeps a sequence to at most
+// 32,767 parts, so the count stays positive).
+#define PUBLISHED (1 << 16)
+
+static __device__ __forceinline__ int atomic_ticket(int* counter) {
     int old;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(value) : "memory");
+    asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
     return old;
+}
+
+// Releases this thread's (and, after a barrier, its warp's) earlier writes, then counts a record.
+static __device__ __forceinline__ void publish(int* counter) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counter), "r"(PUBLISHED) : "memory");
+}
+
+static __device__ __forceinline__ int load_acquire(const int* counter) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    return v;
 }
 
 // A warp's unnormalised (O, m, l) for 16 query rows, in the mma layout: lane holds O[n][0..1]
@@ -436,6 +468,34 @@ static __device__ __forceinline__ State combine_states(Slot slot, int count, int
     r.m0 = M0;
     r.m1 = M1;
     return r;
+}
+
+// Writes a warp's combined state in the record layout (O[16][D], m[16], l[16]) to `rec`, global
+// (streaming past L1) or shared.
+template <bool GLOBAL>
+static __device__ __forceinline__ void write_record(float* rec, const State& st, int rows_here, int lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n) {
+        const int c = n * 8 + t4 * 2;
+        const float2 lo = make_float2(st.o[n][0], st.o[n][1]), hi = make_float2(st.o[n][2], st.o[n][3]);
+        if (GLOBAL) {
+            if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), lo);
+            if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), hi);
+        } else {
+            if (g < rows_here) *(float2*)(rec + g * HEAD_DIM + c) = lo;
+            if (g + 8 < rows_here) *(float2*)(rec + (g + 8) * HEAD_DIM + c) = hi;
+        }
+    }
+    if (t4 == 0) {
+        const float v[4] = {st.m0, st.m1, st.l0, st.l1};
+        const int at[4] = {16 * HEAD_DIM + g, 16 * HEAD_DIM + g + 8, 16 * HEAD_DIM + 16 + g, 16 * HEAD_DIM + 16 + g + 8};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (GLOBAL) __stcg(rec + at[k], v[k]);
+            else rec[at[k]] = v[k];
+        }
+    }
 }
 
 // Normalises a whole sequence's state and writes its output rows and lse.
@@ -757,30 +817,30 @@ gqa_paged_decode(const Args a) {
         if (warp == 0) write_output(a, b, head0, rows_here, lane, st);
         return;
     }
-    // A part: its record, one arrival, and the last part to arrive merges them all.
+    // A part: a ticket first. Every part but the last writes its record and publishes it; the last
+    // keeps its state on chip, waits until the others are published (they hold their tickets, so
+    // they are running and wait for nothing) and merges them all, without a record or a release of
+    // its own on the path.
     auto record = [&](int i) -> float* { return a.partial + ((size_t)(piece.first + i) * HY + hy) * REC_FLOATS; };
+    float* own_rec = (float*)smem_raw;  // warp 0's region, free after the combine
     if (warp == 0) {
-        float* rec = record(part);
-#pragma unroll
-        for (int n = 0; n < NTILES; ++n) {
-            int c = n * 8 + t4 * 2;
-            if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), make_float2(st.o[n][0], st.o[n][1]));
-            if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), make_float2(st.o[n][2], st.o[n][3]));
+        int ticket = 0;
+        if (lane == 0) ticket = atomic_ticket(counter) & (PUBLISHED - 1);
+        const bool last = __shfl_sync(0xffffffffu, ticket, 0) == nparts - 1;
+        if (!last) {
+            write_record<true>(record(part), st, rows_here, lane);
+            __syncwarp();
+            if (lane == 0) publish(counter);
+        } else {
+            write_record<false>(own_rec, st, rows_here, lane);
+            if (lane == 0) {
+                while ((load_acquire(counter) >> 16) < nparts - 1) {
+                }
+                *counter = 0;  // every part has arrived and published: ready for the next launch
+            }
         }
-        if (t4 == 0) {
-            __stcg(rec + 16 * HEAD_DIM + g, st.m0);
-            __stcg(rec + 16 * HEAD_DIM + g + 8, st.m1);
-            __stcg(rec + 16 * HEAD_DIM + 16 + g, st.l0);
-            __stcg(rec + 16 * HEAD_DIM + 16 + g + 8, st.l1);
-        }
-        __syncwarp();
-        if (lane == 0) {
-            const int arrived = atomic_add_acq_rel(counter, 1);
-            const bool last = arrived == nparts - 1;
-            if (last) *counter = 0;  // every part has arrived: ready for the next launch
-            merge_here = last;
-        }
+        if (lane == 0) merge_here = last;
     }
     __syncthreads();
-    if (merge_here) merge_parts(a, b, nparts, record, kvh, mt, warp, lane);
+    if (merge_here) merge_parts(a, b, nparts, part, own_rec, record, kvh, mt, warp, lane);
 }
