@@ -201,3 +201,58 @@ fn committed_baseline_records_are_consistent() {
     assert_eq!(run_rows.len(), 96);
     assert!(run_rows.iter().all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true));
 }
+
+/// The protocol-v2 records of the final runs (bench/gqa-paged-decode/<rule>/): every manifest
+/// validates, every run's protocol names its folder's input rule and the per-call timer, `latency`
+/// is the per-call figure with its method beside it, every raw-samples artifact matches its digest,
+/// and the native kernel's revision is the digest of the kernel and launcher in this tree (so the
+/// records name the code that is here; re-run them when the kernel changes).
+#[test]
+fn committed_v2_records_name_their_rule_and_this_tree() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode");
+    let source = [ki_kernels::gqa_paged_decode::SOURCE, ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE].concat();
+    let revision = &ki_runner::records::sha256_of(source.as_bytes())[7..19];
+    for (folder, rule, runs) in [
+        ("realistic", "realistic", 144),
+        ("uniform", "uniform", 144),
+        ("lognormal", "lognormal", 144),
+        ("tail", "tail", 144),
+        ("kv8-realistic", "realistic", 144),
+        ("capture", "random", 3),
+        ("b128x4096", "uniform", 3),
+        ("b128-realistic", "realistic", 3),
+    ] {
+        let dir = root.join(folder);
+        let read = |name: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifests").join(name)).unwrap()).unwrap()
+        };
+        let protocol = read("benchmark-protocol.json");
+        assert_eq!(protocol["metadata"]["name"], format!("kernelindex-rerun-v2-{rule}"), "{folder}");
+        assert_eq!(protocol["spec"]["measurement"]["timer"], "cuda_graph_per_call", "{folder}");
+        assert_eq!(protocol["spec"]["measurement"]["inputRegeneration"], format!("per_trial_{rule}"), "{folder}");
+        let native = read("implementation-kernelindex-native.json");
+        let version = native["spec"]["projectRevision"]["version"].as_str().unwrap();
+        assert!(version.ends_with(&format!("+src.{revision}")), "{folder}: {version} is not this tree's kernel");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
+            let path = entry.unwrap().path();
+            let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+            if value["kind"] != "BenchmarkRun" {
+                continue;
+            }
+            seen += 1;
+            let spec = &value["spec"];
+            assert_eq!(spec["status"], "passed", "{}", path.display());
+            let measurements = spec["measurements"].as_array().unwrap();
+            let metric = |name: &str| measurements.iter().find(|m| m["metric"] == name).map(|m| m["value"].clone());
+            assert_eq!(metric("latency"), metric("latency_in_graph"), "{}", path.display());
+            assert!(metric("latency_eager").is_some() && metric("latency_graph_replay").is_some());
+            assert_eq!(value["metadata"]["labels"]["input_rule"], rule);
+            let samples = &spec["timing"]["rawSamples"];
+            let bytes = std::fs::read(dir.join(samples["uri"].as_str().unwrap())).unwrap();
+            assert_eq!(ki_runner::records::sha256_of(&bytes), samples["digest"].as_str().unwrap());
+        }
+        assert_eq!(seen, runs, "{folder}");
+    }
+}
