@@ -12,25 +12,25 @@
 //                 a kernel that has them costs ~0.6 µs more per launch even in clusters of one
 //                 (bench/gqa-paged-decode/NOTES.md, v8)
 //
-// Work split. The flat index space of kv_indices (one entry per page) is cut into
-// units of `entries_per_unit` consecutive entries; each CTA owns one unit for one
-// (KV head, 16-row query tile), and its warps take the unit's 16-token tiles in turn
-// (warp w: tiles w, w + WARPS, ...), each with its own cp.async pipeline, combining
-// their (O, m, l) in shared memory. A unit is cut by sequence boundaries into pieces. A
-// piece that holds a whole sequence writes the output directly; otherwise the CTA
-// writes an unnormalised partial (O, m, l) and bumps a per-(sequence, head) counter;
-// the CTA that brings the counter to the sequence's piece count merges all pieces
-// and resets the counter to 0 for the next launch. Every CTA therefore reads at
-// most `entries_per_unit` pages, whatever the batch's length skew, and one launch
-// does everything with no host-side planning: the schedule comes from kv_indptr on
-// the device. When sequences are short on average (the host knows only batch and
-// num_kv_indices), units follow sequences instead (`max_parts` > 0): CTA (b, head tile, p)
-// takes part p of sequence b, whose entries are cut into
-// min(max_parts, max(1, floor(n / entries_per_unit))) equal parts, each at least
-// entries_per_unit long; a sequence of one part writes its output directly (no partials,
-// no merge), and rows past a sequence's part count exit at once. Launched in clusters of
-// max_parts CTAs (sm_90), the parts of a sequence merge in distributed shared memory
-// instead of through global records.
+// Work split (v9, "balanced"). The launch is one grid of CTAs, each owning one work item for one
+// (KV head, 16-row query tile); every CTA plans the batch from kv_indptr on the device, the same
+// plan in every warp, so nothing is read on the host and a call is one graph-capturable launch.
+// The plan: a sequence of n entries (pages) is cut into k = ceil(n / chunk) items of equal
+// entries (an empty sequence is one item, which writes zeros and -inf), chunk coming from the host
+// (shapes only). Items are numbered largest first, in four size classes (over chunk/2, chunk/4,
+// chunk/8, the rest), in sequence order within a class, so that the CTAs the hardware dispatches
+// first hold the longest work (longest-processing-time order) whatever the batch's lengths. A
+// whole sequence writes its output directly; the k parts of a split one each take a ticket from a
+// per-(sequence, head tile) counter; all but the last write an unnormalised partial (O, m, l) and
+// publish it (release), and the last keeps its own on chip, waits for the others' (acquire) and
+// merges all k with every warp of its CTA (rows split over warps), then resets the counter for the
+// next launch. For a batch of very few sequences the host
+// may instead launch clusters (`cluster_parts` > 0): CTA (b, head tile, p) takes part p of
+// sequence b, whose entries are cut into min(cluster_parts, max(1, floor(n / chunk))) equal parts
+// that merge in distributed shared memory.
+//
+// A kv_indices of at most IDX_CACHE entries is copied whole into shared memory at the start, in
+// the same round trip as kv_indptr, so the tiles' page ids need no dependent global load.
 //
 // Math per 16-token tile, per warp: S = Q K^T with mma.m16n8k16 (query heads of the
 // group as the M dimension, head_dim as K), online softmax in base 2 in fp32, then
@@ -176,14 +176,17 @@ struct Args {
     float* lse;
     float* partial;
     int* counters;
-    float scale_log2;  // sm_scale * log2(e)
+    float scale_log2;   // sm_scale * log2(e)
     int batch;
-    int num_entries;   // length of kv_indices
+    int num_entries;    // length of kv_indices
     int num_pages;
-    int entries_per_unit;  // fixed units: entries per unit; per sequence: least entries per part
-    int num_units;
-    int max_parts;     // > 0: per-sequence schedule, grid.x = batch * max_parts; 0: fixed-size units
+    int chunk;          // balanced: most entries per item; clusters: least entries per part
+    int cluster_parts;  // > 0: cluster schedule, grid (batch, HY, cluster_parts); 0: balanced, grid (items * HY)
+    int cache_indices;  // 1: kv_indices (num_entries <= IDX_CACHE) is copied to shared memory first
 };
+
+// Entries of kv_indices the shared-memory copy holds (the launcher sizes shared memory for it).
+#define IDX_CACHE 2048
 
 // Writes zeros and -inf for the query rows of one (sequence, head tile): an empty sequence.
 static __device__ void write_empty(const Args& a, int b, int kvh, int mt, int lane) {
@@ -196,99 +199,219 @@ static __device__ void write_empty(const Args& a, int b, int kvh, int mt, int la
     if (lane < rows) a.lse[(size_t)b * (NUM_KV_HEADS * GROUP) + head0 + lane] = -__int_as_float(0x7f800000);
 }
 
-// Merges the `npieces` partial records of sequence b (`record(i)` is piece i's) into the final
-// output. All rows of a piece are read at once (lanes own columns), so the loop over pieces,
-// not rows × pieces, sets the number of dependent L2 round trips. `scratch` is this warp's idle
-// shared memory.
+// ---- The device plan (mirrored by `plan_items` in the Rust launcher, which tests it) ----
+
+// Items of a sequence of n entries: one for an empty or short one, else ceil(n / chunk).
+static __device__ __forceinline__ int items_of(int n, int chunk) { return n <= chunk ? 1 : (n + chunk - 1) / chunk; }
+
+// Size class of a sequence's items (0 = largest): its entries per item against chunk / 2, / 4, / 8.
+static __device__ __forceinline__ int class_of(int n, int k, int chunk) {
+    const long long ck = (long long)chunk * k;
+    return 2LL * n > ck ? 0 : (4LL * n > ck ? 1 : (8LL * n > ck ? 2 : 3));
+}
+
+struct Piece {
+    int seq;     // sequence
+    int part;    // its part, 0..nparts-1
+    int nparts;  // parts of the sequence
+    int s;       // first entry of the sequence
+    int n;       // entries of the sequence
+    int first;   // item number of part 0 (its partial record is first + part)
+};
+
+// Item `item` of the balanced plan, computed by one warp (every lane gets the same answer): false
+// past the last item. Lane l counts the items of sequences [l * per, (l + 1) * per) per class, a
+// warp scan numbers them, and the lane whose range holds the item finds its sequence.
+static __device__ bool find_item(const Args& a, int item, int lane, Piece& piece) {
+    const int T = a.num_entries, C = a.chunk;
+    const int per = (a.batch + 31) / 32;
+    const int b0 = min(a.batch, lane * per), b1 = min(a.batch, b0 + per);
+    int cnt[4] = {0, 0, 0, 0};
+    for (int b = b0; b < b1; ++b) {
+        const int s = clamp_int(__ldg(a.kv_indptr + b), 0, T);
+        const int n = max(s, clamp_int(__ldg(a.kv_indptr + b + 1), 0, T)) - s;
+        const int k = items_of(n, C);
+        const int c = class_of(n, k, C);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) cnt[q] += q == c ? k : 0;
+    }
+    int excl[4], total[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        int incl = cnt[q];
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += up;
+        }
+        total[q] = __shfl_sync(0xffffffffu, incl, 31);
+        excl[q] = incl - cnt[q];
+    }
+    int klass = 0, rank = item, before = 0;
+    while (klass < 4 && rank >= total[klass]) {
+        rank -= total[klass];
+        before += total[klass];
+        ++klass;
+    }
+    if (klass == 4) return false;
+    int mine_excl = 0, mine_cnt = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        if (q == klass) {
+            mine_excl = excl[q];
+            mine_cnt = cnt[q];
+        }
+    }
+    const unsigned holder = __ballot_sync(0xffffffffu, mine_excl <= rank && rank < mine_excl + mine_cnt);
+    const int src = __ffs(holder) - 1;
+    int seq = 0, part = 0, nparts = 1, s0 = 0, n0 = 0, first = 0;
+    if (lane == src) {
+        int run = mine_excl;
+        for (int b = b0; b < b1; ++b) {
+            const int s = clamp_int(__ldg(a.kv_indptr + b), 0, T);
+            const int n = max(s, clamp_int(__ldg(a.kv_indptr + b + 1), 0, T)) - s;
+            const int k = items_of(n, C);
+            if (class_of(n, k, C) != klass) continue;
+            if (rank < run + k) {
+                seq = b;
+                part = rank - run;
+                nparts = k;
+                s0 = s;
+                n0 = n;
+                first = before + run;
+                break;
+            }
+            run += k;
+        }
+    }
+    piece.seq = __shfl_sync(0xffffffffu, seq, src);
+    piece.part = __shfl_sync(0xffffffffu, part, src);
+    piece.nparts = __shfl_sync(0xffffffffu, nparts, src);
+    piece.s = __shfl_sync(0xffffffffu, s0, src);
+    piece.n = __shfl_sync(0xffffffffu, n0, src);
+    piece.first = __shfl_sync(0xffffffffu, first, src);
+    return true;
+}
+
+// Merges the `nparts` partials of sequence b into the output: part `own`'s in this CTA's shared
+// memory (`own_rec`, the record layout), the others' in global records (`record(i)`). Every warp of
+// the CTA takes rows warp, warp + WARPS, ... so that all rows' loads are in flight at once: one
+// round trip for the parts' maxima and sums, one for their rows (up to 32 parts; more loop).
 template <typename Record>
-static __device__ void merge_pieces(const Args& a, int b, int npieces, Record record, int kvh, int mt, int lane, float* scratch) {
+static __device__ void merge_parts(const Args& a, int b, int nparts, int own, const float* own_rec, Record record,
+                                   int kvh, int mt, int warp, int lane) {
+    constexpr int RPW = (16 + WARPS - 1) / WARPS;  // rows per warp
+    constexpr int VEC = HEAD_DIM / 32;
+    const float NEG_INF = -__int_as_float(0x7f800000);
     const int rows = min(16, GROUP - mt * 16);
     const int head0 = kvh * GROUP + mt * 16;
-    const float NEG_INF = -__int_as_float(0x7f800000);
-    constexpr int VEC = HEAD_DIM / 32;
-    constexpr int WCAP = WARP_SMEM / (16 * 4);  // pieces whose weights fit in scratch
-    // Pass 1: each lane holds its first piece's m and l (one round trip when npieces <= 32).
-    float M[16], L[16], m_own[16], l_own[16];
-    const float* own = record(lane);
+    auto at = [&](int i, int offset) -> float { return i == own ? own_rec[offset] : __ldcg(record(i) + offset); };
+    float M[RPW], L[RPW], acc[RPW][VEC], m_first[RPW], l_first[RPW];
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-        m_own[r] = (lane < npieces && r < rows) ? __ldcg(own + 16 * HEAD_DIM + r) : NEG_INF;
-        l_own[r] = (lane < npieces && r < rows) ? __ldcg(own + 16 * HEAD_DIM + 16 + r) : 0.f;
-        M[r] = m_own[r];
-        L[r] = 0.f;
+    for (int j = 0; j < RPW; ++j) {
+        M[j] = NEG_INF;
+        L[j] = 0.f;
+        m_first[j] = NEG_INF;
+        l_first[j] = 0.f;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[j][v] = 0.f;
     }
-    for (int i = lane + 32; i < npieces; i += 32) {
-        const float* rec = record(i);
+    // Pass 1: the maxima; lane i keeps part i's m and l for pass 2.
+    for (int i = lane; i < nparts; i += 32) {
 #pragma unroll
-        for (int r = 0; r < 16; ++r)
-            if (r < rows) M[r] = fmaxf(M[r], __ldcg(rec + 16 * HEAD_DIM + r));
-    }
-#pragma unroll
-    for (int r = 0; r < 16; ++r) {
-        for (int o = 16; o > 0; o >>= 1) M[r] = fmaxf(M[r], __shfl_xor_sync(0xffffffffu, M[r], o));
-        if (M[r] == NEG_INF) M[r] = 0.f;  // every piece empty: weights become 0, not NaN
-    }
-    // Pass 2: piece weights 2^(m_i - M) into scratch, and the rescaled sum L.
-    if (lane < npieces) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            float w = fast_exp2(m_own[r] - M[r]);
-            L[r] += w * l_own[r];
-            if (lane < WCAP) scratch[lane * 16 + r] = w;
-        }
-    }
-    for (int i = lane + 32; i < npieces; i += 32) {
-        const float* rec = record(i);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
+        for (int j = 0; j < RPW; ++j) {
+            const int r = warp + j * WARPS;
             if (r < rows) {
-                float w = fast_exp2(__ldcg(rec + 16 * HEAD_DIM + r) - M[r]);
-                L[r] += w * __ldcg(rec + 16 * HEAD_DIM + 16 + r);
-                if (i < WCAP) scratch[i * 16 + r] = w;
+                const float m = at(i, 16 * HEAD_DIM + r);
+                if (i == lane) {
+                    m_first[j] = m;
+                    l_first[j] = at(i, 16 * HEAD_DIM + 16 + r);
+                }
+                M[j] = fmaxf(M[j], m);
             }
         }
     }
 #pragma unroll
-    for (int r = 0; r < 16; ++r)
-        for (int o = 16; o > 0; o >>= 1) L[r] += __shfl_xor_sync(0xffffffffu, L[r], o);
-    __syncwarp();
-    float acc[16][VEC];
+    for (int j = 0; j < RPW; ++j) {
+        for (int o = 16; o > 0; o >>= 1) M[j] = fmaxf(M[j], __shfl_xor_sync(0xffffffffu, M[j], o));
+        if (M[j] == NEG_INF) M[j] = 0.f;  // every part empty: weights become 0, not NaN
+    }
+    for (int i0 = 0; i0 < nparts; i0 += 32) {
+        const int i = i0 + lane;
+        float w[RPW];
 #pragma unroll
-    for (int r = 0; r < 16; ++r)
+        for (int j = 0; j < RPW; ++j) {
+            const int r = warp + j * WARPS;
+            w[j] = 0.f;
+            if (i < nparts && r < rows) {
+                const float m = i0 == 0 ? m_first[j] : at(i, 16 * HEAD_DIM + r);
+                const float l = i0 == 0 ? l_first[j] : at(i, 16 * HEAD_DIM + 16 + r);
+                w[j] = fast_exp2(m - M[j]);
+                L[j] += w[j] * l;
+            }
+        }
+        const int count = min(32, nparts - i0);
+#pragma unroll 4
+        for (int q = 0; q < count; ++q) {
+            const int part = i0 + q;
+            const float* rec = part == own ? own_rec : record(part);
+            const bool on_chip = part == own;
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) acc[r][v] = 0.f;
-#pragma unroll 2
-    for (int i = 0; i < npieces; ++i) {
-        const float* rec = record(i);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            if (r < rows) {
-                float w = i < WCAP ? scratch[i * 16 + r] : fast_exp2(__ldcg(rec + 16 * HEAD_DIM + r) - M[r]);
+            for (int j = 0; j < RPW; ++j) {
+                const int r = warp + j * WARPS;
+                const float wq = __shfl_sync(0xffffffffu, w[j], q);
+                if (r < rows) {
 #if HEAD_DIM == 128
-                float4 x = __ldcg((const float4*)(rec + r * HEAD_DIM + lane * 4));
-                acc[r][0] += w * x.x;
-                acc[r][1] += w * x.y;
-                acc[r][2] += w * x.z;
-                acc[r][3] += w * x.w;
+                    const float4 x = on_chip ? *(const float4*)(rec + r * HEAD_DIM + lane * 4)
+                                             : __ldcg((const float4*)(rec + r * HEAD_DIM + lane * 4));
+                    acc[j][0] += wq * x.x;
+                    acc[j][1] += wq * x.y;
+                    acc[j][2] += wq * x.z;
+                    acc[j][3] += wq * x.w;
 #else
-                float2 x = __ldcg((const float2*)(rec + r * HEAD_DIM + lane * 2));
-                acc[r][0] += w * x.x;
-                acc[r][1] += w * x.y;
+                    const float2 x = on_chip ? *(const float2*)(rec + r * HEAD_DIM + lane * 2)
+                                             : __ldcg((const float2*)(rec + r * HEAD_DIM + lane * 2));
+                    acc[j][0] += wq * x.x;
+                    acc[j][1] += wq * x.y;
 #endif
+                }
             }
         }
     }
-    __syncwarp();  // scratch is the pipeline's memory again after this
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
+    for (int j = 0; j < RPW; ++j) {
+        for (int o = 16; o > 0; o >>= 1) L[j] += __shfl_xor_sync(0xffffffffu, L[j], o);
+        const int r = warp + j * WARPS;
         if (r < rows) {
-            const float inv = L[r] > 0.f ? 1.f / L[r] : 0.f;
+            const float inv = L[j] > 0.f ? 1.f / L[j] : 0.f;
             bf16_raw* dst = a.out + ((size_t)b * (NUM_KV_HEADS * GROUP) + head0 + r) * HEAD_DIM + lane * VEC;
 #pragma unroll
-            for (int v = 0; v < VEC; v += 2) *(u32*)(dst + v) = pack_bf16x2(acc[r][v] * inv, acc[r][v + 1] * inv);
-            if (lane == 0) a.lse[(size_t)b * (NUM_KV_HEADS * GROUP) + head0 + r] = L[r] > 0.f ? M[r] + log2f(L[r]) : NEG_INF;
+            for (int v = 0; v < VEC; v += 2) *(u32*)(dst + v) = pack_bf16x2(acc[j][v] * inv, acc[j][v + 1] * inv);
+            if (lane == 0) a.lse[(size_t)b * (NUM_KV_HEADS * GROUP) + head0 + r] = L[j] > 0.f ? M[j] + log2f(L[j]) : NEG_INF;
         }
     }
+}
+
+// The arrival counter of a split sequence's head tile: the low 16 bits count the parts that took a
+// ticket, the high bits those whose record is published (the launcher keeps a sequence to at most
+// 32,767 parts, so the count stays positive).
+#define PUBLISHED (1 << 16)
+
+static __device__ __forceinline__ int atomic_ticket(int* counter) {
+    int old;
+    asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    return old;
+}
+
+// Releases this thread's (and, after a barrier, its warp's) earlier writes, then counts a record.
+static __device__ __forceinline__ void publish(int* counter) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counter), "r"(PUBLISHED) : "memory");
+}
+
+static __device__ __forceinline__ int load_acquire(const int* counter) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    return v;
 }
 
 // A warp's unnormalised (O, m, l) for 16 query rows, in the mma layout: lane holds O[n][0..1]
@@ -347,6 +470,34 @@ static __device__ __forceinline__ State combine_states(Slot slot, int count, int
     return r;
 }
 
+// Writes a warp's combined state in the record layout (O[16][D], m[16], l[16]) to `rec`, global
+// (streaming past L1) or shared.
+template <bool GLOBAL>
+static __device__ __forceinline__ void write_record(float* rec, const State& st, int rows_here, int lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n) {
+        const int c = n * 8 + t4 * 2;
+        const float2 lo = make_float2(st.o[n][0], st.o[n][1]), hi = make_float2(st.o[n][2], st.o[n][3]);
+        if (GLOBAL) {
+            if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), lo);
+            if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), hi);
+        } else {
+            if (g < rows_here) *(float2*)(rec + g * HEAD_DIM + c) = lo;
+            if (g + 8 < rows_here) *(float2*)(rec + (g + 8) * HEAD_DIM + c) = hi;
+        }
+    }
+    if (t4 == 0) {
+        const float v[4] = {st.m0, st.m1, st.l0, st.l1};
+        const int at[4] = {16 * HEAD_DIM + g, 16 * HEAD_DIM + g + 8, 16 * HEAD_DIM + 16 + g, 16 * HEAD_DIM + 16 + g + 8};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (GLOBAL) __stcg(rec + at[k], v[k]);
+            else rec[at[k]] = v[k];
+        }
+    }
+}
+
 // Normalises a whole sequence's state and writes its output rows and lse.
 static __device__ __forceinline__ void write_output(const Args& a, int b, int head0, int rows_here, int lane, const State& st) {
     const float NEG_INF = -__int_as_float(0x7f800000);
@@ -368,43 +519,64 @@ static __device__ __forceinline__ void write_output(const Args& a, int b, int he
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 gqa_paged_decode(const Args a) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
+    __shared__ int merge_here;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    // All warps of the CTA work on one unit: warp w takes its pieces' tiles w, w + WARPS, ...
-    // so a unit's serial instruction path is WARPS times shorter than with one warp per unit
+    // All warps of the CTA work on one piece: warp w takes its tiles w, w + WARPS, ... so a
+    // piece's serial instruction path is WARPS times shorter than with one warp per piece
     // (bench/gqa-paged-decode/NOTES.md, v5), and the warps combine in shared memory.
-    const int unit = blockIdx.x;
     const int wfirst = warp, wstride = WARPS;
-    const int hy = blockIdx.y;
+    const int T = a.num_entries;
+    const bool cached = a.cache_indices != 0;
+    int* idx_cache = (int*)(smem_raw + WARPS * WARP_SMEM);
+    if (cached) {
+        // The whole of kv_indices, in the same round trip as kv_indptr below.
+        const int words = T & ~3;
+        for (int i = threadIdx.x * 4; i < words; i += WARPS * 32 * 4) cp_async16(smem_addr(idx_cache + i), a.kv_indices + i, true);
+        for (int i = words + threadIdx.x; i < T; i += WARPS * 32) cp_async4(smem_addr(idx_cache + i), a.kv_indices + i, true);
+        cp_async_commit();
+    }
+
+    // Which piece: one item of the balanced plan, or one part of a cluster's sequence.
+    Piece piece;
+    int hy;
+    const bool cluster_schedule = a.cluster_parts > 0;
+    // Launched in clusters of cluster_parts CTAs along z (the host's choice): rank p is part p.
+    const bool in_cluster = cluster_schedule && cluster_ctas() > 1;
+    int item = 0;
+    if (cluster_schedule) {
+        hy = blockIdx.y;
+        piece.seq = blockIdx.x;
+        piece.part = blockIdx.z;
+        piece.s = clamp_int(__ldg(a.kv_indptr + piece.seq), 0, T);
+        piece.n = max(piece.s, clamp_int(__ldg(a.kv_indptr + piece.seq + 1), 0, T)) - piece.s;
+        piece.nparts = clamp_int(piece.n / a.chunk, 1, a.cluster_parts);  // every part at least chunk entries
+        piece.first = 0;
+        // In a cluster, a CTA without a part still joins the cluster's barriers when there is a
+        // merge; otherwise it leaves before any barrier.
+        if (piece.part >= piece.nparts && !(in_cluster && piece.nparts > 1)) {
+            cp_async_wait<0>();
+            return;
+        }
+    } else {
+        item = blockIdx.x / HY;
+        hy = blockIdx.x % HY;
+        if (!find_item(a, item, lane, piece)) {  // the same answer in every warp: the CTA leaves
+            cp_async_wait<0>();
+            return;
+        }
+    }
     const int kvh = hy / MTILES;
     const int mt = hy % MTILES;
-    const int C = a.entries_per_unit;
-    const int T = a.num_entries;
-    // Per-sequence schedule: the unit is one part of sequence `seq`'s entry range, at the price
-    // of one kv_indptr load before the page ids; a sequence of one part writes its output
-    // directly. The host chooses it for short average sequences.
-    const bool per_sequence = a.max_parts > 0;
-    // Launched in clusters of max_parts CTAs along z (the host's choice): rank p is part p.
-    const bool in_cluster = per_sequence && cluster_ctas() > 1;
-    int e0, e1, seq = 0, part = 0, nparts = 1;
-    if (per_sequence) {
-        // Parts are the grid's slowest dimension, so that every sequence's first part is
-        // dispatched before any other part (on a uniform batch most of those exit at once).
-        seq = unit;
-        part = blockIdx.z;
-        const int s = clamp_int(__ldg(a.kv_indptr + seq), 0, T);
-        const int n = max(s, clamp_int(__ldg(a.kv_indptr + seq + 1), 0, T)) - s;
-        nparts = clamp_int(n / C, 1, a.max_parts);  // every part at least C entries
-        // In a cluster, a CTA without a part still joins the cluster's barriers when there is
-        // a merge; otherwise it leaves before any barrier.
-        if (part >= nparts && !(in_cluster && nparts > 1)) return;
-        e0 = part < nparts ? s + (int)((long long)n * part / nparts) : s + n;
-        e1 = part < nparts ? s + (int)((long long)n * (part + 1) / nparts) : s + n;
-    } else {
-        e0 = unit * C;
-        e1 = min(e0 + C, T);
-    }
-    const bool last_unit = unit == a.num_units - 1;
+    const int b = piece.seq, s = piece.s, part = piece.part, nparts = piece.nparts;
+    const bool has_part = part < nparts;
+    const int e0 = has_part ? s + (int)((long long)piece.n * part / nparts) : s + piece.n;
+    const int e1 = has_part ? s + (int)((long long)piece.n * (part + 1) / nparts) : s + piece.n;
+    const bool whole = nparts == 1;
+    int* counter = a.counters + (size_t)b * HY + hy;
+    // The counter's line is evicted by whatever ran before (the L2 flush): fetch it while the
+    // part streams, so that the arrival below finds it in L2.
+    if (!whole && !in_cluster && threadIdx.x == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(counter));
     const float NEG_INF = -__int_as_float(0x7f800000);
 
     unsigned char* ks = smem_raw + warp * WARP_SMEM;
@@ -414,299 +586,261 @@ gqa_paged_decode(const Args a) {
     const int* ids = (const int*)(vs + NSTAGE * TILE_BYTES);
     const u32 ids_addr = smem_addr(ids);
 
-    // Warm L2 with this unit's page ids while kv_indptr is being searched.
-    for (int i = lane * 32; i < e1 - e0; i += 32 * 32)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(a.kv_indices + e0 + i));
-
-    // The unit's first 32 page ids, loaded alongside kv_indptr (they do not depend on it), so
-    // that the first tiles' copies need no further round trip.
-    const int unit_page = e0 + lane < e1 ? __ldg(a.kv_indices + e0 + lane) : 0;
-
-    // Which sequences does this unit touch? Count, over kv_indptr, the entries below e0,
-    // at most e0, and below e1 (kv_indptr is non-decreasing).
-    int below_e0 = 0, upto_e0 = 0, below_e1 = 0;
-    for (int j = per_sequence ? a.batch + 1 : lane; j <= a.batch; j += 32) {
-        int v = clamp_int(__ldg(a.kv_indptr + j), 0, T);
-        below_e0 += v < e0;
-        upto_e0 += v <= e0;
-        below_e1 += (j < a.batch) && (v < e1);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        below_e0 += __shfl_xor_sync(0xffffffffu, below_e0, o);
-        upto_e0 += __shfl_xor_sync(0xffffffffu, upto_e0, o);
-        below_e1 += __shfl_xor_sync(0xffffffffu, below_e1, o);
-    }
-    // A sequence lies before this unit when it starts below e0 and ends at or below e0;
-    // an empty sequence belongs to the unit its position falls in (the last unit takes
-    // the ones at the very end).
-    const int b_start = per_sequence ? seq : max(0, min(below_e0, upto_e0 - 1));
-    const int b_end = per_sequence ? seq + 1 : (last_unit ? a.batch : below_e1);
-
     const int g = lane >> 2;  // mma row group
     const int t4 = lane & 3;  // mma thread in group
     const int head0 = kvh * GROUP + mt * 16;
     const int rows_here = min(16, GROUP - mt * 16);
 
-    for (int b = b_start; b < b_end; ++b) {
-        const int s = clamp_int(__ldg(a.kv_indptr + b), 0, T);
-        const int e = max(s, clamp_int(__ldg(a.kv_indptr + b + 1), 0, T));
-        if (s == e) {
-            if (warp == 0) write_empty(a, b, kvh, mt, lane);
-            continue;
-        }
-        const int pa = max(s, e0), pz = min(e, e1);
-        if (pa >= pz) continue;
-        const int seq_tokens = (e - s - 1) * PAGE_SIZE + last_page_tokens(a.kv_last_page_len, b);
-        const int t0 = (pa - s) * PAGE_SIZE;
-        const int t1 = min((pz - s) * PAGE_SIZE, seq_tokens);
-        const int ntok = max(0, t1 - t0);
-        const int ntiles = (ntok + 15) >> 4;
-        // This warp's tiles of the piece: local t is the piece's tile wfirst + t * wstride.
-        const int ntl = ntiles > wfirst ? (ntiles - wfirst + wstride - 1) / wstride : 0;
-        auto gtile = [&](int t) -> int { return wfirst + t * wstride; };
+    if (piece.n == 0) {  // an empty sequence: one item, nothing to read
+        if (warp == 0) write_empty(a, b, kvh, mt, lane);
+        cp_async_wait<0>();
+        return;
+    }
+    if (cached) {
+        cp_async_wait<0>();
+        __syncthreads();
+    }
+    const int seq_tokens = (piece.n - 1) * PAGE_SIZE + last_page_tokens(a.kv_last_page_len, b);
+    const int t0 = (e0 - s) * PAGE_SIZE;
+    const int t1 = min((e1 - s) * PAGE_SIZE, seq_tokens);
+    const int ntok = max(0, t1 - t0);
+    const int ntiles = (ntok + 15) >> 4;
+    // This warp's tiles of the piece: local t is the piece's tile wfirst + t * wstride.
+    const int ntl = ntiles > wfirst ? (ntiles - wfirst + wstride - 1) / wstride : 0;
+    auto gtile = [&](int t) -> int { return wfirst + t * wstride; };
 
+    constexpr int LPR = CHUNKS;          // lanes per row
+    constexpr int RPP = 32 / LPR;        // rows per pass
+    constexpr int PASSES = 16 / RPP;
+    const int chunk = lane % LPR;
+    // The page id of this lane's row `p` of a tile: from the shared copy of kv_indices, else a load.
+    auto page_of = [&](int tile, int p) -> int {
+        int tok = t0 + tile * 16 + lane / LPR + p * RPP;
+        int entry = s + tok / PAGE_SIZE;
+        if (tok >= t1) return 0;
+        int page = cached ? idx_cache[entry] : __ldg(a.kv_indices + entry);
+        return clamp_int(page, 0, a.num_pages - 1);
+    };
+    // Issue one 16-token tile of K and V rows (pages in pg) into a pipeline slot.
+    auto issue = [&](int tile, int slot, const int (&pg)[PASSES]) {
+#pragma unroll
+        for (int p = 0; p < PASSES; ++p) {
+            int row = lane / LPR + p * RPP;
+            int tok = t0 + tile * 16 + row;
+            size_t off = ((size_t)pg[p] * PAGE_SIZE + tok % PAGE_SIZE) * TOKEN_STRIDE +
+                         (size_t)kvh * HEAD_DIM + chunk * 8;
+            u32 so = slot * TILE_BYTES + swz(row, chunk);
+            cp_async16(ks_addr + so, a.k_cache + off, tok < t1);
+            cp_async16(vs_addr + so, a.v_cache + off, tok < t1);
+        }
+    };
+    // Without the shared copy, page ids travel NSTAGE-1 tiles ahead of the rows they locate, in
+    // the same cp.async groups, so no iteration waits on a plain load of kv_indices.
+    auto issue_ids = [&](int t) {
+        if (!cached && lane < 16) {
+            int tok = t0 + gtile(t) * 16 + lane;
+            bool valid = tok < t1;
+            cp_async4(ids_addr + ((t % NSTAGE) * 16 + lane) * 4, a.kv_indices + (valid ? s + tok / PAGE_SIZE : 0), valid);
+        }
+    };
+
+    {
+        // All prologue tiles' page ids in one round of loads, then their copies.
+        int pro[NSTAGE - 1][PASSES];
+#pragma unroll
+        for (int st = 0; st < NSTAGE - 1; ++st)
+#pragma unroll
+            for (int p = 0; p < PASSES; ++p) pro[st][p] = page_of(gtile(st), p);
+#pragma unroll
+        for (int st = 0; st < NSTAGE - 1; ++st) {
+            if (st < ntl) issue(gtile(st), st, pro[st]);
+            if (st + NSTAGE - 1 < ntl) issue_ids(st + NSTAGE - 1);
+            cp_async_commit();
+        }
+    }
+
+    // Q as the A operand: rows = query heads of this tile (zero past the group).
+    u32 qa[KSTEPS][4];
+    {
+        const bf16_raw* qb = a.q + ((size_t)b * (NUM_KV_HEADS * GROUP) + head0) * HEAD_DIM;
+        const bool r0 = g < rows_here, r1 = g + 8 < rows_here;
+#pragma unroll
+        for (int k = 0; k < KSTEPS; ++k) {
+            int c = k * 16 + t4 * 2;
+            qa[k][0] = r0 ? __ldg((const u32*)(qb + g * HEAD_DIM + c)) : 0u;
+            qa[k][1] = r1 ? __ldg((const u32*)(qb + (g + 8) * HEAD_DIM + c)) : 0u;
+            qa[k][2] = r0 ? __ldg((const u32*)(qb + g * HEAD_DIM + c + 8)) : 0u;
+            qa[k][3] = r1 ? __ldg((const u32*)(qb + (g + 8) * HEAD_DIM + c + 8)) : 0u;
+        }
+    }
+
+    float o[NTILES][4];
+#pragma unroll
+    for (int n = 0; n < NTILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.f, l1 = 0.f;
+
+    for (int t = 0; t < ntl; ++t) {
+        cp_async_wait<NSTAGE - 2>();
         __syncwarp();
-        // Page ids of the next tile to issue are loaded one tile ahead, so that their
-        // latency overlaps a tile's math instead of stalling the issue.
-        constexpr int LPR = CHUNKS;          // lanes per row
-        constexpr int RPP = 32 / LPR;        // rows per pass
-        constexpr int PASSES = 16 / RPP;
-        const int chunk = lane % LPR;
-        auto page_of = [&](int tile, int p) -> int {
-            int tok = t0 + tile * 16 + lane / LPR + p * RPP;
-            int entry = s + tok / PAGE_SIZE;
-            int rel = entry - e0;
-            int cached = __shfl_sync(0xffffffffu, unit_page, rel & 31);
-            int page = (rel >= 0 && rel < 32) ? cached : (tok < t1 ? __ldg(a.kv_indices + entry) : 0);
-            return tok < t1 ? clamp_int(page, 0, a.num_pages - 1) : 0;
-        };
-        // Issue one 16-token tile of K and V rows (pages in pg) into a pipeline slot.
-        auto issue = [&](int tile, int slot, const int (&pg)[PASSES]) {
-#pragma unroll
-            for (int p = 0; p < PASSES; ++p) {
-                int row = lane / LPR + p * RPP;
-                int tok = t0 + tile * 16 + row;
-                size_t off = ((size_t)pg[p] * PAGE_SIZE + tok % PAGE_SIZE) * TOKEN_STRIDE +
-                             (size_t)kvh * HEAD_DIM + chunk * 8;
-                u32 so = slot * TILE_BYTES + swz(row, chunk);
-                cp_async16(ks_addr + so, a.k_cache + off, tok < t1);
-                cp_async16(vs_addr + so, a.v_cache + off, tok < t1);
-            }
-        };
-        // Page ids travel NSTAGE-1 tiles ahead of the rows they locate, in the same cp.async
-        // groups, so no iteration waits on a plain load of kv_indices.
-        auto issue_ids = [&](int t) {
-            if (lane < 16) {
-                int tok = t0 + gtile(t) * 16 + lane;
-                bool valid = tok < t1;
-                cp_async4(ids_addr + ((t % NSTAGE) * 16 + lane) * 4, a.kv_indices + (valid ? s + tok / PAGE_SIZE : 0), valid);
-            }
-        };
-
         {
-            // All prologue tiles' page ids in one round of loads, then their copies.
-            int pro[NSTAGE - 1][PASSES];
+            int tn = t + NSTAGE - 1;
+            if (tn < ntl) {
+                int pg[PASSES];
 #pragma unroll
-            for (int st = 0; st < NSTAGE - 1; ++st)
-#pragma unroll
-                for (int p = 0; p < PASSES; ++p) pro[st][p] = page_of(gtile(st), p);
-#pragma unroll
-            for (int st = 0; st < NSTAGE - 1; ++st) {
-                if (st < ntl) issue(gtile(st), st, pro[st]);
-                if (st + NSTAGE - 1 < ntl) issue_ids(st + NSTAGE - 1);
-                cp_async_commit();
+                for (int p = 0; p < PASSES; ++p)
+                    pg[p] = cached ? page_of(gtile(tn), p)
+                                   : clamp_int(ids[(tn % NSTAGE) * 16 + lane / LPR + p * RPP], 0, a.num_pages - 1);
+                issue(gtile(tn), tn % NSTAGE, pg);
             }
+            if (tn + NSTAGE - 1 < ntl) issue_ids(tn + NSTAGE - 1);
+            cp_async_commit();
         }
+        const int slot = t % NSTAGE;
+        const u32 kt = ks_addr + slot * TILE_BYTES;
+        const u32 vt = vs_addr + slot * TILE_BYTES;
+        const int nvalid = min(16, ntok - gtile(t) * 16);
 
-        // Q as the A operand: rows = query heads of this tile (zero past the group).
-        u32 qa[KSTEPS][4];
+        float sc[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
         {
-            const bf16_raw* qb = a.q + ((size_t)b * (NUM_KV_HEADS * GROUP) + head0) * HEAD_DIM;
-            const bool r0 = g < rows_here, r1 = g + 8 < rows_here;
+            const int mi = lane >> 3, r8 = lane & 7;
+            const int row = (mi >> 1) * 8 + r8;
 #pragma unroll
             for (int k = 0; k < KSTEPS; ++k) {
-                int c = k * 16 + t4 * 2;
-                qa[k][0] = r0 ? __ldg((const u32*)(qb + g * HEAD_DIM + c)) : 0u;
-                qa[k][1] = r1 ? __ldg((const u32*)(qb + (g + 8) * HEAD_DIM + c)) : 0u;
-                qa[k][2] = r0 ? __ldg((const u32*)(qb + g * HEAD_DIM + c + 8)) : 0u;
-                qa[k][3] = r1 ? __ldg((const u32*)(qb + (g + 8) * HEAD_DIM + c + 8)) : 0u;
+                u32 b0, b1, b2, b3;
+                ldmatrix_x4(kt + swz(row, 2 * k + (mi & 1)), b0, b1, b2, b3);
+                mma_bf16(sc[0], qa[k], b0, b1);
+                mma_bf16(sc[1], qa[k], b2, b3);
             }
         }
-
-        float o[NTILES][4];
+        // Scale into base 2 and mask tokens past the piece.
+        float mx0 = NEG_INF, mx1 = NEG_INF;
 #pragma unroll
-        for (int n = 0; n < NTILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-        float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.f, l1 = 0.f;
-
-        for (int t = 0; t < ntl; ++t) {
-            cp_async_wait<NSTAGE - 2>();
-            __syncwarp();
-            {
-                int tn = t + NSTAGE - 1;
-                if (tn < ntl) {
-                    int pg[PASSES];
+        for (int n = 0; n < 2; ++n) {
 #pragma unroll
-                    for (int p = 0; p < PASSES; ++p)
-                        pg[p] = clamp_int(ids[(tn % NSTAGE) * 16 + lane / LPR + p * RPP], 0, a.num_pages - 1);
-                    issue(gtile(tn), tn % NSTAGE, pg);
-                }
-                if (tn + NSTAGE - 1 < ntl) issue_ids(tn + NSTAGE - 1);
-                cp_async_commit();
+            for (int c = 0; c < 4; ++c) {
+                int tok = n * 8 + t4 * 2 + (c & 1);
+                float x = tok < nvalid ? sc[n][c] * a.scale_log2 : NEG_INF;
+                sc[n][c] = x;
             }
-            const int slot = t % NSTAGE;
-            const u32 kt = ks_addr + slot * TILE_BYTES;
-            const u32 vt = vs_addr + slot * TILE_BYTES;
-            const int nvalid = min(16, ntok - gtile(t) * 16);
-
-            float sc[2][4];
+            mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
+            mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float mu0 = mn0 == NEG_INF ? 0.f : mn0, mu1 = mn1 == NEG_INF ? 0.f : mn1;
+        const float al0 = fast_exp2(m0 - mu0), al1 = fast_exp2(m1 - mu1);
+        m0 = mn0;
+        m1 = mn1;
+        float ps0 = 0.f, ps1 = 0.f;
 #pragma unroll
-            for (int n = 0; n < 2; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
-            {
-                const int mi = lane >> 3, r8 = lane & 7;
-                const int row = (mi >> 1) * 8 + r8;
+        for (int n = 0; n < 2; ++n) {
+            sc[n][0] = fast_exp2(sc[n][0] - mu0);
+            sc[n][1] = fast_exp2(sc[n][1] - mu0);
+            sc[n][2] = fast_exp2(sc[n][2] - mu1);
+            sc[n][3] = fast_exp2(sc[n][3] - mu1);
+            ps0 += sc[n][0] + sc[n][1];
+            ps1 += sc[n][2] + sc[n][3];
+        }
+        // Each lane keeps the sum over its own columns; the quad adds up at the end.
+        l0 = l0 * al0 + ps0;
+        l1 = l1 * al1 + ps1;
 #pragma unroll
-                for (int k = 0; k < KSTEPS; ++k) {
-                    u32 b0, b1, b2, b3;
-                    ldmatrix_x4(kt + swz(row, 2 * k + (mi & 1)), b0, b1, b2, b3);
-                    mma_bf16(sc[0], qa[k], b0, b1);
-                    mma_bf16(sc[1], qa[k], b2, b3);
-                }
-            }
-            // Scale into base 2 and mask tokens past the piece.
-            float mx0 = NEG_INF, mx1 = NEG_INF;
+        for (int n = 0; n < NTILES; ++n) {
+            o[n][0] *= al0;
+            o[n][1] *= al0;
+            o[n][2] *= al1;
+            o[n][3] *= al1;
+        }
+        u32 pa4[4];
+        pa4[0] = pack_bf16x2(sc[0][0], sc[0][1]);
+        pa4[1] = pack_bf16x2(sc[0][2], sc[0][3]);
+        pa4[2] = pack_bf16x2(sc[1][0], sc[1][1]);
+        pa4[3] = pack_bf16x2(sc[1][2], sc[1][3]);
+        {
+            const int mi = lane >> 3, r8 = lane & 7;
+            const int row = (mi & 1) * 8 + r8;
 #pragma unroll
-            for (int n = 0; n < 2; ++n) {
-#pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    int tok = n * 8 + t4 * 2 + (c & 1);
-                    float x = tok < nvalid ? sc[n][c] * a.scale_log2 : NEG_INF;
-                    sc[n][c] = x;
-                }
-                mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
-                mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
-            }
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-            const float mu0 = mn0 == NEG_INF ? 0.f : mn0, mu1 = mn1 == NEG_INF ? 0.f : mn1;
-            const float al0 = fast_exp2(m0 - mu0), al1 = fast_exp2(m1 - mu1);
-            m0 = mn0;
-            m1 = mn1;
-            float ps0 = 0.f, ps1 = 0.f;
-#pragma unroll
-            for (int n = 0; n < 2; ++n) {
-                sc[n][0] = fast_exp2(sc[n][0] - mu0);
-                sc[n][1] = fast_exp2(sc[n][1] - mu0);
-                sc[n][2] = fast_exp2(sc[n][2] - mu1);
-                sc[n][3] = fast_exp2(sc[n][3] - mu1);
-                ps0 += sc[n][0] + sc[n][1];
-                ps1 += sc[n][2] + sc[n][3];
-            }
-            // Each lane keeps the sum over its own columns; the quad adds up at the end.
-            l0 = l0 * al0 + ps0;
-            l1 = l1 * al1 + ps1;
-#pragma unroll
-            for (int n = 0; n < NTILES; ++n) {
-                o[n][0] *= al0;
-                o[n][1] *= al0;
-                o[n][2] *= al1;
-                o[n][3] *= al1;
-            }
-            u32 pa4[4];
-            pa4[0] = pack_bf16x2(sc[0][0], sc[0][1]);
-            pa4[1] = pack_bf16x2(sc[0][2], sc[0][3]);
-            pa4[2] = pack_bf16x2(sc[1][0], sc[1][1]);
-            pa4[3] = pack_bf16x2(sc[1][2], sc[1][3]);
-            {
-                const int mi = lane >> 3, r8 = lane & 7;
-                const int row = (mi & 1) * 8 + r8;
-#pragma unroll
-                for (int dp = 0; dp < NTILES / 2; ++dp) {
-                    u32 b0, b1, b2, b3;
-                    ldmatrix_x4_trans(vt + swz(row, 2 * dp + (mi >> 1)), b0, b1, b2, b3);
-                    mma_bf16(o[2 * dp], pa4, b0, b1);
-                    mma_bf16(o[2 * dp + 1], pa4, b2, b3);
-                }
+            for (int dp = 0; dp < NTILES / 2; ++dp) {
+                u32 b0, b1, b2, b3;
+                ldmatrix_x4_trans(vt + swz(row, 2 * dp + (mi >> 1)), b0, b1, b2, b3);
+                mma_bf16(o[2 * dp], pa4, b0, b1);
+                mma_bf16(o[2 * dp + 1], pa4, b2, b3);
             }
         }
+    }
 
-        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
-        State st;
+    State st;
 #pragma unroll
-        for (int n = 0; n < NTILES; ++n)
+    for (int n = 0; n < NTILES; ++n)
 #pragma unroll
-            for (int c = 0; c < 4; ++c) st.o[n][c] = o[n][c];
-        st.m0 = m0;
-        st.m1 = m1;
-        st.l0 = l0;
-        st.l1 = l1;
-        // Combine the warps' states in shared memory; warp 0 goes on with the result. Each warp
-        // writes into its own pipeline region, free now that its tiles are consumed.
-        __syncthreads();
-        store_state((float*)(smem_raw + warp * WARP_SMEM), st, lane);
-        __syncthreads();
-        if (warp == 0) st = combine_states([&](int i) { return (const float*)(smem_raw + i * WARP_SMEM); }, WARPS, lane);
-        __syncthreads();  // warp 0 has read every region; the next piece may overwrite them
-        if (warp != 0) continue;
+        for (int c = 0; c < 4; ++c) st.o[n][c] = o[n][c];
+    st.m0 = m0;
+    st.m1 = m1;
+    st.l0 = l0;
+    st.l1 = l1;
+    // Combine the warps' states in shared memory; warp 0 goes on with the result. Each warp
+    // writes into its own pipeline region, free now that its tiles are consumed.
+    __syncthreads();
+    store_state((float*)(smem_raw + warp * WARP_SMEM), st, lane);
+    __syncthreads();
+    if (warp == 0) st = combine_states([&](int i) { return (const float*)(smem_raw + i * WARP_SMEM); }, WARPS, lane);
 
-        const bool whole = s >= e0 && e <= e1;
-        if (whole) {
+    if (in_cluster) {
+        // The parts of a sequence in one cluster: rank 0 merges the others' states from their
+        // shared memory, which must outlive the reads, hence the second barrier.
+        __syncthreads();  // warp 0 has read every region; region 0 takes the combined state
+        if (warp == 0 && has_part) store_state((float*)smem_raw, st, lane);
+        if (nparts > 1) {
+            cluster_sync();
+            if (part == 0 && warp == 0) {
+                const float* mine = (const float*)smem_raw;
+                const State all = combine_states([&](int i) { return cluster_peer(mine, (u32)i); }, nparts, lane);
+                write_output(a, b, head0, rows_here, lane, all);
+            }
+            cluster_sync();
+        } else if (warp == 0) {
             write_output(a, b, head0, rows_here, lane, st);
-        } else if (in_cluster) {
-            // Region 0 is free after the warps' combine; the cluster merges after the loop.
-            store_state((float*)smem_raw, st, lane);
-        } else {
-            // Per sequence: one record per part. Fixed units: slot 0 holds the sequence that
-            // began before this unit, slot 1 the one that begins here and runs past it (at
-            // most one of each per unit).
-            auto record = [&](int i) -> float* {
-                if (per_sequence) return a.partial + ((size_t)(b * a.max_parts + i) * HY + hy) * REC_FLOATS;
-                const int u = s / C + i;
-                return a.partial + ((size_t)(u * 2 + (u == s / C ? 1 : 0)) * HY + hy) * REC_FLOATS;
-            };
-            float* rec = record(per_sequence ? part : unit - s / C);
-#pragma unroll
-            for (int n = 0; n < NTILES; ++n) {
-                int c = n * 8 + t4 * 2;
-                if (g < rows_here) __stcg((float2*)(rec + g * HEAD_DIM + c), make_float2(st.o[n][0], st.o[n][1]));
-                if (g + 8 < rows_here) __stcg((float2*)(rec + (g + 8) * HEAD_DIM + c), make_float2(st.o[n][2], st.o[n][3]));
-            }
-            if (t4 == 0) {
-                __stcg(rec + 16 * HEAD_DIM + g, st.m0);
-                __stcg(rec + 16 * HEAD_DIM + g + 8, st.m1);
-                __stcg(rec + 16 * HEAD_DIM + 16 + g, st.l0);
-                __stcg(rec + 16 * HEAD_DIM + 16 + g + 8, st.l1);
-            }
-            __threadfence();
+        }
+        return;
+    }
+    if (whole) {
+        if (warp == 0) write_output(a, b, head0, rows_here, lane, st);
+        return;
+    }
+    // A part: a ticket first. Every part but the last writes its record and publishes it; the last
+    // keeps its state on chip, waits until the others are published (they hold their tickets, so
+    // they are running and wait for nothing) and merges them all, without a record or a release of
+    // its own on the path.
+    auto record = [&](int i) -> float* { return a.partial + ((size_t)(piece.first + i) * HY + hy) * REC_FLOATS; };
+    float* own_rec = (float*)smem_raw;  // warp 0's region, free after the combine
+    if (warp == 0) {
+        int ticket = 0;
+        if (lane == 0) ticket = atomic_ticket(counter) & (PUBLISHED - 1);
+        const bool last = __shfl_sync(0xffffffffu, ticket, 0) == nparts - 1;
+        if (!last) {
+            write_record<true>(record(part), st, rows_here, lane);
             __syncwarp();
-            int arrived = 0;
-            int* counter = a.counters + (size_t)b * HY + hy;
-            if (lane == 0) arrived = atomicAdd(counter, 1);
-            arrived = __shfl_sync(0xffffffffu, arrived, 0);
-            const int npieces = per_sequence ? nparts : (e - 1) / C - s / C + 1;
-            if (arrived == npieces - 1) {
-                __threadfence();
-                merge_pieces(a, b, npieces, record, kvh, mt, lane, (float*)ks);
-                if (lane == 0) *counter = 0;  // ready for the next launch
+            if (lane == 0) publish(counter);
+        } else {
+            write_record<false>(own_rec, st, rows_here, lane);
+            if (lane == 0) {
+                while ((load_acquire(counter) >> 16) < nparts - 1) {
+                }
+                *counter = 0;  // every part has arrived and published: ready for the next launch
             }
         }
+        if (lane == 0) merge_here = last;
     }
-    // The parts of a sequence in one cluster: rank 0 merges the others' states from their
-    // shared memory, which must outlive the reads, hence the second barrier.
-    if (in_cluster && nparts > 1) {
-        cluster_sync();
-        if (part == 0 && warp == 0) {
-            const float* mine = (const float*)smem_raw;
-            const State st = combine_states([&](int i) { return cluster_peer(mine, (u32)i); }, nparts, lane);
-            write_output(a, seq, kvh * GROUP + mt * 16, min(16, GROUP - mt * 16), lane, st);
-        }
-        cluster_sync();
-    }
+    __syncthreads();
+    if (merge_here) merge_parts(a, b, nparts, part, own_rec, record, kvh, mt, warp, lane);
 }

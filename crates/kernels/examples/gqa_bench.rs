@@ -1,16 +1,22 @@
 //! Checks and times the native GQA paged-decode kernel on a GPU.
 //!
 //! `gqa_bench ptx DIR`   compile every definition's kernel with NVRTC and write the PTX (no GPU).
-//! `gqa_bench check`     every definition of ../shared on edge cases, and the 48 h32/kv4 workloads:
+//! `gqa_bench check`     every definition of ../shared on edge cases and on batches drawn by every
+//!                       length rule, and the 48 h32/kv4 workloads under each rule through a graph:
 //!                       fresh random inputs, poisoned outputs, every element against ki-runner's
 //!                       CPU reference (flashinfer_bench_eval atol=rtol=1e-2, relative L2 <= 1e-2).
-//! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096): graph replay after an L2
-//!                       flush and eager, median of many CUDA-event samples, per tuning variant.
-//! Options: --out DIR (logs), --samples N, --variants "auto,w4s3,w8s3" (auto = the variant set the runner
-//!          uses, chosen per call), --tpw "0,256,seq,fill:128" (schedules:
-//!          0 = automatic, N = fixed units of N tokens, seq = one whole sequence per CTA, fill:M = sequences
-//!          cut into parts of at least M tokens to fill one wave; parts:N/M = at most N parts of at least
-//!          M tokens; cluster:N/M = the same in clusters of N CTAs, merged in distributed shared memory), --only wl32,b128x4096 (time only these cases).
+//! `gqa_bench time`      h32/kv4 ps1 workloads (+ 16x8192, 128x4096) under each length rule: the
+//!                       per-call time inside one graph (N x (flush, call) minus N flushes, / N, the
+//!                       runner's protocol), and graph replay and eager after a flush, per variant.
+//! Options: --out DIR (logs), --samples N (replay and eager samples; 0 skips them), --pairs P and
+//!          --calls N (in-graph replay pairs and calls per graph), --variants "auto,w4s2,w8s3" (auto =
+//!          the variant set the runner uses, chosen per call), --tpw "0,whole,bal:512,cluster:4/128"
+//!          (schedules: 0 = automatic, whole = every sequence whole, bal:C = the balanced plan with
+//!          chunks of C tokens, cluster:N/M = clusters of N parts of at least M tokens), --rules
+//!          "uniform,realistic,lognormal,tail" (length rules of the page tables), --definition NAME
+//!          (time another definition's workload axes, e.g. gqa_paged_decode_h32_kv8_d128_ps1),
+//!          --only wl32,b128x4096 (time only these cases), --part I/N (check: every N-th definition
+//!          and workload from the I-th, for N processes side by side).
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +28,9 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
 use ki_kernels::{GqaConfig, GqaPagedDecode, GqaPointers, ProblemSize, Schedule, Tuning};
 use ki_runner::compare::{Tolerance, compare_values};
-use ki_runner::materialize::{standard_normal_bf16, synthesize_page_table};
+use ki_runner::materialize::{LengthRule, standard_normal_bf16, synthesize_page_table};
+
+const RULES: [LengthRule; 4] = LengthRule::ALL;
 use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
 
 /// `$KI_SHARED` (a copy of ../shared carried to the device machine) or ../shared.
@@ -91,15 +99,18 @@ fn case_from_lengths(label: &str, lengths: &[usize], page_size: usize, spread: u
     Case { label: label.into(), kv_indptr: indptr, kv_indices: pool, kv_last_page_len: last, num_pages }
 }
 
+/// A page table synthesized to (batch, num_pages, num_kv_indices) under a length rule, as the
+/// runner draws it.
 fn case_from_axes(
     label: &str,
-    batch: usize,
-    num_pages: usize,
-    num_kv_indices: usize,
+    rule: LengthRule,
+    axes: (usize, usize, usize),
     page_size: usize,
     seed: u64,
 ) -> Result<Case> {
-    let t = synthesize_page_table(batch, num_pages, num_kv_indices, page_size, seed).map_err(|e| anyhow!("{e}"))?;
+    let (batch, num_pages, num_kv_indices) = axes;
+    let t =
+        synthesize_page_table(rule, batch, num_pages, num_kv_indices, page_size, seed).map_err(|e| anyhow!("{e}"))?;
     Ok(Case {
         label: label.into(),
         kv_indptr: t.kv_indptr,
@@ -286,31 +297,29 @@ fn reference_for(
     gqa_paged_decode_reference(&shape, &inputs).map_err(|e| anyhow!("reference: {e}"))
 }
 
-/// A schedule spec (module docs) for one kernel and problem.
-fn schedule(spec: &str, kernel: &GqaPagedDecode, size: &ProblemSize) -> Result<Option<Schedule>> {
-    let bad = || anyhow!("--tpw `{spec}`: expected 0, seq, fill:M, parts:N/M, cluster:N/M or a token count");
+/// A schedule spec (module docs).
+fn schedule(spec: &str) -> Result<Option<Schedule>> {
+    let bad = || anyhow!("--tpw `{spec}`: expected 0, whole, bal:C or cluster:N/M");
     let number = |text: &str| text.parse::<u32>().map_err(|_| bad());
     Ok(Some(if spec == "0" {
         return Ok(None);
-    } else if spec == "seq" {
-        Schedule::PerSequence { max_parts: 1, min_part_tokens: 1 }
-    } else if let Some(m) = spec.strip_prefix("fill:") {
-        kernel.parts_to_fill(size, number(m)?)
-    } else if let Some((n, m)) = spec.strip_prefix("parts:").and_then(|rest| rest.split_once('/')) {
-        Schedule::PerSequence { max_parts: number(n)?, min_part_tokens: number(m)? }
+    } else if spec == "whole" {
+        Schedule::Balanced { chunk_tokens: u32::MAX }
+    } else if let Some(c) = spec.strip_prefix("bal:") {
+        Schedule::Balanced { chunk_tokens: number(c)? }
     } else if let Some((n, m)) = spec.strip_prefix("cluster:").and_then(|rest| rest.split_once('/')) {
         Schedule::Cluster { parts: number(n)?, min_part_tokens: number(m)? }
     } else {
-        Schedule::FixedUnits { unit_tokens: number(spec)? }
+        return Err(bad());
     }))
 }
 
-/// A short name for a schedule in the logs: `U<tokens>` fixed units, `P<parts>/<min tokens>` per
-/// sequence, `C<parts>/<min tokens>` in clusters.
+/// A short name for a schedule in the logs: `B<chunk tokens>` balanced (`Bwhole`), `C<parts>/<min
+/// tokens>` in clusters.
 fn plan_label(schedule: &Schedule) -> String {
     match schedule {
-        Schedule::FixedUnits { unit_tokens } => format!("U{unit_tokens}"),
-        Schedule::PerSequence { max_parts, min_part_tokens } => format!("P{max_parts}/{min_part_tokens}"),
+        Schedule::Balanced { chunk_tokens: u32::MAX } => "Bwhole".into(),
+        Schedule::Balanced { chunk_tokens } => format!("B{chunk_tokens}"),
         Schedule::Cluster { parts, min_part_tokens } => format!("C{parts}/{min_part_tokens}"),
     }
 }
@@ -349,9 +358,16 @@ fn parse_variants(spec: &str) -> Result<Vec<Variant>> {
 struct Opts {
     out: PathBuf,
     samples: usize,
+    pairs: usize,
+    calls: usize,
     variants: Vec<Variant>,
     tpw: Vec<String>,
+    rules: Vec<LengthRule>,
+    definition: String,
     only: Option<Vec<String>>,
+    /// `check` only: this process takes every `part.1`-th definition and workload from `part.0`, so
+    /// that several processes share the CPU-bound compiles and references.
+    part: (usize, usize),
 }
 
 fn log(out: &mut impl Write, line: &str) {
@@ -359,8 +375,9 @@ fn log(out: &mut impl Write, line: &str) {
     let _ = writeln!(out, "{line}");
 }
 
-/// Edge and coverage cases for one definition (lengths in tokens).
-fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
+/// Edge and coverage cases for one definition (lengths in tokens), and batches under each length
+/// rule (page tables as the runner synthesizes them).
+fn coverage_cases(config: &GqaConfig, seed: u64) -> Result<Vec<Case>> {
     let ps = config.page_size as usize;
     let mut rng = ki_runner::materialize::SplitMix64::new(seed);
     let mut mixed: Vec<usize> = (0..24).map(|_| rng.below(700) as usize).collect();
@@ -374,6 +391,19 @@ fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
         case_from_lengths("single_token", &[1], ps, 50, seed ^ 3),
         case_from_lengths("skew_1x5000_15x20", &[[5000].as_slice(), &[20; 15]].concat(), ps, 2, seed ^ 4),
     ];
+    // Under every length rule: a short batch (kv_indices copied to shared memory), a longer one,
+    // and fewer pages than sequences.
+    for rule in RULES {
+        for (batch, entries) in [(16usize, 1020usize / ps.min(16)), (64, 30_000 / ps), (7, 5)] {
+            cases.push(case_from_axes(
+                &format!("{rule}_{batch}x{entries}"),
+                rule,
+                (batch, entries + 64, entries),
+                ps,
+                seed ^ 7,
+            )?);
+        }
+    }
     if config.num_qo_heads == 32 && config.num_kv_heads == 4 {
         cases.push(case_from_lengths("batch1_131072", &[131072], ps, 2, seed ^ 5));
         cases.push(case_from_lengths(
@@ -383,9 +413,14 @@ fn coverage_cases(config: &GqaConfig, seed: u64) -> Vec<Case> {
             4,
             seed ^ 6,
         ));
+        cases.push(case_from_axes("tail_128x40000", LengthRule::Tail, (128, 40_100, 40_000), ps, seed ^ 8)?);
     }
-    cases
+    Ok(cases)
 }
+
+/// Schedules every check runs, besides the automatic one: whole sequences, chunks small enough
+/// for hundreds of parts per sequence (more than a warp's 32 in one merge), and clusters.
+const CHECK_SCHEDULES: [&str; 7] = ["0", "whole", "bal:16", "bal:48", "bal:256", "cluster:4/16", "cluster:8/64"];
 
 fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<bool> {
     let mut all_ok = true;
@@ -403,7 +438,7 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
     );
     let mut seed = 1000u64;
     let names = definition_names()?;
-    // Also a head_dim 64 configuration: the family's shapes allow it though ../shared has none.
+    // Also head_dim 64 configurations: the family's shapes allow them though ../shared has none.
     let mut configs: Vec<(String, GqaConfig)> =
         names.iter().map(|n| Ok((n.clone(), GqaConfig::from_definition_name(n)?))).collect::<Result<_>>()?;
     configs.push((
@@ -414,16 +449,23 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
         "synthetic_h40_kv2_d64_ps16".into(),
         GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
     ));
-    for (name, config) in &configs {
-        for case in coverage_cases(config, seed) {
+    configs.push((
+        "synthetic_h32_kv8_d64_ps64".into(),
+        GqaConfig { num_qo_heads: 32, num_kv_heads: 8, head_dim: 64, page_size: 64 },
+    ));
+    let (part, parts) = opts.part;
+    for (index, (name, config)) in configs.iter().enumerate() {
+        if index % parts != part {
+            continue;
+        }
+        for case in coverage_cases(config, seed)? {
             seed += 17;
             let mut dc = upload(stream, config, &case, seed, true)?;
             let reference = reference_for(config, &case, &dc)?;
             for variant in &opts.variants {
-                for tpw in ["0", "16", "48", "seq", "fill:16", "fill:64", "parts:12/16", "cluster:4/16", "cluster:8/64"]
-                {
+                for tpw in CHECK_SCHEDULES {
                     let base = get(*config, *variant)?;
-                    let kernel = base.rescheduled(schedule(tpw, &base, &dc.size)?);
+                    let kernel = base.rescheduled(schedule(tpw)?);
                     let ws = kernel.workspace(stream, &dc.size)?;
                     // Twice on the same workspace: the counters must come back to zero.
                     for rep in 0..2 {
@@ -452,38 +494,43 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
             }
         }
     }
-    // The 48 h32/kv4 workloads, index arrays synthesized to their axes, the first variant's own choices.
+    // The 48 h32/kv4 workloads under every rule, the first variant's own choices, through a graph.
     let config = GqaConfig::from_definition_name("gqa_paged_decode_h32_kv4_d128_ps1")?;
-    for (uuid, axes) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")? {
-        seed += 17;
-        let case = case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, seed)?;
-        let mut dc = upload(stream, &config, &case, seed, true)?;
-        let reference = reference_for(&config, &case, &dc)?;
-        let kernel = get(config, opts.variants[0])?;
-        let ws = kernel.workspace(stream, &dc.size)?;
-        poison(stream, &mut dc)?;
-        let p = pointers(&dc, stream);
-        // Through a captured graph, as the timing runs it.
-        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
-        let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
-        graph.launch()?;
-        let r = check_against_reference(stream, &config, &case, &dc, &reference)?;
-        all_ok &= r.pass;
-        log(
-            logf,
-            &format!(
-                "check | h32kv4ps1 workload | {uuid} b{} t{} | graph | auto | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
-                case.batch(),
-                case.kv_indices.len(),
-                r.pass,
-                r.out_l2,
-                r.out_max_abs,
-                r.lse_l2,
-                r.lse_max_abs,
-                r.mismatches
-            ),
-        );
+    for (r, rule) in RULES.into_iter().enumerate() {
+        for (w, (uuid, axes)) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")?.into_iter().enumerate() {
+            seed += 17;
+            if (r * 48 + w) % parts != part {
+                continue;
+            }
+            let axes = (axes["batch_size"], axes["num_pages"], axes["num_kv_indices"]);
+            let case = case_from_axes(&uuid, rule, axes, 1, seed)?;
+            let mut dc = upload(stream, &config, &case, seed, true)?;
+            let reference = reference_for(&config, &case, &dc)?;
+            let kernel = get(config, opts.variants[0])?;
+            let ws = kernel.workspace(stream, &dc.size)?;
+            poison(stream, &mut dc)?;
+            let p = pointers(&dc, stream);
+            stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+            unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+            let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
+            graph.launch()?;
+            let r = check_against_reference(stream, &config, &case, &dc, &reference)?;
+            all_ok &= r.pass;
+            log(
+                logf,
+                &format!(
+                    "check | h32kv4ps1 workload {rule} | {uuid} b{} t{} | graph | auto | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {}",
+                    case.batch(),
+                    case.kv_indices.len(),
+                    r.pass,
+                    r.out_l2,
+                    r.out_max_abs,
+                    r.lse_l2,
+                    r.lse_max_abs,
+                    r.mismatches
+                ),
+            );
+        }
     }
     Ok(all_ok)
 }
@@ -502,20 +549,26 @@ impl Timer {
         let mk = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Timer {
             flush,
-            starts: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?,
-            ends: (0..samples).map(|_| mk()).collect::<Result<_, _>>()?,
+            starts: (0..samples.max(1)).map(|_| mk()).collect::<Result<_, _>>()?,
+            ends: (0..samples.max(1)).map(|_| mk()).collect::<Result<_, _>>()?,
         })
     }
 
+    fn flush(&self, stream: &Arc<CudaStream>, salt: usize) -> Result<()> {
+        let (fp, _g) = self.flush.device_ptr(stream);
+        unsafe {
+            cudarc::driver::result::memset_d8_async(fp, (salt & 0xff) as u8, self.flush.len(), stream.cu_stream())?
+        };
+        Ok(())
+    }
+
     /// Median microseconds of `run` over the samples, flushing L2 before each.
-    fn median_us(&mut self, stream: &Arc<CudaStream>, mut run: impl FnMut() -> Result<()>) -> Result<(f64, f64, f64)> {
+    fn median_us(&mut self, stream: &Arc<CudaStream>, mut run: impl FnMut() -> Result<()>) -> Result<f64> {
         for _ in 0..5 {
             run()?;
         }
-        let (fp, _g) = self.flush.device_ptr(stream);
-        let n = self.flush.len();
         for i in 0..self.starts.len() {
-            unsafe { cudarc::driver::result::memset_d8_async(fp, (i & 0xff) as u8, n, stream.cu_stream())? };
+            self.flush(stream, i)?;
             self.starts[i].record(stream)?;
             run()?;
             self.ends[i].record(stream)?;
@@ -528,76 +581,180 @@ impl Timer {
             .map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64 * 1000.0))
             .collect::<Result<_, _>>()?;
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        Ok((v[v.len() / 2], v[v.len() / 10], v[v.len() * 9 / 10]))
+        Ok(v[v.len() / 2])
+    }
+
+    /// The runner's per-call figure: a graph of `calls` × (flush, launch) and one of the flushes
+    /// alone, replayed in `pairs` pairs; median of (t(both) − t(flushes)) ÷ calls, in µs.
+    fn in_graph_us(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        calls: usize,
+        pairs: usize,
+        mut launch: impl FnMut() -> Result<()>,
+    ) -> Result<f64> {
+        let capture = |body: &mut dyn FnMut() -> Result<()>| -> Result<cudarc::driver::CudaGraph> {
+            stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+            let r = body();
+            let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+            r?;
+            let graph = graph.ok_or_else(|| anyhow!("empty graph"))?;
+            graph.upload()?;
+            Ok(graph)
+        };
+        let both = capture(&mut || {
+            for i in 0..calls {
+                self.flush(stream, i)?;
+                launch()?;
+            }
+            Ok(())
+        })?;
+        let flushes = capture(&mut || {
+            for i in 0..calls {
+                self.flush(stream, i)?;
+            }
+            Ok(())
+        })?;
+        flushes.launch()?;
+        both.launch()?;
+        let mk = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        let marks: Vec<cudarc::driver::CudaEvent> = (0..3 * pairs).map(|_| mk()).collect::<Result<_, _>>()?;
+        for m in marks.chunks(3) {
+            m[0].record(stream)?;
+            flushes.launch()?;
+            m[1].record(stream)?;
+            both.launch()?;
+            m[2].record(stream)?;
+        }
+        stream.synchronize()?;
+        let mut v: Vec<f64> = marks
+            .chunks(3)
+            .map(|m| -> Result<f64> {
+                Ok((m[1].elapsed_ms(&m[2])? as f64 - m[0].elapsed_ms(&m[1])? as f64) * 1000.0 / calls as f64)
+            })
+            .collect::<Result<_>>()?;
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        Ok(v[v.len() / 2])
     }
 }
 
-fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<()> {
-    let config = GqaConfig::from_definition_name("gqa_paged_decode_h32_kv4_d128_ps1")?;
-    let mut timer = Timer::new(ctx, stream, opts.samples)?;
-    // Empty-kernel floor: the smallest launch of this kernel (batch 1, one token) by graph.
-    let mut work: Vec<(String, Case)> = Vec::new();
-    for (i, (uuid, axes)) in workload_axes("gqa_paged_decode_h32_kv4_d128_ps1.jsonl")?.into_iter().enumerate() {
-        let case =
-            case_from_axes(&uuid, axes["batch_size"], axes["num_pages"], axes["num_kv_indices"], 1, 7 + i as u64)?;
-        work.push((format!("wl{i:02}"), case));
+/// K and V for every timed case: one random block repeated to the largest case's pages (values do
+/// not change the kernel's time; zeros would).
+struct SharedCaches {
+    k: CudaSlice<u16>,
+    v: CudaSlice<u16>,
+}
+
+fn shared_caches(stream: &Arc<CudaStream>, elements: usize) -> Result<SharedCaches> {
+    let block = (1usize << 24).min(elements.max(1));
+    let k_block: Vec<u16> = bits(&standard_normal_bf16(0x4b, block));
+    let v_block: Vec<u16> = bits(&standard_normal_bf16(0x56, block));
+    let mut k = stream.alloc_zeros::<u16>(elements.max(1))?;
+    let mut v = stream.alloc_zeros::<u16>(elements.max(1))?;
+    let mut at = 0;
+    while at < elements {
+        let n = block.min(elements - at);
+        stream.memcpy_htod(&k_block[..n], &mut k.slice_mut(at..at + n))?;
+        stream.memcpy_htod(&v_block[..n], &mut v.slice_mut(at..at + n))?;
+        at += n;
     }
-    work.push(("b16x8192".into(), case_from_axes("b16x8192", 16, 16 * 8192, 16 * 8192, 1, 99)?));
-    work.push(("b128x4096".into(), case_from_axes("b128x4096", 128, 128 * 4096, 128 * 4096, 1, 98)?));
-    // The tokens of wl33 (16 sequences, 15,463 tokens), nearly all in one sequence.
-    work.push(("skew16".into(), case_from_lengths("skew16", &[[13_963].as_slice(), &[100; 15]].concat(), 1, 2, 97)));
+    Ok(SharedCaches { k, v })
+}
+
+fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf: &mut impl Write) -> Result<()> {
+    let config = GqaConfig::from_definition_name(&opts.definition)?;
+    let (hq, hkv, d) = (config.num_qo_heads as usize, config.num_kv_heads as usize, config.head_dim as usize);
+    let mut timer = Timer::new(ctx, stream, opts.samples)?;
+    let mut work: Vec<(String, LengthRule, Case)> = Vec::new();
+    for &rule in &opts.rules {
+        for (i, (uuid, axes)) in workload_axes(&format!("{}.jsonl", opts.definition))?.into_iter().enumerate() {
+            let axes = (axes["batch_size"], axes["num_pages"], axes["num_kv_indices"]);
+            work.push((format!("wl{i:02}"), rule, case_from_axes(&uuid, rule, axes, 1, 7 + i as u64)?));
+        }
+        work.push(("b16x8192".into(), rule, case_from_axes("b16x8192", rule, (16, 16 * 8192, 16 * 8192), 1, 99)?));
+        work.push(("b128x4096".into(), rule, case_from_axes("b128x4096", rule, (128, 1 << 19, 1 << 19), 1, 98)?));
+    }
     if let Some(only) = &opts.only {
-        work.retain(|(id, _)| only.contains(id));
+        work.retain(|(id, _, _)| only.contains(id));
     }
     log(
         logf,
-        "time | id | batch | tokens | MB_kv | floor_us | variant | tpw | plan | graph_med_us | graph_p10 | graph_p90 | eager_med_us | TB/s_graph",
+        "time | id | rule | batch | tokens | max_seq | MB_kv | variant | tpw | plan | items | ingraph_us | replay_us | eager_us | TB/s_ingraph",
     );
-    let kernel_variants = &opts.variants;
+    let max_pages = work.iter().map(|(_, _, c)| c.num_pages).max().unwrap_or(1);
+    let caches = shared_caches(stream, max_pages * hkv * d)?;
     let mut kernels = Vec::new();
     for variant in &opts.variants {
         kernels.push(build(ctx, config, variant)?);
     }
-    for (id, case) in &work {
-        let dc = upload(stream, &config, case, 5, false)?;
+    for (id, rule, case) in &work {
+        let batch = case.batch();
+        let q = stream.clone_htod(&bits(&standard_normal_bf16(5, (batch * hq * d).max(1))))?;
+        let indptr = stream.clone_htod(&case.kv_indptr)?;
+        let indices = stream.clone_htod(&if case.kv_indices.is_empty() { vec![0] } else { case.kv_indices.clone() })?;
+        let last = stream.clone_htod(&if case.kv_last_page_len.is_empty() {
+            vec![0]
+        } else {
+            case.kv_last_page_len.clone()
+        })?;
+        let out = stream.alloc_zeros::<u16>((batch * hq * d).max(1))?;
+        let lse = stream.alloc_zeros::<f32>((batch * hq).max(1))?;
+        let size = ProblemSize {
+            batch_size: batch as u32,
+            num_pages: case.num_pages as u32,
+            num_kv_indices: case.kv_indices.len() as u32,
+        };
+        let p = GqaPointers {
+            q: ptr(&q, stream),
+            k_cache: ptr(&caches.k, stream),
+            v_cache: ptr(&caches.v, stream),
+            kv_indptr: ptr(&indptr, stream),
+            kv_indices: ptr(&indices, stream),
+            kv_last_page_len: ptr(&last, stream),
+            output: ptr(&out, stream),
+            lse: ptr(&lse, stream),
+        };
         let tokens = case.tokens(1);
-        let kv_bytes = tokens as f64 * 4.0 * 128.0 * 2.0 * 2.0;
-        let min_bytes = kv_bytes + case.batch() as f64 * 32.0 * 128.0 * 2.0 * 2.0 + case.kv_indices.len() as f64 * 4.0;
-        // Floor: launch floor 3.2 µs (issue 8) or the bytes at the 4.41 TB/s gather rate.
-        let floor = (min_bytes / 4.41e12 * 1e6).max(3.2);
+        let longest = case.kv_indptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let kv_bytes = tokens as f64 * hkv as f64 * d as f64 * 2.0 * 2.0;
         for (vi, base) in kernels.iter().enumerate() {
             for tpw in &opts.tpw {
-                let kernel = base.rescheduled(schedule(tpw, base, &dc.size)?);
-                let plan = kernel.plan(&dc.size)?;
-                let ws = kernel.workspace(stream, &dc.size)?;
-                let p = pointers(&dc, stream);
-                stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-                unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
-                let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
-                graph.upload()?;
-                let (g, g10, g90) = timer.median_us(stream, || Ok(graph.launch()?))?;
-                let (e, _, _) = timer.median_us(stream, || {
-                    let _: () = unsafe { kernel.launch(stream, &p, dc.sm_scale, &dc.size, &ws)? };
+                let kernel = base.rescheduled(schedule(tpw)?);
+                let plan = match kernel.plan(&size) {
+                    Ok(plan) => plan,
+                    Err(e) => {
+                        log(logf, &format!("time | {id} | {rule} | skipped {tpw}: {e}"));
+                        continue;
+                    }
+                };
+                let ws = kernel.workspace(stream, &size)?;
+                let mut launch = || -> Result<()> {
+                    unsafe { kernel.launch(stream, &p, 1.0 / (d as f32).sqrt(), &size, &ws)? };
                     Ok(())
-                })?;
+                };
+                let in_graph = timer.in_graph_us(ctx, stream, opts.calls, opts.pairs, &mut launch)?;
+                let (replay, eager) = if opts.samples > 0 {
+                    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+                    launch()?;
+                    let graph =
+                        stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or_else(|| anyhow!("empty graph"))?;
+                    graph.upload()?;
+                    (timer.median_us(stream, || Ok(graph.launch()?))?, timer.median_us(stream, &mut launch)?)
+                } else {
+                    (f64::NAN, f64::NAN)
+                };
                 log(
                     logf,
                     &format!(
-                        "time | {id} | {} | {} | {:.1} | {:.2} | {} | {} | w{}s{} {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}",
-                        case.batch(),
-                        tokens,
+                        "time | {id} | {rule} | {batch} | {tokens} | {longest} | {:.1} | {} | {tpw} | w{}s{} {} | {} | {in_graph:.2} | {replay:.2} | {eager:.2} | {:.2}",
                         kv_bytes / 1e6,
-                        floor,
-                        variant_label(&kernel_variants[vi]),
-                        tpw,
+                        variant_label(&opts.variants[vi]),
                         plan.warps_per_cta,
                         plan.stages,
                         plan_label(&plan.schedule),
-                        g,
-                        g10,
-                        g90,
-                        e,
-                        kv_bytes / (g * 1e-6) / 1e12
+                        plan.items,
+                        kv_bytes / (in_graph * 1e-6) / 1e12
                     ),
                 );
             }
@@ -609,8 +766,18 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts =
-        Opts { out: PathBuf::from("."), samples: 100, variants: vec![None], tpw: vec!["0".into()], only: None };
+    let mut opts = Opts {
+        out: PathBuf::from("."),
+        samples: 100,
+        pairs: 20,
+        calls: 20,
+        variants: vec![None],
+        tpw: vec!["0".into()],
+        rules: RULES.to_vec(),
+        definition: "gqa_paged_decode_h32_kv4_d128_ps1".into(),
+        only: None,
+        part: (0, 1),
+    };
     let mut i = 2;
     let mut ptx_dir = None;
     while i < args.len() {
@@ -618,9 +785,25 @@ fn main() -> Result<()> {
         match args[i].as_str() {
             "--out" => opts.out = PathBuf::from(value()?),
             "--samples" => opts.samples = value()?.parse()?,
+            "--pairs" => opts.pairs = value()?.parse::<usize>()?.max(1),
+            "--calls" => opts.calls = value()?.parse::<usize>()?.max(1),
             "--variants" => opts.variants = parse_variants(&value()?)?,
             "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().to_string()).collect(),
+            "--rules" => {
+                opts.rules =
+                    value()?.split(',').map(|s| s.trim().parse().map_err(|e| anyhow!("{e}"))).collect::<Result<_>>()?
+            }
+            "--definition" => opts.definition = value()?,
             "--only" => opts.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
+            "--part" => {
+                let text = value()?;
+                let (i, n) = text.split_once('/').ok_or_else(|| anyhow!("--part {text}: expected I/N"))?;
+                let (i, n): (usize, usize) = (i.parse()?, n.parse()?);
+                if n == 0 || i >= n {
+                    bail!("--part {text}: expected 0 <= I < N");
+                }
+                opts.part = (i, n);
+            }
             other if mode == "ptx" && ptx_dir.is_none() => {
                 ptx_dir = Some(PathBuf::from(other));
                 i += 1;
@@ -629,6 +812,9 @@ fn main() -> Result<()> {
             other => bail!("unknown argument `{other}`"),
         }
         i += 2;
+    }
+    for tpw in &opts.tpw {
+        schedule(tpw)?;
     }
     if mode == "ptx" {
         let dir = ptx_dir.ok_or_else(|| anyhow!("ptx needs a directory"))?;
@@ -650,11 +836,20 @@ fn main() -> Result<()> {
                 }
             }
         }
-        let d64 = GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 };
-        std::fs::write(
-            dir.join("synthetic_h40_kv2_d64_ps16.ptx"),
-            ki_kernels::gqa_paged_decode::compile(&d64, &Tuning::default(), "compute_90", false)?.to_src(),
-        )?;
+        for (label, d64) in [
+            (
+                "synthetic_h40_kv2_d64_ps16",
+                GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+            ),
+            ("synthetic_h8_kv1_d64_ps1", GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 }),
+        ] {
+            for t in ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS {
+                std::fs::write(
+                    dir.join(format!("{label}_w{}s{}.ptx", t.warps_per_cta, t.stages)),
+                    ki_kernels::gqa_paged_decode::compile(&d64, &t, "compute_90", false)?.to_src(),
+                )?;
+            }
+        }
         println!("wrote PTX to {}", dir.display());
         return Ok(());
     }
@@ -668,20 +863,16 @@ fn main() -> Result<()> {
         ctx.name()?,
         ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
     );
-    let mut logf = std::fs::File::create(opts.out.join(format!("gqa_bench_{mode}.log")))?;
+    let suffix = if opts.part.1 > 1 { format!("_part{}", opts.part.0) } else { String::new() };
+    let mut logf = std::fs::File::create(opts.out.join(format!("gqa_bench_{mode}{suffix}.log")))?;
     match mode.as_str() {
         "check" => {
             let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
             log(&mut logf, &format!("check summary: all_correct={ok}"));
         }
         "time" => run_time(&ctx, &stream, &opts, &mut logf)?,
-        "all" => {
-            let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
-            log(&mut logf, &format!("check summary: all_correct={ok}"));
-            run_time(&ctx, &stream, &opts, &mut logf)?;
-        }
         _ => bail!(
-            "usage: gqa_bench ptx DIR | check | time | all [--out DIR] [--samples N] [--variants w4s3,...] [--tpw 0,16,...] [--only wl32,...]"
+            "usage: gqa_bench ptx DIR | check | time [--out DIR] [--samples N] [--pairs P] [--calls N] [--variants w4s2,...] [--tpw 0,whole,bal:512,...] [--rules uniform,...] [--definition NAME] [--only wl32,...]"
         ),
     }
     Ok(())

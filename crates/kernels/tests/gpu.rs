@@ -166,9 +166,12 @@ fn matches_the_reference_on_edge_cases() {
         return;
     };
     let h32kv4 = |ps| GqaConfig { num_qo_heads: 32, num_kv_heads: 4, head_dim: 128, page_size: ps };
-    let small = Tuning { schedule: Some(Schedule::FixedUnits { unit_tokens: 32 }), ..Tuning::default() };
-    let parts =
-        Tuning { schedule: Some(Schedule::PerSequence { max_parts: 5, min_part_tokens: 16 }), ..Tuning::default() };
+    // Chunks of 32 tokens: most sequences in many parts (over 32 for the longest, more than one
+    // merge round); chunks of 100: a few parts; and every sequence whole.
+    let small = Tuning { schedule: Some(Schedule::Balanced { chunk_tokens: 32 }), ..Tuning::default() };
+    let parts = Tuning { schedule: Some(Schedule::Balanced { chunk_tokens: 100 }), ..Tuning::default() };
+    let whole = Tuning { schedule: Some(Schedule::Balanced { chunk_tokens: u32::MAX }), ..Tuning::default() };
+    run_and_compare(&ctx, &stream, h32kv4(1), whole, &[64, 0, 1, 300, 0, 2000], 10);
     run_and_compare(&ctx, &stream, h32kv4(1), Tuning::default(), &[64, 0, 1, 300, 0], 11);
     run_and_compare(&ctx, &stream, h32kv4(1), small, &[64, 0, 1, 300, 0, 17, 33], 12);
     run_and_compare(&ctx, &stream, h32kv4(64), small, &[64, 0, 1, 300, 129, 65], 13);
@@ -190,7 +193,7 @@ fn matches_the_reference_on_edge_cases() {
         &[7, 200],
         17,
     );
-    // Sequences cut into parts on the device (fewer parts than max_parts when short).
+    // Sequences cut into parts on the device, the longest first.
     run_and_compare(&ctx, &stream, h32kv4(1), parts, &[64, 0, 1, 300, 0, 17, 33, 5000], 18);
     run_and_compare(&ctx, &stream, h32kv4(64), parts, &[64, 0, 1, 300, 129, 65, 2000], 19);
     run_and_compare(
@@ -217,6 +220,9 @@ fn matches_the_reference_on_edge_cases() {
             33,
         );
     }
+    // Many more items than one wave holds (the hardware runs them as slots free up).
+    let many: Vec<usize> = (0..300).map(|i| (i * 37) % 900).collect();
+    run_and_compare(&ctx, &stream, h32kv4(1), small, &many, 34);
     // The automatic choice: 4 warps for the seed's shape, 8 warps × 3 stages for 16 sequences of
     // ~1,000 tokens, parts for the long one of a skewed batch, and a cluster for one sequence.
     let seedlike: Vec<usize> = (0..16).map(|i| 40 + 5 * i).collect();

@@ -1,5 +1,6 @@
 //! The verification runner's records, as it wrote them on the H200 (bench/gqa-paged-decode/
-//! side-by-side: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads),
+//! realistic: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads, protocol
+//! kernelindex-rerun-v2 with realistic lengths),
 //! imported with `ki catalog import` into a fresh SQLite catalog: every run is Verified, the
 //! resolver and the run pages say so, and re-importing inserts nothing.
 
@@ -11,7 +12,7 @@ use common::{http, ki, start_server};
 use serde_json::Value;
 
 fn runner_rows() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode/side-by-side/catalog-rows.jsonl")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode/realistic/catalog-rows.jsonl")
 }
 
 fn run_ki(args: &[&str]) -> std::process::Output {
@@ -104,7 +105,7 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     let bundled = String::from_utf8(zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap()).unwrap();
     // The h32/kv4 and h32/kv8 runs, each line once (the two sessions share their source and projects).
     let mut expected: Vec<String> = Vec::new();
-    for file in [runner_rows(), runner_rows().parent().unwrap().join("../kv8/catalog-rows.jsonl")] {
+    for file in [runner_rows(), runner_rows().parent().unwrap().join("../kv8-realistic/catalog-rows.jsonl")] {
         for line in std::fs::read_to_string(file).unwrap().lines() {
             if !expected.iter().any(|held| held == line) {
                 expected.push(line.to_string());
@@ -114,7 +115,7 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     assert_eq!(
         bundled.lines().collect::<Vec<_>>(),
         expected,
-        "data/ holds exactly the runner's rows of bench/gqa-paged-decode/side-by-side and kv8"
+        "data/ holds exactly the runner's rows of bench/gqa-paged-decode/realistic and kv8-realistic"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -145,15 +146,71 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     assert!(page.contains("evidence: verified"));
 }
 
-/// Two runner sessions (h32/kv4 at 08:45, h32/kv8 at 08:49) import into one catalog: the rows both
+/// Two runner sessions (h32/kv4 and h32/kv8, 2026-12-01) import into one catalog: the rows both
 /// write (the rerun source, its projects) are the same rows, not conflicts.
 #[test]
 fn two_runner_sessions_import_into_one_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
-    let kv8 = runner_rows().parent().unwrap().join("../kv8/catalog-rows.jsonl");
+    let kv8 = runner_rows().parent().unwrap().join("../kv8-realistic/catalog-rows.jsonl");
     for file in [runner_rows(), kv8] {
         let output = run_ki(&["catalog", "import", file.to_str().unwrap(), "--database", &database]);
         assert!(output.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&output.stderr));
+    }
+}
+
+/// On every one of the 48 h32/kv4 workloads of the bundled runs (realistic lengths, per-call time),
+/// the native kernel is faster than both FlashInfer settings, and the resolver ranks it #1 Verified.
+#[test]
+fn the_native_kernel_is_first_verified_wherever_it_is_fastest() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let rows = runner_rows();
+    let import = run_ki(&["catalog", "import", rows.to_str().unwrap(), "--database", &database]);
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    let text = std::fs::read_to_string(&rows).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let implementations: std::collections::BTreeMap<String, String> = lines
+        .iter()
+        .filter(|l| l["table"] == "implementations")
+        .map(|l| (l["row"]["id"].as_str().unwrap().to_string(), l["row"]["title"].as_str().unwrap().to_string()))
+        .collect();
+    let workloads: Vec<&Value> = lines.iter().filter(|l| l["table"] == "workloads").map(|l| &l["row"]).collect();
+    assert_eq!(workloads.len(), 48);
+    for workload in workloads {
+        // The fastest run of this workload in the rows themselves.
+        let mut runs: Vec<(u64, &str)> = lines
+            .iter()
+            .filter(|l| l["table"] == "benchmark_runs" && l["row"]["workloadId"] == workload["id"])
+            .map(|l| {
+                let id = l["row"]["implementationId"].as_str().unwrap();
+                (l["row"]["primaryValue"].as_u64().unwrap(), implementations[id].as_str())
+            })
+            .collect();
+        runs.sort();
+        assert_eq!(runs.len(), 3);
+        assert_eq!(runs[0].1, "kernelindex-native", "{}: {runs:?}", workload["id"]);
+        // And the resolver's answer for its axes.
+        let axes = workload["manifest"]["spec"]["axes"].as_object().unwrap();
+        let mut args = vec![
+            "resolve".to_string(),
+            "--operation".into(),
+            "gqa_paged_decode_h32_kv4_d128_ps1".into(),
+            "--hardware".into(),
+            "NVIDIA H200".into(),
+            "--json".into(),
+            "--database".into(),
+            database.clone(),
+        ];
+        for (name, value) in axes {
+            args.extend(["--axis".to_string(), format!("{name}={value}")]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = run_ki(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let leader = &answer["cohorts"][0]["fastest"][0];
+        assert_eq!(leader["trust"], "verified", "{answer}");
+        assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{axes:?}: {answer}");
     }
 }

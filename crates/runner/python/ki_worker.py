@@ -1,23 +1,25 @@
-"""KernelIndex runner worker: runs a Python implementation under kernelindex-rerun-v1.
+"""KernelIndex runner worker: runs a Python implementation under kernelindex-rerun-v2.
 
-Started by the Rust runner (`ki run`), which embeds this file. It reads one JSON job per line on
-stdin and answers one JSON line per job on stdout; everything else it or the libraries print goes
-to stderr. The Rust side materializes inputs, compares outputs and writes records: this worker only
-loads inputs (safetensors), calls the implementation, writes outputs (safetensors) and timing
-samples back.
+Started by the Rust runner (`ki run`), which embeds this file and `ki_timing.py` beside it. It reads
+one JSON job per line on stdin and answers one JSON line per job on stdout; everything else it or
+the libraries print goes to stderr. The Rust side materializes inputs, compares outputs and writes
+records: this worker only loads inputs (safetensors), calls the implementation, writes outputs
+(safetensors) and timing samples back.
 
-Protocol for every timed iteration, identical to the Rust executor: a write of `flush_bytes`
-(> 2x L2) to a scratch buffer, then a start event, one call, an end event, all on one stream; the
-flush keeps the GPU busy while the host enqueues the call, so host launch latency is not counted.
-`warmups` untimed iterations (with the flush) come first. Beside the eager samples, the same loop
-replays a CUDA graph of one call.
+Timing is `ki_timing.py` (the protocol's one Python implementation), imported before any code under
+test so that its torch entry points are bound first. Per trial, after the checked first call:
+`latency_eager` samples (flush, events around one call), `latency_graph_replay` samples (a one-call
+graph replayed after a flush) and the published per-call samples: N x (flush, call) in one graph
+minus N flushes, / N, one sample per replay pair; a callable that cannot be captured is timed by
+CUPTI instead (its kernels per call, summed, flushes excluded).
 
 Job: {"implementation": "flashinfer" | "python:/path/to/file.py", "options": {...},
       "definition": {"name", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"},
       "input_names": [...], "trials": [{"inputs": path, "outputs": path}], "warmups", "iterations",
-      "flush_bytes", "graph": bool}
-Reply: {"ok": true, "trials": [{"eager_ns": [...], "graph_ns": [...] | null, "graph_error": str | null}],
-        "environment": {...}} or {"ok": false, "error": "..."}.
+      "calls_per_graph", "graph_pairs", "flush_bytes", "graph": bool}
+Reply: {"ok": true, "trials": [{"eager_ns": [...], "graph_ns": [...] | null, "in_graph_ns": [...] | null,
+        "cupti_ns": [...] | null, "graph_error": str | null}], "environment": {...}}
+       or {"ok": false, "error": "..."}.
 """
 
 import importlib.util
@@ -31,6 +33,8 @@ os.dup2(2, 1)  # library prints must not corrupt the reply stream
 sys.stdout = sys.stderr
 
 import torch  # noqa: E402
+
+import ki_timing  # noqa: E402  (before any code under test: it binds the torch entry points it uses)
 from safetensors.torch import load_file, save_file  # noqa: E402
 
 
@@ -111,30 +115,30 @@ class PythonFile:
         return dict(zip(self.output_names, result))
 
 
-def timed_loop(call, flush, warmups, iterations):
-    for _ in range(warmups):
-        flush()
-        call()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
-    for i in range(iterations):
-        flush()
-        starts[i].record()
-        call()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1e6 for s, e in zip(starts, ends)]
+def time_trial(call, flush, job):
+    """One trial's samples under kernelindex-rerun-v2 (module docs)."""
+    once = lambda _index: call()  # noqa: E731  (ki_timing hands each call its index)
+    timing = {"eager_ns": None, "graph_ns": None, "in_graph_ns": None, "cupti_ns": None, "graph_error": None}
+    timing["eager_ns"] = ki_timing.eager_samples(once, flush, job["warmups"], job["iterations"])
+    if job.get("graph", True):
+        try:
+            replay, graph = ki_timing.graph_replay_samples(once, flush, job["iterations"], warmups=job["warmups"])
+            del graph
+            in_graph = ki_timing.InGraph(once, flush, job["calls_per_graph"])
+            timing["in_graph_ns"] = in_graph.samples(job["graph_pairs"])
+            timing["graph_ns"] = replay
+            del in_graph
+        except Exception as error:  # a callable that cannot be captured is timed by CUPTI
+            timing["graph_error"] = f"{type(error).__name__}: {error}"
+            timing["graph_ns"] = timing["in_graph_ns"] = None
+            torch.cuda.synchronize()
+    if timing["in_graph_ns"] is None:
+        timing["cupti_ns"], _kernels = ki_timing.cupti_samples(once, flush, job["iterations"])
+    return timing
 
 
 def run_job(job):
-    device = torch.device("cuda")
-    flush_buffer = torch.empty(job["flush_bytes"], dtype=torch.uint8, device=device)
-    counter = [0]
-
-    def flush():
-        counter[0] = (counter[0] + 1) & 0xFF
-        flush_buffer.fill_(counter[0])
-
+    flush = ki_timing.L2Flush(job["flush_bytes"])
     results = []
     implementation = job["implementation"]
     for trial in job["trials"]:
@@ -149,24 +153,8 @@ def run_job(job):
         first = call()
         torch.cuda.synchronize()
         save_file({k: v.detach().contiguous().cpu() for k, v in first.items()}, trial["outputs"])
-        eager = timed_loop(call, flush, job["warmups"], job["iterations"])
-        graph_ns, graph_error = None, None
-        if job.get("graph", True):
-            try:
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(3):
-                        call()
-                torch.cuda.current_stream().wait_stream(side)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    call()
-                graph_ns = timed_loop(graph.replay, flush, job["warmups"], job["iterations"])
-            except Exception as error:  # an implementation that cannot be captured still has eager figures
-                graph_error = f"{type(error).__name__}: {error}"
-        results.append({"eager_ns": eager, "graph_ns": graph_ns, "graph_error": graph_error})
-        del call, inputs
+        results.append(time_trial(call, flush, job))
+        del call, inputs, first
     return results
 
 

@@ -12,10 +12,10 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::definition::Definition;
-use crate::execute::{Executor, PreparedTrial, WorkloadRun, prepare_trials, run_workload};
+use crate::execute::{Executor, InputPlan, PreparedTrial, WorkloadRun, prepare_trials, run_workload};
 use crate::gpu::{GpuImplementation, GpuSession, cuda_available};
-use crate::materialize::{WorkloadCase, materialize, read_workloads};
-use crate::protocol::TimingProtocol;
+use crate::materialize::{LengthRule, WorkloadCase, materialize, read_workloads, synthesizes_page_table};
+use crate::protocol::{InputRule, TimingProtocol};
 use crate::python::PythonWorker;
 use crate::records::{RecordWriter, SessionFacts};
 use crate::reference::run_definition_reference;
@@ -37,6 +37,10 @@ pub struct ReferenceArgs {
     /// Seed of materialized inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How a synthesized page table draws its sequence lengths: realistic, uniform, lognormal, tail
+    /// (crates/runner/src/materialize.rs).
+    #[arg(long, default_value_t = LengthRule::Realistic)]
+    pub lengths: LengthRule,
     /// Also write the materialized inputs here.
     #[arg(long)]
     pub save_inputs: Option<PathBuf>,
@@ -62,7 +66,8 @@ pub fn reference(args: ReferenceArgs) -> Result<ExitCode> {
                 .iter()
                 .find(|l| l.workload.uuid == uuid)
                 .with_context(|| format!("{}: no workload with uuid {uuid}", file.display()))?;
-            let inputs = materialize(&definition, &line.workload, args.seed, blob_root_of(file).as_deref())?;
+            let inputs =
+                materialize(&definition, &line.workload, args.seed, blob_root_of(file).as_deref(), args.lengths)?;
             if let Some(path) = &args.save_inputs {
                 inputs.write(path)?;
             }
@@ -111,6 +116,10 @@ pub struct RunArgs {
     /// Seed of the materialized inputs (trial t uses a seed derived from it).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How synthesized page tables draw their sequence lengths: realistic, uniform, lognormal, tail
+    /// (crates/runner/src/materialize.rs). Part of the protocol record, so of every comparison key.
+    #[arg(long, default_value_t = LengthRule::Realistic)]
+    pub lengths: LengthRule,
     /// Python interpreter for python implementations and the FlashInfer baseline.
     #[arg(long, default_value = "python3")]
     pub python: String,
@@ -222,10 +231,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         bail!("give --workloads [--workload UUID], --axis NAME=VALUE..., or --inputs with --outputs");
     };
+    let blob_root = args.workloads.as_deref().and_then(blob_root_of);
+    let input_rule = input_rule(&definition, &workloads, blob_root.as_deref(), args.lengths)?;
     if !cuda_available() {
         bail!("ki run needs a CUDA GPU: the CUDA driver library or device was not found");
     }
-    let protocol = TimingProtocol { trials: args.trials, ..TimingProtocol::RERUN_V1 };
+    let protocol = TimingProtocol { trials: args.trials, input_rule, ..TimingProtocol::RERUN_V2 };
     let session = GpuSession::open(0, protocol)?;
     let needs_python = choices.iter().any(|c| !matches!(c, ImplementationChoice::Native));
     let worker =
@@ -238,10 +249,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let facts = SessionFacts::read(&session, worker.as_ref().map(|w| w.borrow().environment.clone()))?;
     let calibration = session.calibrate(1 << 30)?;
     eprintln!(
-        "calibration: empty kernel {:.2} us eager / {:.2} us graph; copy bandwidth {:.0} GB/s",
+        "calibration: empty kernel {:.2} us eager / {:.2} us graph replay / {:.2} us per call in a graph; copy bandwidth {:.0} GB/s; protocol {}",
         calibration.empty_kernel_eager_ns / 1e3,
         calibration.empty_kernel_graph_ns / 1e3,
-        calibration.copy_bandwidth_bytes_per_s / 1e9
+        calibration.empty_kernel_in_graph_ns / 1e3,
+        calibration.copy_bandwidth_bytes_per_s / 1e9,
+        protocol.name()
     );
     let mut executors: Vec<Executor> = Vec::new();
     for choice in &choices {
@@ -270,21 +283,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&args.out)?;
     let scratch = tempfile::tempdir()?;
-    let blob_root = args.workloads.as_deref().and_then(blob_root_of);
     let mut writer =
         RecordWriter::new(&args.out, &definition, &protocol, &facts, &calibration, args.catalog.as_deref())?;
     let mut all_runs: Vec<WorkloadRun> = Vec::new();
     for (index, workload) in workloads.iter().enumerate() {
         let work_dir = scratch.path().join(format!("w{index}"));
-        let trials: Vec<PreparedTrial> = prepare_trials(
-            &definition,
-            workload,
-            args.seed,
-            args.trials,
-            blob_root.as_deref(),
-            &work_dir,
-            needs_python,
-        )?;
+        let plan =
+            InputPlan { seed: args.seed, trials: args.trials, blob_root: blob_root.as_deref(), lengths: args.lengths };
+        let trials: Vec<PreparedTrial> = prepare_trials(&definition, workload, &plan, &work_dir, needs_python)?;
         let runs =
             run_workload(&definition, workload, args.seed, &trials, &mut executors, &protocol, Some(&calibration));
         for run in &runs {
@@ -301,6 +307,29 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
+/// The protocol's input rule for a session: the length rule when the workloads' page tables are
+/// synthesized, `random` when they are all read from files. A session mixing both is refused, since
+/// one protocol record must say how every run's inputs were made.
+fn input_rule(
+    definition: &Definition,
+    workloads: &[WorkloadCase],
+    blob_root: Option<&Path>,
+    lengths: LengthRule,
+) -> Result<InputRule> {
+    let (synthesized, read): (Vec<&WorkloadCase>, Vec<&WorkloadCase>) =
+        workloads.iter().partition(|w| synthesizes_page_table(definition, w, blob_root));
+    match (synthesized.first(), read.first()) {
+        (Some(a), Some(b)) => bail!(
+            "workload {} synthesizes its page table (under --lengths {lengths}) while workload {} reads its own: \
+             run them in separate sessions, one protocol record each",
+            a.uuid,
+            b.uuid
+        ),
+        (Some(_), None) => Ok(InputRule::Lengths(lengths)),
+        _ => Ok(InputRule::Random),
+    }
+}
+
 fn print_run_line(index: usize, total: usize, run: &WorkloadRun) {
     let us = |s: &Option<crate::stats::SampleSummary>| {
         s.as_ref().map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3))
@@ -308,13 +337,14 @@ fn print_run_line(index: usize, total: usize, run: &WorkloadRun) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "[{}/{}] {} {} eager {} us graph {} us correct {}{}",
+        "[{}/{}] {} {} per call {} us replay {} us eager {} us correct {}{}",
         index + 1,
         total,
         run.workload_uuid,
         run.implementation,
-        us(&run.eager),
+        us(&run.per_call),
         us(&run.graph),
+        us(&run.eager),
         run.correct,
         run.error.as_deref().map(|e| format!(" ERROR {e}")).unwrap_or_default()
     );
@@ -349,8 +379,14 @@ fn run_once(
                 }
                 ImplementationChoice::Native => unreachable!(),
             };
-            let once =
-                TimingProtocol { warmup_iterations: 0, timed_iterations: 1, trials: 1, ..TimingProtocol::RERUN_V1 };
+            let once = TimingProtocol {
+                warmup_iterations: 0,
+                timed_iterations: 1,
+                trials: 1,
+                calls_per_graph: 1,
+                graph_pairs: 1,
+                ..TimingProtocol::RERUN_V2
+            };
             let files = crate::python::TrialFiles {
                 inputs: std::fs::canonicalize(inputs_path)?,
                 outputs: outputs_path.to_path_buf(),

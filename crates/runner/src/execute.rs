@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::compare::{OutputComparison, Tolerance, compare_tensors};
 use crate::definition::Definition;
 use crate::gpu::{Calibration, GpuImplementation, GpuSession, TrialTiming};
-use crate::materialize::{WorkloadCase, materialize, trial_seed};
-use crate::protocol::TimingProtocol;
+use crate::materialize::{LengthRule, WorkloadCase, materialize, trial_seed};
+use crate::protocol::{PerCallMethod, TimingProtocol};
 use crate::python::{PythonWorker, TrialFiles};
 use crate::reference::run_definition_reference;
 use crate::stats::{SampleSummary, summarize};
@@ -67,10 +67,14 @@ pub struct WorkloadRun {
     pub correct: bool,
     /// Per output, the worst over trials: largest errors, smallest matched ratio.
     pub worst: Vec<OutputComparison>,
+    /// The published figure (`latency`): per-call device time, in one graph or by CUPTI.
+    pub per_call: Option<SampleSummary>,
+    pub per_call_method: Option<PerCallMethod>,
     pub eager: Option<SampleSummary>,
     pub graph: Option<SampleSummary>,
     pub graph_error: Option<String>,
     pub minimum_bytes: u64,
+    pub per_call_percent_of_speed_of_light: Option<f64>,
     pub eager_percent_of_speed_of_light: Option<f64>,
     pub graph_percent_of_speed_of_light: Option<f64>,
     /// Set when the implementation failed to run; then there are no timings.
@@ -115,6 +119,20 @@ fn percent_of_speed_of_light(
 ) -> Option<f64> {
     let (summary, calibration) = (summary.as_ref()?, calibration?);
     Some(100.0 * bytes as f64 / (summary.median * 1e-9) / calibration.copy_bandwidth_bytes_per_s)
+}
+
+/// The per-call summary of a run and its method: in one graph when every trial was captured, else
+/// CUPTI when every trial has those samples, else none.
+fn per_call_of(records: &[TrialRecord]) -> (Option<SampleSummary>, Option<PerCallMethod>) {
+    let pick = |samples: fn(&TrialTiming) -> &Option<Vec<f64>>, method| {
+        let all: Option<Vec<&Vec<f64>>> = records.iter().map(|r| samples(&r.timing).as_ref()).collect();
+        let values: Vec<f64> = all?.into_iter().flatten().copied().collect();
+        (!values.is_empty()).then(|| (summarize(&values), method))
+    };
+    match pick(|t| &t.in_graph_ns, PerCallMethod::InGraph).or_else(|| pick(|t| &t.cupti_ns, PerCallMethod::Cupti)) {
+        Some((summary, method)) => (Some(summary), Some(method)),
+        None => (None, None),
+    }
 }
 
 /// Folds per-trial comparisons into the worst case per output.
@@ -162,22 +180,30 @@ pub struct PreparedTrial {
     pub files: TrialFiles,
 }
 
-/// Materializes `trials` fresh input sets (seeds derived from `seed`), computes their references and
-/// writes the inputs under `work_dir` for the Python worker.
+/// How a run's inputs are made: `trials` fresh sets, seeds derived from `seed`, blobs read from
+/// `blob_root`, synthesized page tables under `lengths`.
+#[derive(Clone, Copy, Debug)]
+pub struct InputPlan<'a> {
+    pub seed: u64,
+    pub trials: usize,
+    pub blob_root: Option<&'a Path>,
+    pub lengths: LengthRule,
+}
+
+/// Materializes the plan's input sets, computes their references and writes the inputs under
+/// `work_dir` for the Python worker.
 pub fn prepare_trials(
     definition: &Definition,
     workload: &WorkloadCase,
-    seed: u64,
-    trials: usize,
-    blob_root: Option<&Path>,
+    plan: &InputPlan<'_>,
     work_dir: &Path,
     write_files: bool,
 ) -> Result<Vec<PreparedTrial>> {
     std::fs::create_dir_all(work_dir).with_context(|| format!("creating {}", work_dir.display()))?;
-    (0..trials)
+    (0..plan.trials)
         .map(|t| {
-            let seed = trial_seed(seed, t);
-            let inputs = materialize(definition, workload, seed, blob_root)?;
+            let seed = trial_seed(plan.seed, t);
+            let inputs = materialize(definition, workload, seed, plan.blob_root, plan.lengths)?;
             let reference =
                 run_definition_reference(definition, &inputs, &format!("workload {} trial {t}", workload.uuid))?;
             let files = TrialFiles {
@@ -266,6 +292,7 @@ pub fn run_workload(
             let eager = (!eager_samples.is_empty()).then(|| summarize(&eager_samples));
             let graph = (!graph_samples.is_empty() && records.iter().all(|r| r.timing.graph_ns.is_some()))
                 .then(|| summarize(&graph_samples));
+            let (per_call, per_call_method) = per_call_of(&records);
             let correct = error.is_none()
                 && !records.is_empty()
                 && records.iter().all(|r| r.comparisons.iter().all(|c| c.flashinfer_bench_pass));
@@ -278,8 +305,11 @@ pub fn run_workload(
                 worst: worst_of(&records),
                 trials: records,
                 correct,
+                per_call_percent_of_speed_of_light: percent_of_speed_of_light(minimum_bytes, &per_call, calibration),
                 eager_percent_of_speed_of_light: percent_of_speed_of_light(minimum_bytes, &eager, calibration),
                 graph_percent_of_speed_of_light: percent_of_speed_of_light(minimum_bytes, &graph, calibration),
+                per_call,
+                per_call_method,
                 eager,
                 graph,
                 graph_error,

@@ -5,7 +5,7 @@
 //! A [`GpuSession`] owns one context and one non-blocking stream (graph capture needs one that is not
 //! the legacy default stream), the L2-flush buffer and two small NVRTC kernels (the flush and an
 //! empty kernel for calibration). Implementations plug in through [`GpuImplementation`]; the timing
-//! protocol `kernelindex-rerun-v1` is [`GpuSession::time_trial`].
+//! protocol `kernelindex-rerun-v2` (crates/runner/src/protocol.rs) is [`GpuSession::time_trial`].
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -70,19 +70,27 @@ pub struct Calibration {
     pub empty_kernel_eager_ns: f64,
     /// The same for a graph replay of one empty kernel (ns).
     pub empty_kernel_graph_ns: f64,
+    /// Per call of an empty kernel inside one captured graph (the protocol's statistic, ns): the
+    /// floor under every per-call figure.
+    pub empty_kernel_in_graph_ns: f64,
     /// Device-to-device copy bandwidth, bytes read plus bytes written per second (median of 20
     /// copies of `copy_bytes`).
     pub copy_bandwidth_bytes_per_s: f64,
     pub copy_bytes: usize,
 }
 
-/// Timing samples of one trial (ns), eager and graph replay.
-#[derive(Clone, Debug, Serialize)]
+/// Timing samples of one trial (ns): eager, one-call graph replay, and per call (in one graph, or
+/// by CUPTI for a Python callable that cannot be captured).
+#[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrialTiming {
     pub eager_ns: Vec<f64>,
     /// None when the implementation cannot be captured in a graph.
     pub graph_ns: Option<Vec<f64>>,
+    /// (t(N × (flush, call)) − t(N flushes)) ÷ N per replay pair; None when not capturable.
+    pub in_graph_ns: Option<Vec<f64>>,
+    /// CUPTI kernel time per call, summed (only where a graph could not be captured).
+    pub cupti_ns: Option<Vec<f64>>,
 }
 
 /// An implementation the executor can run. The ki binary adapts native kernels (crates/kernels) to
@@ -226,18 +234,65 @@ impl GpuSession {
         Ok(graph)
     }
 
-    /// One trial of `kernelindex-rerun-v1` for an implementation already `prepare`d on this trial's
-    /// inputs: warm-ups and timed eager calls, then the same over graph replays.
+    /// The protocol's per-call samples of `call`: a graph of N × (flush, call) and a graph of the N
+    /// flushes alone, replayed in pairs (flushes first); each pair gives
+    /// (t(calls) − t(flushes)) ÷ N.
+    fn per_call_in_graph(&self, call: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        let n = self.protocol.calls_per_graph.max(1);
+        let calls = self.capture(&mut || {
+            for _ in 0..n {
+                self.flush_l2()?;
+                call()?;
+            }
+            Ok(())
+        })?;
+        let flushes = self.capture(&mut || {
+            for _ in 0..n {
+                self.flush_l2()?;
+            }
+            Ok(())
+        })?;
+        flushes.launch()?;
+        calls.launch()?;
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let pairs = self.protocol.graph_pairs;
+        let marks: Vec<CudaEvent> = (0..3 * pairs).map(|_| self.context.new_event(flags)).collect::<Result<_, _>>()?;
+        for pair in marks.chunks(3) {
+            pair[0].record(&self.stream)?;
+            flushes.launch()?;
+            pair[1].record(&self.stream)?;
+            calls.launch()?;
+            pair[2].record(&self.stream)?;
+        }
+        self.stream.synchronize().context("synchronizing after the in-graph replays")?;
+        marks
+            .chunks(3)
+            .map(|pair| {
+                let flushes_ms = pair[0].elapsed_ms(&pair[1])? as f64;
+                let both_ms = pair[1].elapsed_ms(&pair[2])? as f64;
+                Ok((both_ms - flushes_ms) * 1e6 / n as f64)
+            })
+            .collect()
+    }
+
+    /// One trial of `kernelindex-rerun-v2` for an implementation already `prepare`d on this trial's
+    /// inputs: warm-ups and timed eager calls, the same over replays of a one-call graph, then the
+    /// per-call samples in one graph (the published figure).
     pub fn time_trial(&self, implementation: &mut dyn GpuImplementation) -> Result<TrialTiming> {
+        if !implementation.capturable() {
+            bail!(
+                "{}: {} times a callable per call inside one CUDA graph; this one cannot be captured (the Rust \
+                 executor has no CUPTI path)",
+                implementation.name(),
+                crate::protocol::PROTOCOL_VERSION
+            );
+        }
         let (warmups, iterations) = (self.protocol.warmup_iterations, self.protocol.timed_iterations);
         let eager_ns = self.timed_loop(warmups, iterations, &mut || implementation.launch(self))?;
-        let graph_ns = if implementation.capturable() {
-            let graph = self.capture(&mut || implementation.launch(self))?;
-            Some(self.timed_loop(warmups, iterations, &mut || Ok(graph.launch()?))?)
-        } else {
-            None
-        };
-        Ok(TrialTiming { eager_ns, graph_ns })
+        let graph = self.capture(&mut || implementation.launch(self))?;
+        let graph_ns = Some(self.timed_loop(warmups, iterations, &mut || Ok(graph.launch()?))?);
+        let in_graph_ns = Some(self.per_call_in_graph(&mut || implementation.launch(self))?);
+        Ok(TrialTiming { eager_ns, graph_ns, in_graph_ns, cupti_ns: None })
     }
 
     /// Calibration: empty-kernel time (eager and graph, after a flush) and device-to-device copy
@@ -251,6 +306,7 @@ impl GpuSession {
         let eager = self.timed_loop(10, 200, &mut empty)?;
         let graph = self.capture(&mut empty)?;
         let replay = self.timed_loop(10, 200, &mut || Ok(graph.launch()?))?;
+        let in_graph = self.per_call_in_graph(&mut empty)?;
         let source = self.stream.alloc_zeros::<u8>(copy_bytes)?;
         let mut destination = self.stream.alloc_zeros::<u8>(copy_bytes)?;
         let mut copy = || -> Result<()> { Ok(self.stream.memcpy_dtod(&source, &mut destination)?) };
@@ -258,6 +314,7 @@ impl GpuSession {
         Ok(Calibration {
             empty_kernel_eager_ns: median(&eager),
             empty_kernel_graph_ns: median(&replay),
+            empty_kernel_in_graph_ns: median(&in_graph),
             copy_bandwidth_bytes_per_s: 2.0 * copy_bytes as f64 / (median(&copy_ns) * 1e-9),
             copy_bytes,
         })

@@ -1,6 +1,7 @@
-//! The Python executor: starts the worker (`crates/runner/python/ki_worker.py`, embedded here), sends
-//! it jobs as JSON lines and reads back outputs (safetensors files) and timing samples. The worker
-//! runs the same protocol as the Rust executor; comparing and recording stay on the Rust side.
+//! The Python executor: starts the worker (`crates/runner/python/ki_worker.py`, embedded here with the
+//! timing module it imports, `ki_timing.py`), sends it jobs as JSON lines and reads back outputs
+//! (safetensors files) and timing samples. The worker runs the same protocol as the Rust executor;
+//! comparing and recording stay on the Rust side.
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -14,6 +15,8 @@ use crate::gpu::TrialTiming;
 use crate::protocol::TimingProtocol;
 
 pub const WORKER_SOURCE: &str = include_str!("../python/ki_worker.py");
+/// `kernelindex-rerun-v2` for Python callables; the worker imports it before any code under test.
+pub const TIMING_SOURCE: &str = include_str!("../python/ki_timing.py");
 
 pub struct PythonWorker {
     child: Child,
@@ -28,6 +31,8 @@ pub struct PythonWorker {
 struct TrialReply {
     eager_ns: Vec<f64>,
     graph_ns: Option<Vec<f64>>,
+    in_graph_ns: Option<Vec<f64>>,
+    cupti_ns: Option<Vec<f64>>,
     graph_error: Option<String>,
 }
 
@@ -44,6 +49,7 @@ impl PythonWorker {
         let script_dir = tempfile::tempdir()?;
         let script = script_dir.path().join("ki_worker.py");
         std::fs::write(&script, WORKER_SOURCE)?;
+        std::fs::write(script_dir.path().join("ki_timing.py"), TIMING_SOURCE)?;
         let mut command = Command::new(python);
         command.arg("-u").arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         for (k, v) in environment {
@@ -111,6 +117,8 @@ impl PythonWorker {
             "trials": trials.iter().map(|t| json!({"inputs": path(&t.inputs), "outputs": path(&t.outputs)})).collect::<Vec<_>>(),
             "warmups": protocol.warmup_iterations,
             "iterations": protocol.timed_iterations,
+            "calls_per_graph": protocol.calls_per_graph,
+            "graph_pairs": protocol.graph_pairs,
             "flush_bytes": flush_bytes,
             "graph": true,
         });
@@ -122,7 +130,15 @@ impl PythonWorker {
         }
         Ok(replies
             .into_iter()
-            .map(|r| (TrialTiming { eager_ns: r.eager_ns, graph_ns: r.graph_ns }, r.graph_error))
+            .map(|r| {
+                let timing = TrialTiming {
+                    eager_ns: r.eager_ns,
+                    graph_ns: r.graph_ns,
+                    in_graph_ns: r.in_graph_ns,
+                    cupti_ns: r.cupti_ns,
+                };
+                (timing, r.graph_error)
+            })
             .collect())
     }
 }

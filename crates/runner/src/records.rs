@@ -1,5 +1,5 @@
 //! Records of a runner session, as kernelindex.dev/v1alpha1 manifests: one BenchmarkProtocol
-//! (kernelindex-rerun-v1), one ExecutionEnvironment, an ImplementationRevision per implementation,
+//! (kernelindex-rerun-v2-<input rule>), one ExecutionEnvironment, an ImplementationRevision per implementation,
 //! the OperationSpec and WorkloadCases (reused verbatim from a catalog export when one is given, so
 //! the runs join the index's existing workloads), and a BenchmarkRun per implementation and workload
 //! with its raw samples as a digested artifact. Digests are `ki_model::identity::object_digest`.
@@ -22,7 +22,8 @@ use crate::definition::Definition;
 use crate::execute::WorkloadRun;
 use crate::gpu::{Calibration, GpuSession};
 use crate::materialize::WorkloadCase;
-use crate::protocol::{PROTOCOL_DESCRIPTION, PROTOCOL_NAME, TimingProtocol};
+use crate::protocol::PerCallMethod;
+use crate::protocol::{COMPARABILITY_FAMILY, PROTOCOL_VERSION, TIMER, TimingProtocol};
 use crate::stats::SampleSummary;
 
 const API_VERSION: &str = "kernelindex.dev/v1alpha1";
@@ -125,23 +126,26 @@ impl SessionFacts {
 }
 
 pub fn protocol_manifest(protocol: &TimingProtocol) -> Value {
-    let notes: String = PROTOCOL_DESCRIPTION.chars().take(1000).collect();
+    let notes: String = protocol.description().chars().take(1000).collect();
     json!({
         "apiVersion": API_VERSION,
         "kind": "BenchmarkProtocol",
-        "metadata": {"name": PROTOCOL_NAME, "title": "KernelIndex controlled re-run, protocol v1"},
+        "metadata": {
+            "name": protocol.name(),
+            "title": format!("KernelIndex controlled re-run, protocol v2, {} inputs", protocol.input_rule.name())
+        },
         "spec": {
-            "harness": {"name": "kernelindex-runner", "version": PROTOCOL_NAME, "repository": HARNESS_REPOSITORY},
+            "harness": {"name": "kernelindex-runner", "version": PROTOCOL_VERSION, "repository": HARNESS_REPOSITORY},
             "measurement": {
-                "timer": "device_events",
+                "timer": TIMER,
                 "synchronization": "stream_ordered",
                 "compileIncluded": false,
                 "setupIncluded": false,
                 "warmupIterations": protocol.warmup_iterations,
-                "measuredIterations": protocol.timed_iterations,
-                "samples": protocol.timed_iterations * protocol.trials,
-                "inputRegeneration": "per_trial",
-                "outlierPolicy": "none; L2 flushed (over 2x L2 written) before every iteration, outside the timed span",
+                "measuredIterations": protocol.calls_per_graph * protocol.graph_pairs,
+                "samples": protocol.per_call_samples(),
+                "inputRegeneration": protocol.input_regeneration(),
+                "outlierPolicy": "none; L2 flushed (over 2x L2 written) before every call, a graph of the flushes alone subtracted",
                 "primaryStatistic": "median"
             },
             "correctness": {
@@ -149,7 +153,7 @@ pub fn protocol_manifest(protocol: &TimingProtocol) -> Value {
                 "comparator": "flashinfer_bench_eval"
             },
             "devicePolicy": {"clocksLocked": false},
-            "comparability": {"family": "kernelindex_rerun_v1", "notes": notes}
+            "comparability": {"family": COMPARABILITY_FAMILY, "notes": notes}
         }
     })
 }
@@ -187,6 +191,7 @@ pub fn environment_manifest(facts: &SessionFacts, calibration: &Calibration) -> 
         }
     }
     label("empty_kernel_graph_ns", format!("{:.0}", calibration.empty_kernel_graph_ns));
+    label("empty_kernel_in_graph_ns", format!("{:.0}", calibration.empty_kernel_in_graph_ns));
     label("copy_bandwidth_gbps", format!("{:.1}", calibration.copy_bandwidth_bytes_per_s / 1e9));
     if let Some(kernel) = &facts.kernel {
         label("kernel", kernel.clone());
@@ -333,6 +338,22 @@ pub fn operation_manifest(definition: &Definition) -> Result<Value> {
     }))
 }
 
+/// Which method gave `latency`, and under which inputs, in words (the run record's description).
+fn run_description(run: &WorkloadRun, protocol: &TimingProtocol) -> String {
+    let method = match run.per_call_method {
+        Some(PerCallMethod::InGraph) => format!(
+            "latency is the per-call device time inside one captured CUDA graph ({} x (L2 flush, call) minus the {} \
+             flushes, / {}), the same value as latency_in_graph",
+            protocol.calls_per_graph, protocol.calls_per_graph, protocol.calls_per_graph
+        ),
+        Some(PerCallMethod::Cupti) => "latency is the CUPTI device time of the kernels one call launches, summed, the \
+                                       same value as latency_cupti (the callable could not be captured in a graph)"
+            .to_string(),
+        None => "no per-call latency: the run failed".to_string(),
+    };
+    format!("{method}; latency_eager and latency_graph_replay beside it. Inputs: {}.", protocol.input_regeneration())
+}
+
 fn ns(value: f64) -> Value {
     json!(value.max(0.0).round() as u64)
 }
@@ -446,7 +467,7 @@ impl RecordWriter {
         write_json(&root.join(format!("manifests/operation-{}.json", slug(&definition.name))), &operation)?;
         write_json(
             &root.join("session.json"),
-            &json!({"facts": facts, "calibration": calibration, "protocol": protocol, "protocolDescription": PROTOCOL_DESCRIPTION}),
+            &json!({"facts": facts, "calibration": calibration, "protocol": protocol, "protocolDescription": protocol.description()}),
         )?;
         Ok(RecordWriter {
             root: root.to_path_buf(),
@@ -520,7 +541,7 @@ impl RecordWriter {
             "implementation": run.implementation,
             "workload": run.workload_uuid,
             "unit": "ns",
-            "trials": run.trials.iter().map(|t| json!({"seed": t.seed, "eager": t.timing.eager_ns, "graphReplay": t.timing.graph_ns})).collect::<Vec<_>>()
+            "trials": run.trials.iter().map(|t| json!({"seed": t.seed, "eager": t.timing.eager_ns, "graphReplay": t.timing.graph_ns, "inGraphPerCall": t.timing.in_graph_ns, "cuptiPerCall": t.timing.cupti_ns})).collect::<Vec<_>>()
         });
         let samples_bytes = serde_json::to_vec(&samples)?;
         let samples_name = format!("samples/{}-{}.json", slug(&run.implementation), slug(&short));
@@ -553,22 +574,31 @@ impl RecordWriter {
                 "matchedRatio": matched
             });
         }
-        if let Some(eager) = &run.eager {
-            let mut sorted: Vec<f64> = run.trials.iter().flat_map(|t| t.timing.eager_ns.iter().copied()).collect();
+        if let (Some(per_call), Some(method)) = (&run.per_call, run.per_call_method) {
+            let mut sorted: Vec<f64> = run
+                .trials
+                .iter()
+                .flat_map(|t| match method {
+                    PerCallMethod::InGraph => t.timing.in_graph_ns.iter().flatten().copied(),
+                    PerCallMethod::Cupti => t.timing.cupti_ns.iter().flatten().copied(),
+                })
+                .collect();
             sorted.sort_by(f64::total_cmp);
             spec["timing"] = json!({
                 "primaryStatistic": "median",
-                "samples": eager.count,
-                "latencyNs": latency_block(eager, &sorted),
+                "samples": per_call.count,
+                "latencyNs": latency_block(per_call, &sorted),
                 "rawSamples": samples_ref
             });
-            let mut measurements = vec![
-                json!({"metric": "latency", "unit": "ns", "statistic": "median", "value": eager.median.round(), "sampleCount": eager.count}),
-            ];
-            if let Some(graph) = &run.graph {
-                measurements.push(json!({"metric": "latency_graph_replay", "unit": "ns", "statistic": "median", "value": graph.median.round(), "sampleCount": graph.count}));
+            let median = |metric: &str, s: &SampleSummary| json!({"metric": metric, "unit": "ns", "statistic": "median", "value": s.median.max(0.0).round(), "sampleCount": s.count});
+            let mut measurements = vec![median("latency", per_call), median(method.metric(), per_call)];
+            if let Some(eager) = &run.eager {
+                measurements.push(median("latency_eager", eager));
             }
-            if let Some(p) = run.eager_percent_of_speed_of_light {
+            if let Some(graph) = &run.graph {
+                measurements.push(median("latency_graph_replay", graph));
+            }
+            if let Some(p) = run.per_call_percent_of_speed_of_light {
                 measurements.push(json!({"metric": "speed_of_light", "unit": "percent", "statistic": "median", "value": (p * 100.0).round() / 100.0}));
             }
             spec["measurements"] = json!(measurements);
@@ -578,7 +608,12 @@ impl RecordWriter {
             "kind": "BenchmarkRun",
             "metadata": {
                 "name": slug(&format!("kernelindex-rerun-{}-{}", run.implementation, short)),
-                "title": format!("{} · {} · workload {}", run.implementation, run.definition, run.workload_uuid)
+                "title": format!("{} · {} · workload {}", run.implementation, run.definition, run.workload_uuid),
+                "description": run_description(run, &self.protocol),
+                "labels": {
+                    "latency_method": run.per_call_method.map_or("none", PerCallMethod::metric),
+                    "input_rule": self.protocol.input_rule.name()
+                }
             },
             "spec": spec
         });
@@ -700,7 +735,7 @@ impl RecordWriter {
             installable: run.implementation.starts_with("flashinfer"),
             license_expression: Some("Apache-2.0".to_string()),
             has_raw_evidence: true,
-            label: "kernelindex-rerun-v1".to_string(),
+            label: self.protocol.name().to_string(),
         };
         let run_row = BenchmarkRunRow::new(
             facts,
@@ -774,20 +809,18 @@ impl RecordWriter {
             self.facts.worker.as_ref().map_or("none".into(), |w| w.to_string()),
         ));
         md.push_str(&format!(
-            "Clocks at start: SM {} MHz, memory {} MHz (max SM {} MHz). Calibration: empty kernel {:.2} µs eager / {:.2} µs graph replay after a flush; device-to-device copy {:.0} GB/s (read + write).\n\n",
+            "Clocks at start: SM {} MHz, memory {} MHz (max SM {} MHz). Calibration: empty kernel {:.2} µs eager / {:.2} µs graph replay after a flush / {:.2} µs per call in one graph; device-to-device copy {:.0} GB/s (read + write).\n\n",
             smi.get("clocks.sm").map_or("?", String::as_str),
             smi.get("clocks.mem").map_or("?", String::as_str),
             smi.get("clocks.max.sm").map_or("?", String::as_str),
             self.calibration.empty_kernel_eager_ns / 1e3,
             self.calibration.empty_kernel_graph_ns / 1e3,
+            self.calibration.empty_kernel_in_graph_ns / 1e3,
             self.calibration.copy_bandwidth_bytes_per_s / 1e9
         ));
-        md.push_str(&format!(
-            "Protocol: {PROTOCOL_DESCRIPTION} Trials: {}.\n\nCommand:\n\n```\n{command}\n```\n\n",
-            self.protocol.trials
-        ));
-        md.push_str("Latencies in µs: median of all samples, [bootstrap 95% interval]; graph = CUDA-graph replay median; SOL = minimum bytes ÷ median ÷ measured copy bandwidth. Correct = every output of every trial passes flashinfer_bench_eval; rel L2 is the worst over outputs and trials.\n\n");
-        md.push_str("| # | workload | batch | tokens | implementation | median µs | 95% interval | graph µs | SOL % (eager / graph) | correct | rel L2 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str(&format!("Protocol: {}\n\nCommand:\n\n```\n{command}\n```\n\n", self.protocol.description()));
+        md.push_str("Latencies in µs: per call = the published `latency` (in one graph, or CUPTI where marked *), median of all samples with its [bootstrap 95% interval]; replay = a one-call graph replayed after a flush; eager = one call between events after a flush. SOL = minimum bytes ÷ per-call median ÷ measured copy bandwidth. Correct = every output of every trial passes flashinfer_bench_eval; rel L2 is the worst over outputs and trials.\n\n");
+        md.push_str("| # | workload | batch | tokens | implementation | per call µs | 95% interval | replay µs | eager µs | SOL % | correct | rel L2 |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         let mut by_workload: Vec<&str> = Vec::new();
         for run in runs {
             if !by_workload.contains(&run.workload_uuid.as_str()) {
@@ -797,22 +830,23 @@ impl RecordWriter {
             let us =
                 |s: &Option<SampleSummary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.2}", s.median / 1e3));
             let interval = run
-                .eager
+                .per_call
                 .as_ref()
                 .map_or("-".to_string(), |s| format!("[{:.2}, {:.2}]", s.ci95_low / 1e3, s.ci95_high / 1e3));
             let sol = |p: Option<f64>| p.map_or("-".to_string(), |p| format!("{p:.1}"));
             let l2 = run.worst.iter().map(|c| c.relative_l2_error).fold(0.0, f64::max);
             md.push_str(&format!(
-                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.2e} |\n",
+                "| {n} | {} | {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {:.2e} |\n",
                 run.workload_uuid.split('-').next().unwrap_or(""),
                 run.axes.get("batch_size").copied().unwrap_or(0),
                 run.axes.get("num_kv_indices").copied().unwrap_or(0),
                 run.implementation,
-                us(&run.eager),
+                us(&run.per_call),
+                if run.per_call_method == Some(PerCallMethod::Cupti) { "*" } else { "" },
                 interval,
                 us(&run.graph),
-                sol(run.eager_percent_of_speed_of_light),
-                sol(run.graph_percent_of_speed_of_light),
+                us(&run.eager),
+                sol(run.per_call_percent_of_speed_of_light),
                 if run.error.is_some() {
                     "error"
                 } else if run.correct {
@@ -826,20 +860,23 @@ impl RecordWriter {
         let mut labels: Vec<&str> = runs.iter().map(|r| r.implementation.as_str()).collect();
         labels.sort();
         labels.dedup();
-        md.push_str("\n## Summary\n\n| implementation | workloads | all correct | geomean median µs | geomean graph µs |\n|---|---|---|---|---|\n");
+        md.push_str("\n## Summary\n\n| implementation | workloads | all correct | geomean per call µs | geomean replay µs | geomean eager µs |\n|---|---|---|---|---|---|\n");
         for label in labels {
             let mine: Vec<&WorkloadRun> = runs.iter().filter(|r| r.implementation == label).collect();
-            let eager: Vec<f64> = mine.iter().filter_map(|r| r.eager.as_ref().map(|s| s.median / 1e3)).collect();
-            let graph: Vec<f64> = mine.iter().filter_map(|r| r.graph.as_ref().map(|s| s.median / 1e3)).collect();
+            let medians = |pick: fn(&WorkloadRun) -> &Option<SampleSummary>| -> Vec<f64> {
+                mine.iter().filter_map(|r| pick(r).as_ref().map(|s| s.median / 1e3)).collect()
+            };
+            let (per_call, graph, eager) = (medians(|r| &r.per_call), medians(|r| &r.graph), medians(|r| &r.eager));
             let geomean = |v: &[f64]| {
                 if v.is_empty() { "-".to_string() } else { format!("{:.2}", crate::stats::geometric_mean(v)) }
             };
             md.push_str(&format!(
-                "| {label} | {} | {} | {} | {} |\n",
+                "| {label} | {} | {} | {} | {} | {} |\n",
                 mine.len(),
                 mine.iter().all(|r| r.correct),
-                geomean(&eager),
-                geomean(&graph)
+                geomean(&per_call),
+                geomean(&graph),
+                geomean(&eager)
             ));
         }
         std::fs::write(self.root.join("results.md"), md)?;

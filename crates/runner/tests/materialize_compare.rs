@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use ki_runner::compare::{Tolerance, compare_values, flashinfer_bench_eval, relative_l2_error, sol_execbench_eval};
 use ki_runner::definition::Definition;
 use ki_runner::materialize::{
-    SplitMix64, WorkloadCase, materialize, read_workloads, standard_normal_f32, synthesize_page_table, trial_seed,
+    LengthRule, SplitMix64, WorkloadCase, materialize, read_workloads, standard_normal_f32, synthesize_page_table,
+    trial_seed,
 };
 use ki_runner::stats::{bootstrap_median_ci95, median, quantile_sorted, summarize};
 use ki_runner::tensor::TensorSet;
@@ -55,6 +56,7 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
         // the page tables of all.
         if w.axes["num_pages"] > 3000 {
             let t = synthesize_page_table(
+                LengthRule::Uniform,
                 w.axes["batch_size"] as usize,
                 w.axes["num_pages"] as usize,
                 w.axes["num_kv_indices"] as usize,
@@ -70,7 +72,9 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
             assert!(t.kv_indices.iter().all(|&p| (p as i64) < w.axes["num_pages"]));
             continue;
         }
-        let inputs = materialize(&definition, w, 5, Some(&shared().join("flashinfer-trace-samples"))).unwrap();
+        let inputs =
+            materialize(&definition, w, 5, Some(&shared().join("flashinfer-trace-samples")), LengthRule::Uniform)
+                .unwrap();
         let indptr = inputs.get("kv_indptr").unwrap().to_i32().unwrap();
         let indices = inputs.get("kv_indices").unwrap().to_i32().unwrap();
         assert_eq!(indptr.len() as i64, w.axes["batch_size"] + 1);
@@ -86,9 +90,9 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
     }
     // Same seed, same bytes; another seed (or trial), other bytes.
     let w = &lines[32].workload;
-    let a = materialize(&definition, w, 5, None).unwrap();
-    let b = materialize(&definition, w, 5, None).unwrap();
-    let c = materialize(&definition, w, trial_seed(5, 1), None).unwrap();
+    let a = materialize(&definition, w, 5, None, LengthRule::Realistic).unwrap();
+    let b = materialize(&definition, w, 5, None, LengthRule::Realistic).unwrap();
+    let c = materialize(&definition, w, trial_seed(5, 1), None, LengthRule::Realistic).unwrap();
     assert_eq!(a, b);
     assert_ne!(a.get("q"), c.get("q"));
     assert_ne!(a.get("kv_indices"), c.get("kv_indices"));
@@ -101,13 +105,13 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
 
 #[test]
 fn page_table_synthesizer_page_size_64() {
-    let table = synthesize_page_table(5, 40, 23, 64, 9).unwrap();
+    let table = synthesize_page_table(LengthRule::Uniform, 5, 40, 23, 64, 9).unwrap();
     assert_eq!(table.kv_indptr, vec![0, 5, 10, 15, 19, 23]);
     assert!(table.kv_last_page_len.iter().all(|&l| (1..=64).contains(&l)));
-    let table = synthesize_page_table(4, 10, 2, 64, 9).unwrap();
+    let table = synthesize_page_table(LengthRule::Uniform, 4, 10, 2, 64, 9).unwrap();
     assert_eq!(table.kv_indptr, vec![0, 1, 2, 2, 2]);
     assert_eq!(&table.kv_last_page_len[2..], &[0, 0]);
-    let err = synthesize_page_table(2, 5, 6, 1, 0).unwrap_err();
+    let err = synthesize_page_table(LengthRule::Uniform, 2, 5, 6, 1, 0).unwrap_err();
     assert!(err.0.contains("num_kv_indices 6 > num_pages 5"), "{}", err.0);
 }
 

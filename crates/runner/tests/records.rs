@@ -8,8 +8,9 @@ use ki_runner::compare::{Tolerance, compare_values};
 use ki_runner::definition::Definition;
 use ki_runner::execute::{TrialRecord, WorkloadRun};
 use ki_runner::gpu::{Calibration, DeviceProperties, TrialTiming};
+use ki_runner::materialize::LengthRule;
 use ki_runner::materialize::read_workloads;
-use ki_runner::protocol::TimingProtocol;
+use ki_runner::protocol::{InputRule, PerCallMethod, TimingProtocol};
 use ki_runner::records::{RecordWriter, SessionFacts, utc_from_unix};
 use ki_runner::stats::summarize;
 use serde_json::Value;
@@ -55,10 +56,11 @@ fn session_records_validate_and_import_as_verified_rows() {
     let workload = read_workloads(&workloads_file).unwrap().remove(32).workload;
     let catalog = shared().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
     let dir = tempfile::tempdir().unwrap();
-    let protocol = TimingProtocol::RERUN_V1;
+    let protocol = TimingProtocol::RERUN_V2;
     let calibration = Calibration {
         empty_kernel_eager_ns: 2100.0,
         empty_kernel_graph_ns: 3200.0,
+        empty_kernel_in_graph_ns: 1400.0,
         copy_bandwidth_bytes_per_s: 4.3e12,
         copy_bytes: 1 << 30,
     };
@@ -66,12 +68,19 @@ fn session_records_validate_and_import_as_verified_rows() {
         RecordWriter::new(dir.path(), &definition, &protocol, &facts(), &calibration, Some(&catalog)).unwrap();
 
     let samples: Vec<f64> = (0..200).map(|i| 12_000.0 + (i % 17) as f64 * 10.0).collect();
+    // The published figure is the per-call one, which differs from the eager and replay samples.
+    let per_call: Vec<f64> = (0..90).map(|i| 8_000.0 + (i % 7) as f64 * 10.0).collect();
     let comparison = compare_values("output", &[1.0, 2.0], &[1.0, 2.001], Tolerance::FLASHINFER_BENCH_DEFAULT).unwrap();
     let trial = TrialRecord {
         seed: 1,
         comparisons: vec![comparison.clone()],
         repeat_identical: None,
-        timing: TrialTiming { eager_ns: samples.clone(), graph_ns: Some(samples.clone()) },
+        timing: TrialTiming {
+            eager_ns: samples.clone(),
+            graph_ns: Some(samples.clone()),
+            in_graph_ns: Some(per_call.clone()),
+            cupti_ns: None,
+        },
     };
     let run = WorkloadRun {
         implementation: "flashinfer-tc".into(),
@@ -82,10 +91,13 @@ fn session_records_validate_and_import_as_verified_rows() {
         trials: vec![trial],
         correct: true,
         worst: vec![comparison],
+        per_call: Some(summarize(&per_call)),
+        per_call_method: Some(PerCallMethod::InGraph),
         eager: Some(summarize(&samples)),
         graph: Some(summarize(&samples)),
         graph_error: None,
         minimum_bytes: 1_000_000,
+        per_call_percent_of_speed_of_light: Some(2.9),
         eager_percent_of_speed_of_light: Some(1.9),
         graph_percent_of_speed_of_light: Some(1.9),
         error: None,
@@ -112,11 +124,42 @@ fn session_records_validate_and_import_as_verified_rows() {
     let run_row = rows.iter().find(|l| l.table == "benchmark_runs").unwrap();
     assert_eq!(run_row.row["reproducedByKernelindex"], true);
     assert_eq!(run_row.row["primaryMetric"], "latency");
-    assert_eq!(run_row.row["primaryValue"], serde_json::json!(summarize(&samples).median.round() as u64));
+    assert_eq!(run_row.row["primaryValue"], serde_json::json!(summarize(&per_call).median.round() as u64));
+    assert_eq!(run_row.row["sampleCount"], 90);
+    // The measurements name the method and keep eager and replay beside it.
+    let measurements = run_manifest["spec"]["measurements"].as_array().unwrap();
+    let value = |metric: &str| measurements.iter().find(|m| m["metric"] == metric).map(|m| m["value"].clone());
+    let per_call_median = serde_json::json!(summarize(&per_call).median.round());
+    assert_eq!(value("latency"), Some(per_call_median.clone()));
+    assert_eq!(value("latency_in_graph"), Some(per_call_median));
+    assert_eq!(value("latency_eager"), Some(serde_json::json!(summarize(&samples).median.round())));
+    assert!(value("latency_graph_replay").is_some() && value("speed_of_light") == Some(serde_json::json!(2.9)));
+    assert_eq!(run_manifest["metadata"]["labels"]["latency_method"], "latency_in_graph");
+    assert_eq!(run_manifest["metadata"]["labels"]["input_rule"], "realistic");
+    // The protocol record carries the rule, so a run under another rule has another comparison key.
+    let protocol_manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("manifests/benchmark-protocol.json")).unwrap())
+            .unwrap();
+    assert_eq!(protocol_manifest["metadata"]["name"], "kernelindex-rerun-v2-realistic");
+    assert_eq!(protocol_manifest["spec"]["harness"]["version"], "kernelindex-rerun-v2");
+    assert_eq!(protocol_manifest["spec"]["measurement"]["timer"], "cuda_graph_per_call");
+    assert_eq!(protocol_manifest["spec"]["measurement"]["inputRegeneration"], "per_trial_realistic");
+    assert_eq!(protocol_manifest["spec"]["comparability"]["family"], "kernelindex_rerun_v2");
+    let uniform = TimingProtocol { input_rule: InputRule::Lengths(LengthRule::Uniform), ..protocol };
+    let keys = |p: &TimingProtocol| {
+        let protocol = ki_runner::records::protocol_manifest(p);
+        let environment: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("manifests/execution-environment.json")).unwrap(),
+        )
+        .unwrap();
+        let workload = rows.iter().find(|l| l.table == "workloads").unwrap().row["manifest"].clone();
+        ki_model::identity::benchmark_run_keys(&run_manifest, &protocol, &environment, &workload).unwrap()
+    };
+    assert_ne!(keys(&protocol).comparison_key, keys(&uniform).comparison_key);
     let report = ki_model::verify::verify_export(&rows);
     assert!(report.is_clean(), "{:?}", report.first_mismatch());
     let results = std::fs::read_to_string(dir.path().join("results.md")).unwrap();
-    assert!(results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc |"), "{results}");
+    assert!(results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc | 8.03 |"), "{results}");
 }
 
 /// The committed H200 baseline (bench/runner/manifests): every manifest validates, every run names
@@ -157,4 +200,59 @@ fn committed_baseline_records_are_consistent() {
     let run_rows: Vec<_> = rows.iter().filter(|l| l.table == "benchmark_runs").collect();
     assert_eq!(run_rows.len(), 96);
     assert!(run_rows.iter().all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true));
+}
+
+/// The protocol-v2 records of the final runs (bench/gqa-paged-decode/<rule>/): every manifest
+/// validates, every run's protocol names its folder's input rule and the per-call timer, `latency`
+/// is the per-call figure with its method beside it, every raw-samples artifact matches its digest,
+/// and the native kernel's revision is the digest of the kernel and launcher in this tree (so the
+/// records name the code that is here; re-run them when the kernel changes).
+#[test]
+fn committed_v2_records_name_their_rule_and_this_tree() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode");
+    let source = [ki_kernels::gqa_paged_decode::SOURCE, ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE].concat();
+    let revision = &ki_runner::records::sha256_of(source.as_bytes())[7..19];
+    for (folder, rule, runs) in [
+        ("realistic", "realistic", 144),
+        ("uniform", "uniform", 144),
+        ("lognormal", "lognormal", 144),
+        ("tail", "tail", 144),
+        ("kv8-realistic", "realistic", 144),
+        ("capture", "random", 3),
+        ("b128x4096", "uniform", 3),
+        ("b128-realistic", "realistic", 3),
+    ] {
+        let dir = root.join(folder);
+        let read = |name: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifests").join(name)).unwrap()).unwrap()
+        };
+        let protocol = read("benchmark-protocol.json");
+        assert_eq!(protocol["metadata"]["name"], format!("kernelindex-rerun-v2-{rule}"), "{folder}");
+        assert_eq!(protocol["spec"]["measurement"]["timer"], "cuda_graph_per_call", "{folder}");
+        assert_eq!(protocol["spec"]["measurement"]["inputRegeneration"], format!("per_trial_{rule}"), "{folder}");
+        let native = read("implementation-kernelindex-native.json");
+        let version = native["spec"]["projectRevision"]["version"].as_str().unwrap();
+        assert!(version.ends_with(&format!("+src.{revision}")), "{folder}: {version} is not this tree's kernel");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
+            let path = entry.unwrap().path();
+            let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+            if value["kind"] != "BenchmarkRun" {
+                continue;
+            }
+            seen += 1;
+            let spec = &value["spec"];
+            assert_eq!(spec["status"], "passed", "{}", path.display());
+            let measurements = spec["measurements"].as_array().unwrap();
+            let metric = |name: &str| measurements.iter().find(|m| m["metric"] == name).map(|m| m["value"].clone());
+            assert_eq!(metric("latency"), metric("latency_in_graph"), "{}", path.display());
+            assert!(metric("latency_eager").is_some() && metric("latency_graph_replay").is_some());
+            assert_eq!(value["metadata"]["labels"]["input_rule"], rule);
+            let samples = &spec["timing"]["rawSamples"];
+            let bytes = std::fs::read(dir.join(samples["uri"].as_str().unwrap())).unwrap();
+            assert_eq!(ki_runner::records::sha256_of(&bytes), samples["digest"].as_str().unwrap());
+        }
+        assert_eq!(seen, runs, "{folder}");
+    }
 }

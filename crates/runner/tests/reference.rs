@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use ki_runner::bf16;
 use ki_runner::definition::{BUILTIN_DEFINITIONS, Definition};
-use ki_runner::materialize::{WorkloadCase, materialize};
+use ki_runner::materialize::{LengthRule, WorkloadCase, materialize};
 use ki_runner::reference::{
     GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference, run_definition_reference,
 };
@@ -109,7 +109,7 @@ fn every_builtin_definition_matches_a_naive_f64_evaluation() {
         axes.insert("num_pages".to_string(), pages);
         axes.insert("num_kv_indices".to_string(), pages - 2);
         let workload = WorkloadCase::from_axes(&definition, axes).unwrap();
-        let inputs = materialize(&definition, &workload, 42, None).unwrap();
+        let inputs = materialize(&definition, &workload, 42, None, LengthRule::Realistic).unwrap();
         let outputs = run_definition_reference(&definition, &inputs, name).unwrap();
         let q = inputs.get("q").unwrap().to_f32_lossy();
         let k = inputs.get("k_cache").unwrap().to_f32_lossy();
@@ -160,7 +160,8 @@ fn small_inputs(definition: &Definition) -> TensorSet {
     axes.insert("batch_size".to_string(), 2);
     axes.insert("num_pages".to_string(), 10);
     axes.insert("num_kv_indices".to_string(), 6);
-    materialize(definition, &WorkloadCase::from_axes(definition, axes).unwrap(), 1, None).unwrap()
+    materialize(definition, &WorkloadCase::from_axes(definition, axes).unwrap(), 1, None, LengthRule::Realistic)
+        .unwrap()
 }
 
 #[test]
