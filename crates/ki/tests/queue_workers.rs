@@ -26,7 +26,8 @@ use ki_catalog::queue::{
 use serde_json::{Map, Value};
 
 const OPERATION: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
-const PROTOCOL: &str = "kernelindex-rerun-v1";
+// The protocol the bundled H200 runs were measured under (data/README.md).
+const PROTOCOL: &str = "kernelindex-rerun-v2-realistic";
 
 fn ki() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ki"))
