@@ -17,11 +17,12 @@
 #   2. On the device, through the run tool with carry [".carry/queue"], from the repo root:
 #        bash bench/verify/queue-drain.sh run .carry/queue
 #
-# Settings (environment): JOBS (default 24), EXECUTOR (default `fixture`, the queue's test
-# executor, which re-issues catalog runs and measures nothing; after the merge with
-# `ki verify`, the verification runner's executor name), WORKER_ARGS (more worker flags),
-# LEASE_SECONDS (default 20), FIXTURE_DELAY_MS (default 3000: a fixture job's duration, so
-# that the kill lands mid-job), PGPORT (default 55432), OUT (the run tool's output folder;
+# Settings (environment): JOBS (default 20), EXECUTOR (default `runner`: each job a child
+# `ki run` of the native kernel on the GPU, the two workers taking turns on it through a lock;
+# `fixture` is the queue's test executor, which re-issues catalog runs and measures nothing,
+# for trying the script without a GPU), WORKER_ARGS (more worker flags), LEASE_SECONDS
+# (default 10), DEADLINE_SECONDS (default 480: the longest the workers are waited for), FIXTURE_DELAY_MS (default 3000: a fixture job's duration, so that the kill
+# lands mid-job), PGPORT (default 55432), OUT (the run tool's output folder;
 # 8 files: queue-drain.md, worker-a.jsonl, worker-b.jsonl, status.json, victim-job.json,
 # verify-after.txt, catalog-after.jsonl.zst, logs.tar.gz).
 # Runs as root (PostgreSQL then runs as `nobody` through setpriv) or as any user.
@@ -82,7 +83,7 @@ run() {
     local carry=${1:?usage: queue-drain.sh run CARRY_DIR}
     local out=${OUT:-$PWD/queue-drain-out}
     mkdir -p "$out"
-    local jobs=${JOBS:-24} executor=${EXECUTOR:-fixture} lease=${LEASE_SECONDS:-20} port=${PGPORT:-55432}
+    local jobs=${JOBS:-20} executor=${EXECUTOR:-runner} lease=${LEASE_SECONDS:-10} port=${PGPORT:-55432}
     local started=$SECONDS
     # Globals, not locals: the exit trap (stop PostgreSQL, end the workers) needs them.
     work=$(mktemp -d /tmp/queue-drain.XXXXXX)
@@ -122,17 +123,22 @@ EOF
     "$ki" catalog import data/kernelindex-verified-h200-2026-11-30.jsonl.zst --database "$url" > "$out/import.log" 2>&1
     "$ki" catalog export --database "$url" --out "$work/before.jsonl.zst" > "$out/export-before.txt"
     "$ki" catalog verify "$work/before.jsonl.zst" > "$out/verify-before.txt"
-    "$ki" verify-queue reverify --database "$url" --older-than-days 0.00001 --runners-up 0 --limit "$jobs" \
+    "$ki" verify reverify --database "$url" --older-than-days 0.00001 --runners-up 0 --limit "$jobs" \
         --json > "$out/enqueued.json"
 
     local gpu driver
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
     driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
-    local worker=(verify-queue worker --database "$url" --executor "$executor" --until drained --json
+    local worker=(verify --worker --database "$url" --executor "$executor" --until drained --json
         --lease-seconds "$lease" --poll-seconds 1 --retry-seconds 5)
     if [ "$executor" = fixture ]; then
         worker+=(--gpu "${gpu:-NVIDIA H200}" --architecture sm_90 --driver "${driver:-580.159.04}" --cuda 13.0
             --fixture-delay-ms "${FIXTURE_DELAY_MS:-3000}")
+    else
+        # The children find the driver's libcuda and the toolkit's NVRTC here.
+        export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        worker+=(--scratch "$work/jobs")
+        mkdir -p "$work/jobs"
     fi
     # shellcheck disable=SC2206
     worker+=(${WORKER_ARGS:-})
@@ -142,7 +148,7 @@ EOF
     other_pid=$!
 
     # Kill worker A in the middle of its second job (of its first, if 15 s pass first).
-    local deadline=$((SECONDS + 480)) victim_job="" state claims
+    local deadline=$((SECONDS + ${DEADLINE_SECONDS:-480})) victim_job="" state claims
     while [ $SECONDS -lt $deadline ]; do
         # "<claims> <the job it holds, when it is mid-job>"
         state=$(python3 - "$out/worker-a.jsonl" <<'PY'
@@ -166,9 +172,9 @@ PY
     kill -0 $other_pid 2>/dev/null && { echo "worker B did not drain the queue in time" >&2; kill -9 $other_pid; }
     wait $other_pid || true
 
-    "$ki" verify-queue status --database "$url" --json --limit 10000 > "$out/status.json"
+    "$ki" verify status --database "$url" --json --limit 10000 > "$out/status.json"
     cp "$work/postgres.log" "$out/postgres.log"
-    [ -n "$victim_job" ] && "$ki" verify-queue status --database "$url" --json "$victim_job" > "$out/victim-job.json"
+    [ -n "$victim_job" ] && "$ki" verify status --database "$url" --json "$victim_job" > "$out/victim-job.json"
     "$ki" catalog export --database "$url" --out "$out/catalog-after.jsonl.zst" > "$out/export-after.txt"
     "$ki" catalog verify "$out/catalog-after.jsonl.zst" > "$out/verify-after.txt" || true
     local wall=$((SECONDS - started))

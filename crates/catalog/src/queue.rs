@@ -34,7 +34,7 @@
 //! queue's test executor. [`Catalog::enqueue_reverification`] enqueues what
 //! `ki_ranking::reverify::plan` decides. The read side ([`Catalog::job`],
 //! [`Catalog::jobs`], [`Catalog::queue_summary`], [`Catalog::workers`]) is what `ki
-//! verify-queue status` prints and the server's verification pages read.
+//! verify status` prints and the server's verification pages read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -257,7 +257,7 @@ impl JobSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
-    /// Someone asked for it (a submission, `ki verify-queue enqueue`): runs first.
+    /// Someone asked for it (a submission, `ki verify --enqueue`): runs first.
     Submission,
     /// The re-verification policy: runs when no submission waits.
     Reverification,

@@ -43,10 +43,7 @@ enum Command {
     /// Compare 2 to 8 runs side by side.
     Compare(cmd::ranking::CompareArgs),
     /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
-    Verify(cmd::verify::VerifyArgs),
-    /// The verification queue: workers, jobs, status, re-verification (joins `ki verify`).
-    #[command(subcommand, hide = true)]
-    VerifyQueue(cmd::verify_queue::VerifyQueueCommand),
+    Verify(Box<cmd::verify::VerifyCommand>),
 }
 
 fn main() -> ExitCode {
@@ -62,13 +59,12 @@ fn main() -> ExitCode {
         Command::Admin(c) => cmd::admin::run(c),
         Command::Reference(args) => cmd::run::reference(args),
         Command::Run(args) => cmd::run::run(args),
-        Command::Verify(args) => cmd::verify::run(args),
+        Command::Verify(args) => cmd::verify::run(*args),
         Command::Source(c) => cmd::source::run(c),
         Command::Resolve(args) => cmd::ranking::resolve(args),
         Command::Show(c) => cmd::ranking::show(c),
         Command::Records(args) => cmd::ranking::records(args),
         Command::Compare(args) => cmd::ranking::compare(args),
-        Command::VerifyQueue(c) => cmd::verify_queue::run(c),
     };
     match result {
         Ok(code) => code,

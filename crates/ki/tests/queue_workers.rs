@@ -1,5 +1,5 @@
 //! Worker PROCESSES sharing one queue, on a real SQLite file and on the real PostgreSQL (a
-//! schema per test): `ki verify-queue worker` started several times over 24 jobs, one worker
+//! schema per test): `ki verify --worker` started several times over 24 jobs, one worker
 //! SIGKILLed in the middle of a job. Every job ends exactly once (one publication, one run),
 //! the killed worker's job is taken over after its lease expires, no job is ever held by two
 //! workers at once, a job that keeps failing its environment is parked with the reason, and
@@ -139,7 +139,7 @@ impl Worker {
     /// A worker holding its jobs with leases of `lease` seconds.
     fn start(url: &str, lease: &str, extra: &[&str]) -> Worker {
         let mut child = ki()
-            .args(["verify-queue", "worker", "--database", url, "--executor", "fixture", "--json"])
+            .args(["verify", "--worker", "--database", url, "--executor", "fixture", "--json"])
             .args(["--driver", "590.48.01", "--cuda", "13.1", "--lease-seconds", lease, "--poll-seconds", "0.2"])
             .args(["--retry-seconds", "0.1"])
             .args(extra)
@@ -218,7 +218,7 @@ async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
     std::fs::write(&solution, r#"{"name": "queue-test-solution", "definition": "gqa_paged_decode_h32_kv4_d128_ps1", "spec": {"language": "python", "entry_point": "main.py::run"}, "sources": [{"path": "main.py", "content": "def run(): pass\n"}]}"#).unwrap();
     let workload = pairs.keys().next().unwrap();
     let enqueued = ki()
-        .args(["verify-queue", "enqueue", "--database", &scratch.url])
+        .args(["verify", "--enqueue", "--database", &scratch.url])
         .arg(&solution)
         .args(["--workload", workload, "--protocol", PROTOCOL, "--max-environment-failures", "2"])
         .args(["--priority", "reverification", "--json"])
@@ -313,14 +313,13 @@ async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
     assert!(numbers.len() == 4 && numbers[0] == numbers[1] && numbers[2] == numbers[3], "{ledger}");
 
     // `status` shows the queue, and one job with its attempts.
-    let status = ki().args(["verify-queue", "status", "--database", &scratch.url]).output().unwrap();
+    let status = ki().args(["verify", "status", "--database", &scratch.url]).output().unwrap();
     let status_text = String::from_utf8_lossy(&status.stdout);
     assert!(
         status_text.starts_with("queue: 0 pending, 0 running (0 with an expired lease), 24 done, 1 parked"),
         "{status_text}"
     );
-    let one =
-        ki().args(["verify-queue", "status", "--json", "--database", &scratch.url, &victims_job]).output().unwrap();
+    let one = ki().args(["verify", "status", "--json", "--database", &scratch.url, &victims_job]).output().unwrap();
     let one: Value = serde_json::from_slice(&one.stdout).unwrap();
     assert_eq!(one["attempts"].as_array().map(Vec::len), Some(2));
     assert_eq!(one["attempts"][0]["outcome"], "expired");
@@ -340,7 +339,7 @@ async fn postgres_workers_drain_the_queue_while_one_is_killed() {
 
 fn enqueue_command(url: &str, implementation: &str, workload: &str, priority: &str) -> Command {
     let mut command = ki();
-    command.args(["verify-queue", "enqueue", "--database", url, "--implementation", implementation]).args([
+    command.args(["verify", "--enqueue", "--database", url, "--implementation", implementation]).args([
         "--workload",
         workload,
         "--protocol",

@@ -130,6 +130,10 @@ pub struct RunArgs {
     /// for the definition, so the runs' digests name the index's existing workloads.
     #[arg(long)]
     pub catalog: Option<PathBuf>,
+    /// A lock file held (exclusively) from calibration to the last timing: processes that
+    /// share one GPU take turns measuring, while their compiles still overlap.
+    #[arg(long)]
+    pub gpu_lock: Option<PathBuf>,
 }
 
 /// One implementation the user asked for.
@@ -247,6 +251,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
 
     let facts = SessionFacts::read(&session, worker.as_ref().map(|w| w.borrow().environment.clone()))?;
+    // Compiled before the GPU is taken (NVRTC works on the CPU); measured with it held.
+    let mut executors = executors_for(&choices, &session, &definition, worker.as_ref())?;
+    let _gpu = match &args.gpu_lock {
+        Some(path) => Some(lock_gpu(path)?),
+        None => None,
+    };
     let calibration = session.calibrate(1 << 30)?;
     eprintln!(
         "calibration: empty kernel {:.2} us eager / {:.2} us graph replay / {:.2} us per call in a graph; copy bandwidth {:.0} GB/s; protocol {}",
@@ -256,31 +266,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         calibration.copy_bandwidth_bytes_per_s / 1e9,
         protocol.name()
     );
-    let mut executors: Vec<Executor> = Vec::new();
-    for choice in &choices {
-        executors.push(match choice {
-            ImplementationChoice::Native => {
-                Executor::Gpu { session: &session, implementation: native_implementation(&session, &definition)? }
-            }
-            ImplementationChoice::FlashInfer { use_tensor_cores } => Executor::Python {
-                worker: worker.as_ref().unwrap(),
-                implementation: "flashinfer".into(),
-                options: json!({"use_tensor_cores": use_tensor_cores}),
-                label: choice.label(),
-                flush_bytes: session.flush_bytes(),
-            },
-            ImplementationChoice::Python(path) => Executor::Python {
-                worker: worker.as_ref().unwrap(),
-                implementation: format!(
-                    "python:{}",
-                    std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?.display()
-                ),
-                options: Value::Null,
-                label: choice.label(),
-                flush_bytes: session.flush_bytes(),
-            },
-        });
-    }
     std::fs::create_dir_all(&args.out)?;
     let scratch = tempfile::tempdir()?;
     let mut writer =
@@ -419,4 +404,52 @@ fn run_once(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One executor per implementation asked for (the native kernel compiled here).
+fn executors_for<'a>(
+    choices: &[ImplementationChoice],
+    session: &'a GpuSession,
+    definition: &Definition,
+    worker: Option<&'a RefCell<PythonWorker>>,
+) -> Result<Vec<Executor<'a>>> {
+    let mut executors: Vec<Executor> = Vec::new();
+    for choice in choices {
+        executors.push(match choice {
+            ImplementationChoice::Native => {
+                Executor::Gpu { session, implementation: native_implementation(session, definition)? }
+            }
+            ImplementationChoice::FlashInfer { use_tensor_cores } => Executor::Python {
+                worker: worker.unwrap(),
+                implementation: "flashinfer".into(),
+                options: json!({"use_tensor_cores": use_tensor_cores}),
+                label: choice.label(),
+                flush_bytes: session.flush_bytes(),
+            },
+            ImplementationChoice::Python(path) => Executor::Python {
+                worker: worker.unwrap(),
+                implementation: format!(
+                    "python:{}",
+                    std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?.display()
+                ),
+                options: Value::Null,
+                label: choice.label(),
+                flush_bytes: session.flush_bytes(),
+            },
+        });
+    }
+    Ok(executors)
+}
+
+/// Waits for the exclusive lock on `path` (created if missing); the kernel releases it when
+/// this process ends, however it ends.
+fn lock_gpu(path: &Path) -> Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open the GPU lock {}", path.display()))?;
+    file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(file)
 }

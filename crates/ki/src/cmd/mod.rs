@@ -3,6 +3,7 @@ pub mod catalog;
 pub mod catalog_store;
 pub mod database;
 pub mod manifest;
+pub mod queue_runner;
 pub mod ranking;
 pub mod run;
 pub mod serve;

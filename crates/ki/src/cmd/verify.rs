@@ -1,11 +1,63 @@
-//! `ki verify`: FlashInfer-Bench Solutions verified on the GPU (the work lives in
-//! `ki_runner::verify`, which the runner's own small binary shares).
+//! `ki verify`: FlashInfer-Bench Solutions verified on the GPU here (the work lives in
+//! `ki_runner::verify`, which the runner's own small binary shares), or through the
+//! verification queue: `ki verify --enqueue FILE`, `ki verify --worker` on each GPU host,
+//! `ki verify status [JOB]`, `ki verify reverify` (cmd/verify_queue.rs).
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::{Args, Subcommand};
 
-pub use ki_runner::verify::VerifyArgs;
+use super::verify_queue::{self, EnqueueArgs, QueueDatabase, ReverifyArgs, StatusArgs, WorkerArgs};
 
-pub fn run(args: VerifyArgs) -> Result<ExitCode> {
-    ki_runner::verify::verify(args)
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct VerifyCommand {
+    #[command(subcommand)]
+    pub queue: Option<QueueCommand>,
+    #[command(flatten)]
+    pub here: ki_runner::verify::VerifyArgs,
+}
+
+#[derive(Subcommand)]
+pub enum QueueCommand {
+    /// Run verification jobs from the queue until stopped (a GPU host's worker).
+    #[command(long_flag = "worker")]
+    Worker {
+        #[command(flatten)]
+        database: QueueDatabase,
+        #[command(flatten)]
+        args: WorkerArgs,
+    },
+    /// Put a solution (or a catalog implementation) on the queue; again: nothing changes.
+    #[command(long_flag = "enqueue")]
+    Enqueue {
+        #[command(flatten)]
+        database: QueueDatabase,
+        #[command(flatten)]
+        args: EnqueueArgs,
+    },
+    /// The queue (pending, running with which worker, done, parked), or one job in full.
+    Status {
+        #[command(flatten)]
+        database: QueueDatabase,
+        #[command(flatten)]
+        args: StatusArgs,
+    },
+    /// Enqueue the #1 Verified runs (and runners-up) that went stale.
+    Reverify {
+        #[command(flatten)]
+        database: QueueDatabase,
+        #[command(flatten)]
+        args: ReverifyArgs,
+    },
+}
+
+pub fn run(command: VerifyCommand) -> Result<ExitCode> {
+    match command.queue {
+        None => ki_runner::verify::verify(command.here),
+        Some(QueueCommand::Worker { database, args }) => verify_queue::worker(&database.database, args),
+        Some(QueueCommand::Enqueue { database, args }) => verify_queue::enqueue(&database.database, args),
+        Some(QueueCommand::Status { database, args }) => verify_queue::status(&database.database, args),
+        Some(QueueCommand::Reverify { database, args }) => verify_queue::reverify(&database.database, args),
+    }
 }

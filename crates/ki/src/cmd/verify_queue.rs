@@ -1,9 +1,8 @@
-//! The verification queue from the command line: a GPU host's worker, enqueuing jobs, the
-//! queue's state, and re-verification planning. Registered for now as the hidden
-//! `ki verify-queue worker|enqueue|status|reverify`; the Args structs are what `ki verify`
-//! flattens at merge (`ki verify --worker`, `ki verify --enqueue FILE`, `ki verify status
-//! [JOB]`). Each function takes the database URL apart from its arguments, so that one
-//! `--database` serves them all.
+//! The verification queue from the command line: a GPU host's worker (`ki verify --worker`),
+//! enqueuing jobs (`ki verify --enqueue FILE`), the queue's state (`ki verify status [JOB]`),
+//! and re-verification planning (`ki verify reverify`); cmd/verify.rs registers them. Each
+//! function takes the database URL apart from its arguments, so that one `--database`
+//! serves them all.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 use ki_catalog::Catalog;
 use ki_catalog::queue::{
     EnqueueOutcome, EnqueueRequest, Enqueued, FixtureExecutor, Job, JobDetail, JobQuery, JobSpec, JobState, Origin,
@@ -28,53 +27,15 @@ pub struct QueueDatabase {
     pub database: String,
 }
 
-#[derive(Subcommand)]
-pub enum VerifyQueueCommand {
-    /// Run verification jobs from the queue until stopped (a GPU host's worker).
-    Worker {
-        #[command(flatten)]
-        database: QueueDatabase,
-        #[command(flatten)]
-        args: WorkerArgs,
-    },
-    /// Put a solution (or a catalog implementation) on the queue; again: nothing changes.
-    Enqueue {
-        #[command(flatten)]
-        database: QueueDatabase,
-        #[command(flatten)]
-        args: EnqueueArgs,
-    },
-    /// The queue (pending, running with which worker, done, parked), or one job in full.
-    Status {
-        #[command(flatten)]
-        database: QueueDatabase,
-        #[command(flatten)]
-        args: StatusArgs,
-    },
-    /// Enqueue the #1 Verified runs (and runners-up) that went stale.
-    Reverify {
-        #[command(flatten)]
-        database: QueueDatabase,
-        #[command(flatten)]
-        args: ReverifyArgs,
-    },
-}
-
-pub fn run(command: VerifyQueueCommand) -> anyhow::Result<ExitCode> {
-    match command {
-        VerifyQueueCommand::Worker { database, args } => worker(&database.database, args),
-        VerifyQueueCommand::Enqueue { database, args } => enqueue(&database.database, args),
-        VerifyQueueCommand::Status { database, args } => status(&database.database, args),
-        VerifyQueueCommand::Reverify { database, args } => reverify(&database.database, args),
-    }
-}
-
 /// Which executor runs the jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExecutorKind {
     /// The queue's test executor: re-issues catalog runs in the worker's environment and
     /// MEASURES NOTHING (for testing queues and fleets without a GPU, never for publishing).
     Fixture,
+    /// The verification runner: each job in a child `ki run` (a catalog implementation) or
+    /// `ki verify` (a Solution) on this host's GPU.
+    Runner,
 }
 
 /// When the worker stops by itself.
@@ -90,9 +51,10 @@ pub enum Until {
 /// verification runner reads it from the GPU and its software.
 #[derive(Args, Clone)]
 pub struct EnvironmentArgs {
-    /// The GPU product as the driver names it.
-    #[arg(long, default_value = "NVIDIA H200")]
-    pub gpu: String,
+    /// The GPU product as the driver names it (the runner executor asks nvidia-smi when
+    /// this is not given).
+    #[arg(long)]
+    pub gpu: Option<String>,
     #[arg(long)]
     pub architecture: Option<String>,
     #[arg(long)]
@@ -109,15 +71,60 @@ pub struct EnvironmentArgs {
 }
 
 impl EnvironmentArgs {
+    /// The facts as given, with the GPU the fixture pretends to be when none is.
     pub fn facts(&self) -> EnvironmentFacts {
+        self.facts_over(Probe::default())
+    }
+
+    /// The facts as given, the rest from `probe` (flags win).
+    fn facts_over(&self, probe: Probe) -> EnvironmentFacts {
         EnvironmentFacts {
-            gpu: self.gpu.trim().to_string(),
-            architecture: self.architecture.clone(),
-            driver: self.driver.clone(),
-            cuda_toolkit: self.cuda.clone(),
+            gpu: self.gpu.clone().or(probe.gpu).unwrap_or_else(|| "NVIDIA H200".to_string()).trim().to_string(),
+            architecture: self.architecture.clone().or(probe.architecture),
+            driver: self.driver.clone().or(probe.driver),
+            cuda_toolkit: self.cuda.clone().or(probe.cuda),
             framework: self.framework.clone().map(|(name, version)| Framework { name, version }),
             libraries: self.libraries.iter().cloned().collect(),
         }
+    }
+}
+
+/// What this host says about its GPU and toolkit (nvidia-smi, nvcc); empty where they are
+/// missing.
+#[derive(Default)]
+struct Probe {
+    gpu: Option<String>,
+    architecture: Option<String>,
+    driver: Option<String>,
+    cuda: Option<String>,
+}
+
+impl Probe {
+    fn read() -> Probe {
+        let output = |program: &str, args: &[&str]| {
+            std::process::Command::new(program)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|output| output.status.success())
+                .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        };
+        let mut probe = Probe::default();
+        let smi = output("nvidia-smi", &["--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"]);
+        if let Some(first) = smi.as_deref().and_then(|text| text.lines().next()) {
+            let fields: Vec<&str> = first.split(',').map(str::trim).collect();
+            if let [name, driver, capability] = fields[..] {
+                probe.gpu = Some(name.to_string());
+                probe.driver = Some(driver.to_string());
+                probe.architecture = Some(format!("sm_{}", capability.replace('.', "")));
+            }
+        }
+        // "Cuda compilation tools, release 13.0, V13.0.88"
+        probe.cuda = output("nvcc", &["--version"]).and_then(|text| {
+            let release = text.split("release ").nth(1)?;
+            Some(release.split(',').next()?.trim().to_string())
+        });
+        probe
     }
 }
 
@@ -158,6 +165,26 @@ pub struct WorkerArgs {
     /// The fixture executor's time per job, in milliseconds.
     #[arg(long, default_value_t = 0)]
     pub fixture_delay_ms: u64,
+    /// The runner executor: where each job's folder is made (default: the system's temporary folder).
+    #[arg(long)]
+    pub scratch: Option<PathBuf>,
+    /// The runner executor: the lock file workers of one GPU take turns on (default: one per
+    /// host under the scratch folder).
+    #[arg(long)]
+    pub gpu_lock: Option<PathBuf>,
+    /// The runner executor: trials per workload, each on fresh inputs, for jobs that re-verify
+    /// no run (a re-verification takes as many as the run it re-verifies had).
+    #[arg(long, default_value_t = 3)]
+    pub trials: usize,
+    /// The runner executor: longest one job may run, in seconds.
+    #[arg(long, default_value_t = 1800)]
+    pub job_timeout_seconds: u64,
+    /// The runner executor: Python with torch (and flashinfer) for Python implementations and Solutions.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// The runner executor: a flashinfer_trace folder (definitions/, workloads/) for Solution jobs.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
     /// One JSON object per event on stdout, instead of text.
     #[arg(long)]
     pub json: bool,
@@ -318,25 +345,56 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         },
         max_jobs: args.max_jobs,
     };
-    let environment = args.environment.facts();
+    let environment = match args.executor {
+        ExecutorKind::Fixture => args.environment.facts(),
+        ExecutorKind::Runner => {
+            let probe = Probe::read();
+            if args.environment.gpu.is_none() && probe.gpu.is_none() {
+                bail!(
+                    "ki verify --worker: cannot tell which GPU this host has (nvidia-smi gave no answer); pass --gpu"
+                );
+            }
+            args.environment.facts_over(probe)
+        }
+    };
     let host = args.host.clone().unwrap_or_else(hostname);
     let json = args.json;
     runtime()?.block_on(async {
         let catalog = open(database).await?;
         let worker = catalog.register_worker(&host, &environment).await?;
         let mut on_event = |event: &WorkerEvent| print_event(event, json);
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"event": "started", "workerId": worker.id, "host": host, "environment": environment})
+            );
+        } else {
+            println!("worker {} on {} ({}) started", worker.id, shown(&host), shown(&environment.gpu));
+        }
         let report = match args.executor {
             ExecutorKind::Fixture => {
                 eprintln!(
-                    "ki verify-queue worker: the fixture executor re-issues catalog runs and measures nothing; use it only to test queues"
+                    "ki verify --worker: the fixture executor re-issues catalog runs and measures nothing; use it only to test queues"
                 );
                 let executor =
                     FixtureExecutor::new(catalog.clone(), environment.clone(), Duration::from_millis(args.fixture_delay_ms));
-                if json {
-                    println!("{}", serde_json::json!({"event": "started", "workerId": worker.id, "host": host}));
-                } else {
-                    println!("worker {} on {} ({}) started", worker.id, shown(&host), shown(&environment.gpu));
-                }
+                ki_catalog::queue::run_worker(&catalog, &worker, &executor, &options, stop_signal(), &mut on_event)
+                    .await?
+            }
+            ExecutorKind::Runner => {
+                let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
+                std::fs::create_dir_all(&scratch).with_context(|| format!("cannot make {}", scratch.display()))?;
+                let executor = super::queue_runner::RunnerExecutor {
+                    catalog: catalog.clone(),
+                    ki: std::env::current_exe().context("cannot tell where this ki binary is")?,
+                    gpu_lock: args.gpu_lock.clone().unwrap_or_else(|| scratch.join("kernelindex-gpu.lock")),
+                    scratch,
+                    python: args.python.clone(),
+                    trace: args.trace.clone(),
+                    environment: environment.clone(),
+                    trials: args.trials.max(1),
+                    job_timeout: Duration::from_secs(args.job_timeout_seconds.max(1)),
+                };
                 ki_catalog::queue::run_worker(&catalog, &worker, &executor, &options, stop_signal(), &mut on_event)
                     .await?
             }
