@@ -15,8 +15,7 @@ use std::time::Instant;
 use ki_catalog::{Catalog, ImportOptions, ImportStage};
 
 fn export_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 /// The stages in the order an import passes them; "read" is everything before the first

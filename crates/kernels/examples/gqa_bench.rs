@@ -1,7 +1,7 @@
 //! Checks and times the native GQA paged-decode kernel on a GPU.
 //!
 //! `gqa_bench ptx DIR`   compile every definition's kernel with NVRTC and write the PTX (no GPU).
-//! `gqa_bench check`     every definition of ../shared on edge cases and on batches drawn by every
+//! `gqa_bench check`     every definition of the fixtures on edge cases and on batches drawn by every
 //!                       length rule, and the 48 h32/kv4 workloads under each rule through a graph:
 //!                       fresh random inputs, poisoned outputs, every element against ki-runner's
 //!                       CPU reference (flashinfer_bench_eval atol=rtol=1e-2, relative L2 <= 1e-2).
@@ -33,16 +33,13 @@ use ki_runner::materialize::{LengthRule, standard_normal_bf16, synthesize_page_t
 const RULES: [LengthRule; 4] = LengthRule::ALL;
 use ki_runner::reference::{GqaPagedDecodeInputs, GqaPagedDecodeShape, gqa_paged_decode_reference};
 
-/// `$KI_SHARED` (a copy of ../shared carried to the device machine) or ../shared.
-fn shared_dir() -> PathBuf {
-    let root = std::env::var_os("KI_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    root.join("flashinfer-trace-samples/flashinfer_trace")
+/// The FlashInfer-Bench samples in the repository's fixtures/ (they travel with the tree).
+fn samples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flashinfer-trace-samples/flashinfer_trace")
 }
 
 fn definition_names() -> Result<Vec<String>> {
-    let dir = shared_dir().join("definitions/gqa_paged");
+    let dir = samples_dir().join("definitions/gqa_paged");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .with_context(|| dir.display().to_string())?
         .filter_map(|e| e.ok())
@@ -120,9 +117,9 @@ fn case_from_axes(
     })
 }
 
-/// The 48 workloads' axes from the shared JSONL.
+/// The 48 workloads' axes from the samples' JSONL.
 fn workload_axes(file: &str) -> Result<Vec<(String, BTreeMap<String, usize>)>> {
-    let path = shared_dir().join("workloads/gqa_paged").join(file);
+    let path = samples_dir().join("workloads/gqa_paged").join(file);
     let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -438,7 +435,7 @@ fn run_check(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf
     );
     let mut seed = 1000u64;
     let names = definition_names()?;
-    // Also head_dim 64 configurations: the family's shapes allow them though ../shared has none.
+    // Also head_dim 64 configurations: the family's shapes allow them though the fixtures have none.
     let mut configs: Vec<(String, GqaConfig)> =
         names.iter().map(|n| Ok((n.clone(), GqaConfig::from_definition_name(n)?))).collect::<Result<_>>()?;
     configs.push((

@@ -912,9 +912,9 @@ mod tests {
     }
 
     #[test]
-    fn reads_every_definition_name_in_shared() {
+    fn reads_every_definition_name_in_the_fixtures() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
+            .join("../../fixtures/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();
@@ -936,7 +936,7 @@ mod tests {
             }
             seen += 1;
         }
-        assert_eq!(seen, 17, "the family has 17 definitions in ../shared");
+        assert_eq!(seen, 17, "the family has 17 definitions in fixtures/");
     }
 
     #[test]

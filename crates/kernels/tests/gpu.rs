@@ -31,7 +31,7 @@ fn gpu() -> Option<(Arc<CudaContext>, Arc<CudaStream>)> {
 #[test]
 fn nvrtc_compiles_every_definition() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
+        .join("../../fixtures/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(String::from))

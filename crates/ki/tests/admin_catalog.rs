@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use ki_catalog::{Catalog, ExportLine, ImportOptions};
 use serde_json::{Map, Value};
 
-fn shared(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+/// A file of this repository (fixtures/, data/), by its path from the root.
+fn repository(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
 fn ki(args: &[&str]) -> Output {
@@ -35,10 +36,7 @@ fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
 /// stored record: (key, record holder, an eligible run observed after the group's last
 /// record event, which may supersede the holder) each, and every row those groups need.
 fn two_groups() -> (Vec<(String, String, String)>, Vec<ExportLine>) {
-    let lines = ki_model::export::read_export(shared(
-        "kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst",
-    ))
-    .unwrap();
+    let lines = ki_model::export::read_export(repository("data/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
     let eligible = |run: &Map<String, Value>| {
         text(run, "status") == "passed" && run["primaryValue"].is_number() && !run["publishedAt"].is_null()
     };
@@ -180,7 +178,7 @@ async fn publish_and_correct_while_serving() {
     assert!(key.status.success(), "{}", out(&key));
     let secret = String::from_utf8_lossy(&key.stdout).trim().to_string();
     let bundle =
-        std::fs::read_to_string(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap();
+        std::fs::read_to_string(repository("fixtures/kernelindex-registry/submissions/example-fixture.yaml")).unwrap();
     let auth = format!("Authorization: Bearer {secret}\r\nContent-Type: application/yaml\r\n");
     let (status, body) = http(&server.addr, "POST", "/api/v1/submissions", &auth, &bundle).unwrap();
     assert_eq!(status, 201, "{body}");
@@ -226,7 +224,8 @@ async fn publish_and_correct_while_serving() {
         ["model-revision", "serving-stack-revision", "serving-configuration", "serving-workload", "serving-run"]
             .iter()
             .map(|name| {
-                std::fs::read_to_string(shared(&format!("kernelindex-registry/registry/examples/{name}.yaml"))).unwrap()
+                std::fs::read_to_string(repository(&format!("fixtures/kernelindex-registry/examples/{name}.yaml")))
+                    .unwrap()
             })
             .collect::<Vec<_>>()
             .join("\n---\n");

@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use ki_catalog::{Catalog, ExportLine, ImportOptions};
 
 fn shared_export() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 fn postgres_base_url() -> String {

@@ -7,8 +7,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn export() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 fn ki(args: &[&str]) -> Output {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn samples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/flashinfer-trace-samples/flashinfer_trace")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flashinfer-trace-samples/flashinfer_trace")
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use ki_model::export::{ExportError, open_export, read_export};
 
 fn shared_export() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

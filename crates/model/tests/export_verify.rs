@@ -11,8 +11,7 @@ use ki_model::verify::{FIELDS, verify_export};
 use serde_json::Value;
 
 fn shared_export() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 fn export() -> &'static [ExportLine] {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 fn example(name: &str) -> String {
     let path: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernelindex-registry/registry/examples").join(name);
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kernelindex-registry/examples").join(name);
     std::fs::read_to_string(path).unwrap()
 }
 

@@ -12,7 +12,7 @@ use ki_model::manifest::{parse_manifest, validate_value};
 use ki_model::records::Kind;
 use serde_json::Value;
 
-const EXPORT: &str = "../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst";
+const EXPORT: &str = "../../data/catalog-2026-08-16-0022af0b.jsonl.zst";
 
 /// (table, JSON pointer of a manifest in the row, column holding that manifest's digest).
 const MANIFEST_COLUMNS: &[(&str, &str, Option<&str>)] = &[

@@ -9,8 +9,7 @@ use ki_ranking::{CatalogRows, Index, ResolveRequest};
 
 fn main() {
     let path = std::env::args().skip(1).find(|a| !a.starts_with('-')).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
     });
     let read_start = Instant::now();
     let mut rows = CatalogRows::new();

@@ -1,4 +1,4 @@
-//! ranking-v1 on the public index's real export (../shared): the recomputed ledger, the
+//! ranking-v1 on the public index's real export (data/): the recomputed ledger, the
 //! record holders, and resolve on cases measured and never measured.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -9,8 +9,7 @@ use ki_ranking::{CatalogRows, Index, ResolveMode, ResolveRequest, Side};
 use serde_json::{Value, json};
 
 fn export_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 fn rows() -> &'static CatalogRows {

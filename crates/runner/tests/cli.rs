@@ -13,7 +13,7 @@ fn binary() -> Command {
 
 fn workloads_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
+        .join("../../fixtures/flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
 }
 
 /// The seed's workload (batch 16, 1,020 tokens): materialize, save the inputs, run the reference

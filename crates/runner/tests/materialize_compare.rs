@@ -12,13 +12,13 @@ use ki_runner::materialize::{
 use ki_runner::stats::{bootstrap_median_ci95, median, quantile_sorted, summarize};
 use ki_runner::tensor::TensorSet;
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// The FlashInfer-Bench samples in fixtures/ (their blob root: the blobs they name were never published).
+fn samples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flashinfer-trace-samples")
 }
 
 fn workloads_file() -> PathBuf {
-    shared()
-        .join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
+    samples().join("flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl")
 }
 
 #[test]
@@ -72,9 +72,7 @@ fn every_shared_workload_materializes_deterministically_and_honours_its_axes() {
             assert!(t.kv_indices.iter().all(|&p| (p as i64) < w.axes["num_pages"]));
             continue;
         }
-        let inputs =
-            materialize(&definition, w, 5, Some(&shared().join("flashinfer-trace-samples")), LengthRule::Uniform)
-                .unwrap();
+        let inputs = materialize(&definition, w, 5, Some(&samples()), LengthRule::Uniform).unwrap();
         let indptr = inputs.get("kv_indptr").unwrap().to_i32().unwrap();
         let indices = inputs.get("kv_indices").unwrap().to_i32().unwrap();
         assert_eq!(indptr.len() as i64, w.axes["batch_size"] + 1);

@@ -15,8 +15,9 @@ use ki_runner::records::{RecordWriter, SessionFacts, utc_from_unix};
 use ki_runner::stats::summarize;
 use serde_json::Value;
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// This repository's root: the tests read fixtures/ and data/ only.
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn facts() -> SessionFacts {
@@ -51,10 +52,9 @@ fn utc_dates() {
 #[test]
 fn session_records_validate_and_import_as_verified_rows() {
     let definition = Definition::builtin("gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
-    let workloads_file = shared()
-        .join("flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl");
+    let workloads_file = repository().join("fixtures/flashinfer-trace-samples/flashinfer_trace/workloads/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.jsonl");
     let workload = read_workloads(&workloads_file).unwrap().remove(32).workload;
-    let catalog = shared().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
+    let catalog = repository().join("data/catalog-2026-08-16-0022af0b.jsonl.zst");
     let dir = tempfile::tempdir().unwrap();
     let protocol = TimingProtocol::RERUN_V2;
     let calibration = Calibration {

@@ -202,7 +202,7 @@ fn bad_inputs_give_clear_errors() {
 #[test]
 fn definitions_load_from_files_too() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
+        .join("../../fixtures/flashinfer-trace-samples/flashinfer_trace/definitions/gqa_paged");
     let from_file = Definition::load(dir.join("gqa_paged_decode_h6_kv1_d128_ps64.json").to_str().unwrap()).unwrap();
     let builtin = Definition::builtin("gqa_paged_decode_h6_kv1_d128_ps64").unwrap();
     assert_eq!(from_file.reference, builtin.reference);

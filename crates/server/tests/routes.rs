@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{SEED_WORKLOAD_RUN, SERVER, get, get_html, post, shared};
+use common::{SEED_WORKLOAD_RUN, SERVER, get, get_html, post, repository};
 use ki_catalog::Scope;
 use ki_server::openapi::{Method, Produces};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ fn key(scopes: Vec<Scope>, quota: u32) -> String {
 }
 
 fn fixture_bundle() -> String {
-    std::fs::read_to_string(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap()
+    std::fs::read_to_string(repository("fixtures/kernelindex-registry/submissions/example-fixture.yaml")).unwrap()
 }
 
 fn seed_resolve_request() -> Value {
@@ -295,7 +295,8 @@ fn writes_need_a_scoped_key_within_its_quota() {
     let both = key(vec![Scope::Attest, Scope::Submit], 10);
     assert_eq!(post("/api/v1/runs/no-such-run/attestations", "application/json", Some(&both), body).status, 404);
     let invalid =
-        std::fs::read_to_string(shared("kernelindex-registry/registry/examples/invalid/unknown-field.yaml")).unwrap();
+        std::fs::read_to_string(repository("fixtures/kernelindex-registry/examples/invalid/unknown-field.yaml"))
+            .unwrap();
     let refused = post("/api/v1/submissions", "application/yaml", Some(&both), &invalid);
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert!(refused.json()["errors"][0]["pointer"].as_str().unwrap().contains("popularity"));

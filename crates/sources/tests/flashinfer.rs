@@ -1,4 +1,4 @@
-//! The FlashInfer-Bench importer against the real samples in ../shared and the public index's
+//! The FlashInfer-Bench importer against the real samples in fixtures/ and the public index's
 //! export of the same records.
 
 use std::collections::{BTreeSet, HashMap};
@@ -11,12 +11,13 @@ use ki_model::identity;
 use ki_sources::flashinfer::{ImportOptions, ImportPlan, plan_import};
 use serde_json::{Map, Value};
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// This repository's root: the tests read fixtures/ and data/ only.
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn samples() -> PathBuf {
-    shared().join("flashinfer-trace-samples")
+    repository().join("fixtures/flashinfer-trace-samples")
 }
 
 fn fixtures() -> PathBuf {
@@ -26,7 +27,7 @@ fn fixtures() -> PathBuf {
 fn export() -> &'static Vec<ExportLine> {
     static EXPORT: OnceLock<Vec<ExportLine>> = OnceLock::new();
     EXPORT.get_or_init(|| {
-        let path = shared().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
+        let path = repository().join("data/catalog-2026-08-16-0022af0b.jsonl.zst");
         ki_model::export::read_export(path).expect("the shared export reads")
     })
 }

@@ -9,12 +9,13 @@ use ki_catalog::{Catalog, ImportReport};
 use ki_sources::flashinfer::{ImportOptions, plan_import};
 use ki_sources::publish::publish;
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// This repository's root: the tests read fixtures/ and data/ only.
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn samples() -> PathBuf {
-    shared().join("flashinfer-trace-samples/flashinfer_trace")
+    repository().join("fixtures/flashinfer-trace-samples/flashinfer_trace")
 }
 
 fn options() -> ImportOptions {
@@ -101,7 +102,7 @@ async fn records_from_the_public_export_are_recognised_as_unchanged() {
     let catalog = Catalog::open(&url).await.unwrap();
     // The public index's FlashInfer-Bench operations and workloads (with their ids), as
     // imported from its export: the sources, operations, aliases and workloads tables.
-    let export = shared().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst");
+    let export = repository().join("data/catalog-2026-08-16-0022af0b.jsonl.zst");
     let lines = ki_model::export::read_export(&export).unwrap();
     let from_flashinfer = |line: &ki_model::export::ExportLine| {
         line.row["manifest"]["metadata"]["sourceRefs"].to_string().contains("flashinfer-ai/flashinfer-trace")

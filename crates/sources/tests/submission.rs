@@ -13,7 +13,7 @@ use ki_sources::submission::{SubmissionError, SubmittedManifest, plan};
 use serde_json::Value;
 
 fn registry(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernelindex-registry/registry").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kernelindex-registry").join(path)
 }
 
 /// The manifests of a registry file, the way the web stores a submission of it: each

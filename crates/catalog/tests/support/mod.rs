@@ -12,12 +12,9 @@ pub fn postgres_base_url() -> String {
     std::env::var("KI_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
 }
 
-pub fn shared_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-}
-
+/// The public index's export of 2026-08-16, bundled in data/ (see data/README.md).
 pub fn shared_export_path() -> PathBuf {
-    shared_dir().join("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 /// The shared export's lines, read once per test binary.

@@ -202,13 +202,14 @@ pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer 
 mod tests {
     use super::*;
 
-    fn shared(path: &str) -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+    /// A file of the registry examples in the repository's fixtures/.
+    fn registry(path: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kernelindex-registry").join(path)
     }
 
     #[test]
     fn the_registry_fixture_bundle_validates() {
-        let bytes = std::fs::read(shared("kernelindex-registry/registry/submissions/example-fixture.yaml")).unwrap();
+        let bytes = std::fs::read(registry("submissions/example-fixture.yaml")).unwrap();
         let bundle = validate_bundle(&bytes).unwrap_or_else(|p| panic!("{p:?}"));
         assert!(bundle.documents.len() >= 5, "{}", bundle.documents.len());
         assert!(bundle.documents.iter().all(|d| d.digest.starts_with("sha256:") && d.digest.len() == 71));
@@ -224,8 +225,7 @@ mod tests {
     #[test]
     fn invalid_examples_are_refused_with_pointers() {
         for name in ["bad-digest", "unknown-field", "duplicate-key", "ambiguous-duration"] {
-            let bytes =
-                std::fs::read(shared(&format!("kernelindex-registry/registry/examples/invalid/{name}.yaml"))).unwrap();
+            let bytes = std::fs::read(registry(&format!("examples/invalid/{name}.yaml"))).unwrap();
             let problems = validate_bundle(&bytes).expect_err(name);
             assert!(!problems.is_empty(), "{name}");
         }

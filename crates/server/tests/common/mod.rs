@@ -11,12 +11,14 @@ use ki_server::model::ReadModel;
 
 pub const SEED_WORKLOAD_RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
 
-pub fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+/// A file of this repository (fixtures/, data/), by its path from the root.
+pub fn repository(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
+/// The public index's export of 2026-08-16, bundled in data/.
 pub fn shared_export() -> PathBuf {
-    shared("kernelindex-registry/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst")
+    repository("data/catalog-2026-08-16-0022af0b.jsonl.zst")
 }
 
 pub struct TestServer {
