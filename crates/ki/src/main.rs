@@ -1,10 +1,15 @@
 //! `ki`: the KernelIndex command line. Each command group lives in `cmd/<group>.rs`;
-//! this file only parses arguments and dispatches.
+//! this file only parses arguments and dispatches. Everything printed goes through [`term`],
+//! which sanitizes it; plain `print!` and friends are refused elsewhere.
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod term;
+
+use term::errln;
 
 #[derive(Parser)]
 #[command(name = "ki", version, about = "KernelIndex: the fastest verified kernel for your exact workload")]
@@ -73,7 +78,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            errln!("error: {err:#}");
             ExitCode::FAILURE
         }
     }

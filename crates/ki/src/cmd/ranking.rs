@@ -12,6 +12,7 @@ use ki_ranking::{CatalogRows, CohortView, Index, ResolveMode, ResolveRequest, Ru
 use serde_json::Value;
 
 use super::database::{DatabaseArgs, runtime};
+use crate::term::{errln, outln};
 
 /// Where the rows come from.
 #[derive(Args, Clone)]
@@ -112,7 +113,7 @@ fn load(data: &DataArgs, operation: Option<&str>) -> anyhow::Result<Index> {
     runtime()?.block_on(async {
         let catalog = data.database.open().await?;
         if let Some(report) = catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")? {
-            eprintln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
+            errln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
         }
         let read_tables = async |tables: &[&'static str], into: &mut CatalogRows| -> anyhow::Result<()> {
             for &table in tables {
@@ -185,9 +186,9 @@ pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
     let index = load_index_for_operation(&args.data, &args.operation)?;
     let answer = index.resolve(&request);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+        outln!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
-        print!("{}", render_resolve(&answer));
+        outln!("{}", render_resolve(&answer));
     }
     Ok(if answer.mode == ResolveMode::None { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -201,14 +202,14 @@ pub fn show(command: ShowCommand) -> anyhow::Result<ExitCode> {
             if json {
                 let mut value = serde_json::to_value(&dossier)?;
                 value["corrections"] = serde_json::to_value(&corrections)?;
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                print!("{}", render_dossier(&dossier));
+                outln!("{}", render_dossier(&dossier));
                 if !corrections.is_empty() {
-                    println!("\nCorrections");
+                    outln!("\nCorrections");
                     for c in &corrections {
                         let by = c.by_run_id.as_deref().map(|by| format!(" by run {by}")).unwrap_or_default();
-                        println!("  {} {} run {}{by} ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
+                        outln!("  {} {} run {}{by} ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
                     }
                 }
             }
@@ -244,7 +245,7 @@ pub fn records(args: RecordsArgs) -> anyhow::Result<ExitCode> {
     let index = load_index(&args.data)?;
     let history = index.record_history(since);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&history)?);
+        outln!("{}", serde_json::to_string_pretty(&history)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut table =
@@ -272,8 +273,8 @@ pub fn records(args: RecordsArgs) -> anyhow::Result<ExitCode> {
             },
         ]);
     }
-    print!("{}", table.render());
-    println!("{} record event(s){}", history.len(), args.since.map(|s| format!(" since {s}")).unwrap_or_default());
+    outln!("{}", table.render());
+    outln!("{} record event(s){}", history.len(), args.since.map(|s| format!(" since {s}")).unwrap_or_default());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -282,7 +283,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let references: Vec<&str> = args.runs.iter().map(String::as_str).collect();
     let comparison = index.compare(&references)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+        outln!("{}", serde_json::to_string_pretty(&comparison)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut headers = vec!["run", "implementation", "hardware", "value", "rank", "trust", "× best"];
@@ -302,11 +303,11 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         cells.extend(comparison.differing_axes.iter().map(|a| run.axes.get(a).map(value_text).unwrap_or_default()));
         table.row(cells);
     }
-    print!("{}", table.render());
+    outln!("{}", table.render());
     if comparison.same_comparison_group {
-        println!("All runs are in one comparison group: values compare directly.");
+        outln!("All runs are in one comparison group: values compare directly.");
     } else {
-        println!(
+        outln!(
             "The runs are in different comparison groups (workload, hardware, protocol or environment differ): × best is within each group only."
         );
     }
