@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod client;
 mod cmd;
+mod reader;
 mod term;
 
 use term::errln;
@@ -39,14 +41,16 @@ enum Command {
     #[command(subcommand)]
     Source(cmd::source::SourceCommand),
     /// The fastest compatible kernels for an exact workload (ranking-v1).
-    Resolve(cmd::ranking::ResolveArgs),
+    Resolve(cmd::resolve::ResolveArgs),
+    /// Find operations, implementations, projects and hardware by name.
+    Search(cmd::search::SearchArgs),
     /// Show one record in full.
     #[command(subcommand)]
-    Show(cmd::ranking::ShowCommand),
-    /// Record events: who took the record of a comparison group, and when.
-    Records(cmd::ranking::RecordsArgs),
+    Show(cmd::show::ShowCommand),
+    /// Record events, newest first: who took the record of a comparison group, and when.
+    Records(cmd::records::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
-    Compare(cmd::ranking::CompareArgs),
+    Compare(cmd::compare::CompareArgs),
     /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
     Verify(cmd::verify::VerifyArgs),
     /// The verification queue: workers, jobs, status, re-verification (joins `ki verify`).
@@ -69,10 +73,11 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Source(c) => cmd::source::run(c),
-        Command::Resolve(args) => cmd::ranking::resolve(args),
-        Command::Show(c) => cmd::ranking::show(c),
-        Command::Records(args) => cmd::ranking::records(args),
-        Command::Compare(args) => cmd::ranking::compare(args),
+        Command::Resolve(args) => cmd::resolve::run(args),
+        Command::Search(args) => cmd::search::run(args),
+        Command::Show(c) => cmd::show::run(c),
+        Command::Records(args) => cmd::records::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
         Command::VerifyQueue(c) => cmd::verify_queue::run(c),
     };
     match result {

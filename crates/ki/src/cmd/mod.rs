@@ -1,11 +1,17 @@
 pub mod admin;
 pub mod catalog;
 pub mod catalog_store;
+pub mod compare;
 pub mod database;
 pub mod manifest;
+pub mod output;
 pub mod ranking;
+pub mod records;
+pub mod resolve;
 pub mod run;
+pub mod search;
 pub mod serve;
+pub mod show;
 pub mod source;
 // Not yet through `term`: the coordinator converts these two at the merge of session 6.
 #[allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
