@@ -51,6 +51,8 @@ enum Command {
     Records(cmd::records::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
     Compare(cmd::compare::CompareArgs),
+    /// A Model Context Protocol server on stdin/stdout: the read commands as tools for agents.
+    Mcp(cmd::mcp::McpArgs),
     /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
     Verify(cmd::verify::VerifyArgs),
     /// The verification queue: workers, jobs, status, re-verification (joins `ki verify`).
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Show(c) => cmd::show::run(c),
         Command::Records(args) => cmd::records::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Mcp(args) => cmd::mcp::run(args),
         Command::VerifyQueue(c) => cmd::verify_queue::run(c),
     };
     match result {

@@ -4,6 +4,8 @@ pub mod catalog_store;
 pub mod compare;
 pub mod database;
 pub mod manifest;
+pub mod mcp;
+pub mod mcp_tools;
 pub mod output;
 pub mod ranking;
 pub mod records;

@@ -56,3 +56,40 @@ pub fn render(answer: &Value) -> String {
     out
 }
 
+/// Most record events one `records_since` answer lists (newest first); the rest are counted.
+pub const MAX_EVENTS_SINCE: usize = 1000;
+
+/// `since` as nanoseconds: a full RFC 3339 time, or a date meaning its midnight UTC.
+pub fn parse_since(text: &str) -> anyhow::Result<i64> {
+    let text = text.trim();
+    let full = if text.len() == 10 { format!("{text}T00:00:00Z") } else { text.to_string() };
+    ki_model::utc::parse_nanos(&full).map_err(|error| anyhow::anyhow!("since {text:?}: {error}"))
+}
+
+/// The record events at or after `since`, newest first: the pages of `GET /api/v1/records`
+/// read until one is older (at most [`MAX_EVENTS_SINCE`] listed).
+pub fn since(reader: &Reader, since: &str) -> anyhow::Result<Value> {
+    let cutoff = parse_since(since)?;
+    let mut records = Vec::new();
+    let mut more = 0usize;
+    let mut page = 1;
+    'pages: loop {
+        let answer = reader.records(page)?;
+        for record in list(&answer, "records") {
+            let at = ki_model::utc::parse_nanos(text(record, "at")).unwrap_or(i64::MIN);
+            if at < cutoff {
+                break 'pages;
+            }
+            if records.len() < MAX_EVENTS_SINCE {
+                records.push(record.clone());
+            } else {
+                more += 1;
+            }
+        }
+        if answer["page"].as_u64() >= answer["pages"].as_u64() {
+            break;
+        }
+        page += 1;
+    }
+    Ok(serde_json::json!({ "since": since.trim(), "records": records, "omitted": more }))
+}
