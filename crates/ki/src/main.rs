@@ -1,10 +1,17 @@
 //! `ki`: the KernelIndex command line. Each command group lives in `cmd/<group>.rs`;
-//! this file only parses arguments and dispatches.
+//! this file only parses arguments and dispatches. Everything printed goes through [`term`],
+//! which sanitizes it; plain `print!` and friends are refused elsewhere.
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod client;
 mod cmd;
+mod reader;
+mod term;
+
+use term::errln;
 
 #[derive(Parser)]
 #[command(name = "ki", version, about = "KernelIndex: the fastest verified kernel for your exact workload")]
@@ -34,14 +41,18 @@ enum Command {
     #[command(subcommand)]
     Source(cmd::source::SourceCommand),
     /// The fastest compatible kernels for an exact workload (ranking-v1).
-    Resolve(cmd::ranking::ResolveArgs),
+    Resolve(cmd::resolve::ResolveArgs),
+    /// Find operations, implementations, projects and hardware by name.
+    Search(cmd::search::SearchArgs),
     /// Show one record in full.
     #[command(subcommand)]
-    Show(cmd::ranking::ShowCommand),
-    /// Record events: who took the record of a comparison group, and when.
-    Records(cmd::ranking::RecordsArgs),
+    Show(cmd::show::ShowCommand),
+    /// Record events, newest first: who took the record of a comparison group, and when.
+    Records(cmd::records::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
-    Compare(cmd::ranking::CompareArgs),
+    Compare(cmd::compare::CompareArgs),
+    /// A Model Context Protocol server on stdin/stdout: the read commands as tools for agents.
+    Mcp(cmd::mcp::McpArgs),
     /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
     Verify(Box<cmd::verify::VerifyCommand>),
 }
@@ -61,15 +72,17 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Verify(args) => cmd::verify::run(*args),
         Command::Source(c) => cmd::source::run(c),
-        Command::Resolve(args) => cmd::ranking::resolve(args),
-        Command::Show(c) => cmd::ranking::show(c),
-        Command::Records(args) => cmd::ranking::records(args),
-        Command::Compare(args) => cmd::ranking::compare(args),
+        Command::Resolve(args) => cmd::resolve::run(args),
+        Command::Search(args) => cmd::search::run(args),
+        Command::Show(c) => cmd::show::run(c),
+        Command::Records(args) => cmd::records::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
+        Command::Mcp(args) => cmd::mcp::run(args),
     };
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            errln!("error: {err:#}");
             ExitCode::FAILURE
         }
     }

@@ -328,20 +328,21 @@ async fn publish_and_correct_while_serving() {
     assert_eq!(entries[1]["byRunId"], successor.as_str());
     assert_eq!(entries[1]["actor"], "test-admin");
 
-    // `ki show run` lists the corrections that name a run: the superseded one and its successor.
+    // `ki show run` says why a run was superseded, and by which run (its page's banner).
     let shown = ki(&["show", "run", other_holder, "--database", &url]);
     assert!(shown.status.success(), "{}", out(&shown));
     let text = String::from_utf8_lossy(&shown.stdout).to_string();
     assert!(
-        text.contains("Corrections")
-            && text.contains(&format!("supersede run {other_holder} by run {successor}"))
-            && text.contains(why),
+        text.contains("by a newer published run: ")
+            && text.contains(why)
+            && text.contains(&format!("/runs/{successor}")),
         "{text}"
     );
-    let successor_json = ki(&["show", "run", successor, "--json", "--database", &url]);
-    let dossier: Value = serde_json::from_slice(&successor_json.stdout).expect("--json prints the dossier");
-    assert_eq!(dossier["corrections"][0]["action"], "supersede");
-    assert_eq!(dossier["corrections"][0]["reason"], why);
+    let superseded_json = ki(&["show", "run", other_holder, "--json", "--database", &url]);
+    let dossier: Value = serde_json::from_slice(&superseded_json.stdout).expect("--json prints the dossier");
+    let banner = dossier["banners"].as_array().unwrap().iter().find(|b| b["kind"] == "superseded").unwrap();
+    assert!(banner["message"].as_str().unwrap().ends_with(why), "{banner}");
+    assert_eq!(banner["link"]["href"], format!("/runs/{successor}"));
 
     // The corrected catalog's export still verifies, record-event ledger included.
     let export = directory.path().join("corrected.jsonl.zst");

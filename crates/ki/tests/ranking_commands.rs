@@ -78,7 +78,7 @@ fn resolve_names_the_flashinfer_wrapper_first_on_b200() {
     let output =
         ki(&["show", "run", leader["runDigest"].as_str().unwrap(), "--json", "--export", path.to_str().unwrap()]);
     let dossier: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(dossier["summary"]["runId"], run_id);
+    assert_eq!(dossier["id"], run_id);
 }
 
 #[test]
@@ -118,26 +118,31 @@ fn an_unmeasured_case_prints_its_brackets_and_an_unknown_operation_fails() {
 }
 
 #[test]
-fn records_since_a_date_and_compare_two_runs() {
+fn records_page_by_page_and_compare_two_runs() {
     let path = export();
     let path = path.to_str().unwrap();
-    let output = ki(&["records", "--since", "2026-01-01", "--json", "--export", path]);
+    let output = ki(&["records", "--json", "--export", path]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let records: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
-    assert!(!records.is_empty());
-    assert!(records.iter().all(|r| r["event"]["at"].as_str().unwrap() >= "2026-01-01"));
-    let all: Vec<Value> = serde_json::from_slice(&ki(&["records", "--json", "--export", path]).stdout).unwrap();
-    assert!(all.len() > records.len());
-    let older = all.iter().filter(|r| r["event"]["at"].as_str().unwrap() < "2026-01-01").count();
-    assert_eq!(older + records.len(), all.len());
-    let text = stdout(&ki(&["records", "--since", "2026-08-01T00:00:00Z", "--export", path]));
-    assert!(text.lines().last().unwrap().contains("record event(s) since 2026-08-01T00:00:00Z"), "{text}");
-    assert!(!ki(&["records", "--since", "yesterday", "--export", path]).status.success());
+    let first: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let records = first["records"].as_array().unwrap();
+    assert_eq!(records.len(), 100);
+    assert!(first["total"].as_u64().unwrap() > 100 && first["pages"].as_u64().unwrap() > 1, "{first}");
+    let second: Value =
+        serde_json::from_slice(&ki(&["records", "--page", "2", "--json", "--export", path]).stdout).unwrap();
+    assert_eq!(second["page"], 2);
+    // Newest first, across pages.
+    let at: Vec<&str> =
+        records.iter().chain(second["records"].as_array().unwrap()).map(|r| r["at"].as_str().unwrap()).collect();
+    assert!(at.windows(2).all(|pair| pair[0] >= pair[1]), "{at:?}");
+    let lines = stdout(&ki(&["records", "--jsonl", "--export", path]));
+    assert_eq!(lines.lines().count(), 100);
+    let text = stdout(&ki(&["records", "--export", path]));
+    assert!(text.lines().last().unwrap().starts_with("page 1 of "), "{text}");
 
     // Two successive holders of one record: same comparison group.
-    let with_previous = all.iter().find(|r| r["event"]["previousRunId"].is_string()).unwrap();
-    let (new, old) =
-        (with_previous["event"]["runId"].as_str().unwrap(), with_previous["event"]["previousRunId"].as_str().unwrap());
+    let with_previous = records.iter().find(|r| r["previous"].is_object()).unwrap();
+    let new = with_previous["holder"]["id"].as_str().unwrap();
+    let old = with_previous["previous"]["href"].as_str().unwrap().trim_start_matches("/runs/");
     let output = ki(&["compare", new, old, "--export", path]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("All runs are in one comparison group"), "{}", stdout(&output));

@@ -5,6 +5,7 @@
 //!
 //! Typical use: collect rows into [`CatalogRows`], build an [`Index`] once, then query.
 
+pub mod feed;
 pub mod index;
 pub mod ledger;
 pub mod licence;

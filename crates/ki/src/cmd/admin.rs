@@ -12,6 +12,7 @@ use ki_catalog::{Catalog, CorrectionReport, ImportOptions, Scope};
 use ki_sources::submission::SubmittedManifest;
 
 use super::database::{DatabaseArgs, block_on, migrate_state_file};
+use crate::term::{errln, outln};
 
 #[derive(Args)]
 pub struct StateArgs {
@@ -151,20 +152,20 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
             let (key, secret) = state.with_catalog(|catalog| async move {
                 Ok(catalog.create_api_key(label.trim(), &parsed, quota).await?)
             })?;
-            eprintln!(
+            errln!(
                 "created key {} ({}) with scopes {} and a daily quota of {}",
                 key.id,
                 key.prefix,
                 scopes.join(","),
                 quota
             );
-            eprintln!("the secret is shown only now:");
-            println!("{secret}");
+            errln!("the secret is shown only now:");
+            outln!("{secret}");
         }
         AdminCommand::Key(KeyCommand::List { state }) => {
             for key in state.with_catalog(|catalog| async move { Ok(catalog.api_keys().await?) })? {
                 let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
-                println!(
+                outln!(
                     "{}  {}  {:<20}  {:<14}  quota {}/day  {}{}",
                     key.id,
                     key.prefix,
@@ -178,7 +179,7 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
         }
         AdminCommand::Key(KeyCommand::Revoke { key, state }) => {
             let revoked = state.with_catalog(|catalog| async move { Ok(catalog.revoke_api_key(&key).await?) })?;
-            println!("revoked {} ({})", revoked.id, revoked.prefix);
+            outln!("revoked {} ({})", revoked.id, revoked.prefix);
         }
         AdminCommand::Publish { submission_id, state } => publish(&submission_id, &state)?,
         AdminCommand::Retract { run, correction } => {
@@ -187,7 +188,7 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
                 Ok(catalog.retract_run(&run, &correction.reason, &actor).await?)
             })?;
             let c = &report.correction;
-            println!("retracted run {} ({}) at {} by {}: {}", c.run_id, report.run_digest, c.at, c.actor, c.reason);
+            outln!("retracted run {} ({}) at {} by {}: {}", c.run_id, report.run_digest, c.at, c.actor, c.reason);
             print_record_change(&report);
         }
         AdminCommand::Supersede { old, by, correction } => {
@@ -196,7 +197,7 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
                 Ok(catalog.supersede_run(&old, &by, &correction.reason, &actor).await?)
             })?;
             let c = &report.correction;
-            println!(
+            outln!(
                 "run {} ({}) is superseded by run {} at {} by {}: {}",
                 c.run_id,
                 report.run_digest,
@@ -210,13 +211,13 @@ pub fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
         AdminCommand::Corrections { database, json } => {
             let corrections = with_catalog(&database, |catalog| async move { Ok(catalog.corrections().await?) })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&corrections)?);
+                outln!("{}", serde_json::to_string_pretty(&corrections)?);
             } else if corrections.is_empty() {
-                println!("no corrections");
+                outln!("no corrections");
             } else {
                 for c in &corrections {
                     let by = c.by_run_id.as_deref().map(|by| format!(" by {by}")).unwrap_or_default();
-                    println!("{}  {:<9}  {}{by}  ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
+                    outln!("{}  {:<9}  {}{by}  ({}): {}", c.at, c.action.as_str(), c.run_id, c.actor, c.reason);
                 }
             }
         }
@@ -239,9 +240,9 @@ where
 }
 
 fn print_record_change(report: &CorrectionReport) {
-    println!("comparison group {}", report.comparison_key);
+    outln!("comparison group {}", report.comparison_key);
     if report.events.is_empty() {
-        println!("record: unchanged (the run did not hold the record of its comparison group)");
+        outln!("record: unchanged (the run did not hold the record of its comparison group)");
     }
     for event in &report.events {
         print_record_event(
@@ -255,7 +256,7 @@ fn print_record_change(report: &CorrectionReport) {
 
 /// One appended record event, as corrections and publications report it.
 fn print_record_event(id: &str, holder: &str, previous: Option<&str>, detail: &str) {
-    println!("record event {id}: new record holder {holder}, previous holder {} {detail}", previous.unwrap_or("none"));
+    outln!("record event {id}: new record holder {holder}, previous holder {} {detail}", previous.unwrap_or("none"));
 }
 
 /// Writes a submission's manifests into the catalog, then marks it published (so a failed
@@ -286,9 +287,9 @@ fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
         Ok((submission, report))
     })?;
     let newly = submission.published_at.is_none();
-    println!("submission {} ({}) → {}", submission.id, submission.title, state.database.shown());
+    outln!("submission {} ({}) → {}", submission.id, submission.title, state.database.shown());
     for counts in report.tables.iter().filter(|counts| counts.inserted + counts.unchanged > 0) {
-        println!("{:<24} {:>6} new {:>6} already present", counts.table, counts.inserted, counts.unchanged);
+        outln!("{:<24} {:>6} new {:>6} already present", counts.table, counts.inserted, counts.unchanged);
     }
     for event in &report.record_events {
         print_record_event(
@@ -300,10 +301,10 @@ fn publish(submission_id: &str, state: &StateArgs) -> anyhow::Result<()> {
     }
     match (newly, report.inserted()) {
         (true, _) => {
-            println!("published: {} rows written; evidence level stays {}", report.inserted(), submission.trust)
+            outln!("published: {} rows written; evidence level stays {}", report.inserted(), submission.trust)
         }
-        (false, 0) => println!("already published: nothing new written"),
-        (false, rows) => println!("already published; {rows} rows that were missing written now"),
+        (false, 0) => outln!("already published: nothing new written"),
+        (false, rows) => outln!("already published; {rows} rows that were missing written now"),
     }
     Ok(())
 }

@@ -1,10 +1,10 @@
 //! `ki catalog …`: catalog snapshots. Each subcommand has its own function below.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::term::outln;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use ki_model::export::{ExportLine, open_export};
@@ -47,7 +47,7 @@ fn generate(runs: u64, seed: u64, out: &Path) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let s = ki_sources::synthetic::generate(runs, seed, out)
         .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
-    println!(
+    outln!(
         "{}: {} runs ({} comparison groups, the largest {} runs), {} measurements, {} record events, {} operations, {} workloads, {} implementations in {:.1} s",
         out.display(),
         s.runs,
@@ -65,7 +65,7 @@ fn generate(runs: u64, seed: u64, out: &Path) -> anyhow::Result<ExitCode> {
 
 /// A progress bar on stderr when it is a terminal; a hidden one (drawing nothing) when piped.
 fn progress_bar(length: u64, template: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
+    if !crate::term::stderr_is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(length);
@@ -95,7 +95,7 @@ fn verify(path: &Path) -> anyhow::Result<ExitCode> {
     checking.finish_and_clear();
 
     print_report(path, &report);
-    println!(
+    outln!(
         "{} rows, {} checks, {} mismatches in {:.2} s (read {:.2} s)",
         report.rows(),
         report.fields.iter().map(|t| t.ok + t.mismatched).sum::<u64>(),
@@ -117,12 +117,12 @@ fn verify_ledger(lines: Vec<ExportLine>) -> bool {
     let index = match ki_ranking::Index::from_owned_rows(rows) {
         Ok(index) => index,
         Err(error) => {
-            println!("record events: cannot rank this export: {error}");
+            outln!("record events: cannot rank this export: {error}");
             return false;
         }
     };
     let ledger = index.verify_record_events();
-    println!(
+    outln!(
         "record events ({}): {} stored, {} recomputed, {} of {} comparison groups match",
         ledger.policy_version,
         ledger.stored_events,
@@ -131,7 +131,7 @@ fn verify_ledger(lines: Vec<ExportLine>) -> bool {
         ledger.cohorts_checked
     );
     if let Some(first) = ledger.mismatches.first() {
-        println!(
+        outln!(
             "record events: {} comparison groups differ; first {}: {} recomputed events not stored, {} stored events not recomputed",
             ledger.mismatches.len(),
             first.comparison_key,
@@ -147,30 +147,35 @@ fn verify_ledger(lines: Vec<ExportLine>) -> bool {
 }
 
 fn print_report(path: &Path, report: &VerifyReport) {
-    println!("{}", path.display());
+    outln!("{}", path.display());
     let rows: Vec<String> = report.table_rows.iter().map(|(table, count)| format!("{table} {count}")).collect();
-    println!("rows: {}", rows.join(", "));
-    println!();
+    outln!("rows: {}", rows.join(", "));
+    outln!();
     let name_width =
         report.fields.iter().map(|t| t.field.table.len() + 1 + t.field.name.chars().count()).max().unwrap_or(0);
-    println!("{:<name_width$}  {:>8}  {:>8}", "field", "ok", "mismatch");
+    outln!("{:<name_width$}  {:>8}  {:>8}", "field", "ok", "mismatch");
     for tally in &report.fields {
         let name = format!("{}.{}", tally.field.table, tally.field.name);
         // Pad by characters: field names contain the multi-byte arrow.
         let padding = name_width.saturating_sub(name.chars().count());
-        println!("{name}{}  {:>8}  {:>8}", " ".repeat(padding), tally.ok, tally.mismatched);
+        outln!("{name}{}  {:>8}  {:>8}", " ".repeat(padding), tally.ok, tally.mismatched);
     }
     let mismatching: Vec<_> = report.fields.iter().filter(|t| t.first_mismatch.is_some()).collect();
     if !mismatching.is_empty() {
-        println!();
-        println!("first mismatch of each field:");
+        outln!();
+        outln!("first mismatch of each field:");
         for tally in mismatching {
             let mismatch = tally.first_mismatch.as_ref().expect("filtered on it");
-            println!(
+            outln!(
                 "  {}.{}: line {} (id {}): stored {}, recomputed {}",
-                tally.field.table, tally.field.name, mismatch.line, mismatch.id, mismatch.stored, mismatch.recomputed
+                tally.field.table,
+                tally.field.name,
+                mismatch.line,
+                mismatch.id,
+                mismatch.stored,
+                mismatch.recomputed
             );
         }
     }
-    println!();
+    outln!();
 }

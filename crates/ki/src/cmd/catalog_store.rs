@@ -1,7 +1,6 @@
 //! `ki catalog import` and `ki catalog export`: moving snapshots in and out of a catalog
 //! database (SQLite by default, or PostgreSQL).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -13,6 +12,7 @@ use ki_catalog::{ImportOptions, ImportProgress, ImportReport, ImportStage};
 use ki_model::export::{ExportLine, open_export};
 
 use super::database::{DatabaseArgs, runtime};
+use crate::term::{errln, outln};
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -41,7 +41,7 @@ pub struct ExportArgs {
 type StageAndTable = (ImportStage, Option<&'static str>);
 
 fn bar(length: u64, template: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
+    if !crate::term::stderr_is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(length);
@@ -86,8 +86,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
                 progress.set_length(update.total.max(1));
                 if verbose && (update.stage != ImportStage::Checking) {
                     match update.table {
-                        Some(table) => eprintln!("{label} {table} ({} of {} rows done)", update.done, update.total),
-                        None => eprintln!("{label} ({} rows)", update.total),
+                        Some(table) => errln!("{label} {table} ({} of {} rows done)", update.done, update.total),
+                        None => errln!("{label} ({} rows)", update.total),
                     }
                 }
             }
@@ -116,34 +116,34 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_import_report(args: &ImportArgs, report: &ImportReport, rows: usize, seconds: f64) {
-    println!("{} → {}", args.file.display(), args.database.shown());
+    outln!("{} → {}", args.file.display(), args.database.shown());
     if report.dry_run {
-        println!("{:<26} {:>9} {:>9} {:>11}", "table", "new", "unchanged", "conflicting");
+        outln!("{:<26} {:>9} {:>9} {:>11}", "table", "new", "unchanged", "conflicting");
         for counts in &report.tables {
-            println!("{:<26} {:>9} {:>9} {:>11}", counts.table, counts.inserted, counts.unchanged, counts.conflicting);
+            outln!("{:<26} {:>9} {:>9} {:>11}", counts.table, counts.inserted, counts.unchanged, counts.conflicting);
         }
-        println!("{:<26} {:>9} {:>9} {:>11}", "total", report.inserted(), report.unchanged(), report.conflicting());
+        outln!("{:<26} {:>9} {:>9} {:>11}", "total", report.inserted(), report.unchanged(), report.conflicting());
         for conflict in report.conflicts.iter().take(20) {
-            println!("conflict: {conflict}");
+            outln!("conflict: {conflict}");
         }
         if report.conflicts.len() > 20 {
-            println!("… and {} more conflicts", report.conflicts.len() - 20);
+            outln!("… and {} more conflicts", report.conflicts.len() - 20);
         }
-        println!("dry run: nothing written ({rows} rows checked in {seconds:.2} s)");
+        outln!("dry run: nothing written ({rows} rows checked in {seconds:.2} s)");
         return;
     }
-    println!("{:<26} {:>9} {:>16}", "table", "inserted", "already present");
+    outln!("{:<26} {:>9} {:>16}", "table", "inserted", "already present");
     for counts in &report.tables {
-        println!("{:<26} {:>9} {:>16}", counts.table, counts.inserted, counts.unchanged);
+        outln!("{:<26} {:>9} {:>16}", counts.table, counts.inserted, counts.unchanged);
     }
-    println!("{:<26} {:>9} {:>16}", "total", report.inserted(), report.unchanged());
+    outln!("{:<26} {:>9} {:>16}", "total", report.inserted(), report.unchanged());
     if report.inserted() == 0 {
-        println!("nothing new: all {} rows were already present ({seconds:.2} s)", report.unchanged());
+        outln!("nothing new: all {} rows were already present ({seconds:.2} s)", report.unchanged());
     } else {
-        println!("imported {} new rows in one transaction in {seconds:.2} s", report.inserted());
+        outln!("imported {} new rows in one transaction in {seconds:.2} s", report.inserted());
     }
     if !report.record_events.is_empty() {
-        println!(
+        outln!(
             "({} of them record events that ranking-v1 requires for the new runs' comparison groups)",
             report.record_events.len()
         );
@@ -159,8 +159,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(summary?)
     })?;
     for (table, count) in &summary.tables {
-        println!("{table:<26} {count:>9}");
+        outln!("{table:<26} {count:>9}");
     }
-    println!("exported {} rows to {} in {:.2} s", summary.rows(), args.out.display(), started.elapsed().as_secs_f64());
+    outln!("exported {} rows to {} in {:.2} s", summary.rows(), args.out.display(), started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
+use crate::term::errln;
 use anyhow::Context;
 use clap::Args;
 use ki_catalog::Catalog;
@@ -66,7 +67,7 @@ pub async fn migrate_state_file(catalog: &Catalog, dir: &Path) -> anyhow::Result
         .with_context(|| format!("cannot migrate {} into the catalog", log.display()))?;
     let done = dir.join("web-log.jsonl.migrated");
     std::fs::rename(&log, &done).with_context(|| format!("cannot rename {} after migrating it", log.display()))?;
-    eprintln!(
+    errln!(
         "migrated {} into the catalog ({} keys, {} attestations, {} submissions); the file is now {}",
         log.display(),
         imported.keys,

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::term::{errln, outln};
 use clap::Subcommand;
 use ki_model::manifest::{ValidManifest, read_manifest_file};
 use ki_model::problem::Problem;
@@ -33,7 +34,7 @@ pub fn run(command: ManifestCommand) -> anyhow::Result<ExitCode> {
                 match read_manifest_file(file) {
                     Ok(manifests) => {
                         let kinds: Vec<&str> = manifests.iter().map(|m| m.kind.name()).collect();
-                        println!("{}: ok ({})", file.display(), kinds.join(", "));
+                        outln!("{}: ok ({})", file.display(), kinds.join(", "));
                     }
                     Err(problems) => {
                         all_valid = false;
@@ -63,19 +64,19 @@ fn print_problems(file: &Path, problems: &[Problem], to_stderr: bool) {
     for problem in problems {
         let line = format!("{}: {problem}", file.display());
         if to_stderr {
-            eprintln!("{line}");
+            errln!("{line}");
         } else {
-            println!("{line}");
+            outln!("{line}");
         }
     }
 }
 
 fn print_digests(file: &Path, manifests: &[ValidManifest]) {
     if let [only] = manifests {
-        println!("{}  {}", only.digest, file.display());
+        outln!("{}  {}", only.digest, file.display());
         return;
     }
     for m in manifests {
-        println!("{}  {}#{}", m.digest, file.display(), m.document + 1);
+        outln!("{}  {}#{}", m.digest, file.display(), m.document + 1);
     }
 }

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::database::{DatabaseArgs, block_on, migrate_state_file};
+use crate::term::errln;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -48,7 +49,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 if let Some(report) =
                     catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")?
                 {
-                    eprintln!("ki serve: empty catalog: imported the bundled snapshot ({} rows)", report.inserted());
+                    errln!("ki serve: empty catalog: imported the bundled snapshot ({} rows)", report.inserted());
                 }
                 let loaded_revision = catalog.revision().await?;
                 let rows = ki_server::rows_from_catalog(&catalog).await?;
@@ -59,7 +60,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 (rows, watch)
             }
         };
-        eprintln!("ki serve: {} catalog rows loaded", rows.len());
+        errln!("ki serve: {} catalog rows loaded", rows.len());
         let options = ki_server::ServeOptions { addr: args.addr, catalog, base_url: args.base_url.clone(), watch };
         ki_server::serve(rows, options).await
     })??;

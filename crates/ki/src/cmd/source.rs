@@ -7,6 +7,7 @@ use clap::{Subcommand, ValueEnum};
 use ki_sources::flashinfer::{ImportOptions, plan_import};
 
 use super::database::{DatabaseArgs, block_on};
+use crate::term::{errln, outln};
 
 #[derive(Subcommand)]
 pub enum SourceCommand {
@@ -63,14 +64,14 @@ fn import_flashinfer(
         Ok(plan) => plan,
         Err(errors) => {
             for error in &errors.0 {
-                eprintln!("{error}");
+                errln!("{error}");
             }
-            eprintln!("{} problem(s) in {}; nothing written", errors.0.len(), dir.display());
+            errln!("{} problem(s) in {}; nothing written", errors.0.len(), dir.display());
             return Ok(ExitCode::FAILURE);
         }
     };
     let s = &plan.summary;
-    println!(
+    outln!(
         "{}: {} definitions, {} workloads, {} solutions, {} traces",
         dir.display(),
         s.definitions,
@@ -79,9 +80,10 @@ fn import_flashinfer(
         s.traces
     );
     if s.skipped_solutions > 0 {
-        println!(
+        outln!(
             "skipped {} agent-written solution(s) and {} trace(s): name their authors with --authors to import them",
-            s.skipped_solutions, s.skipped_traces
+            s.skipped_solutions,
+            s.skipped_traces
         );
     }
     let url = database.shown();
@@ -91,20 +93,20 @@ fn import_flashinfer(
         catalog.close().await;
         anyhow::Ok(report?)
     })??;
-    println!("{:<24} {:>8} {:>10} {:>12}", "kind", "new", "unchanged", "conflicting");
+    outln!("{:<24} {:>8} {:>10} {:>12}", "kind", "new", "unchanged", "conflicting");
     for counts in &report.tables {
         if counts.inserted + counts.unchanged + counts.conflicting == 0 {
             continue;
         }
-        println!("{:<24} {:>8} {:>10} {:>12}", counts.table, counts.inserted, counts.unchanged, counts.conflicting);
+        outln!("{:<24} {:>8} {:>10} {:>12}", counts.table, counts.inserted, counts.unchanged, counts.conflicting);
     }
     for conflict in &report.conflicts {
-        println!("conflict: {conflict}");
+        outln!("conflict: {conflict}");
     }
     if dry_run {
-        println!("dry run: nothing written to {}", url);
+        outln!("dry run: nothing written to {}", url);
     } else {
-        println!("{} rows written to {} ({} already there)", report.inserted(), url, report.unchanged());
+        outln!("{} rows written to {} ({} already there)", report.inserted(), url, report.unchanged());
     }
     Ok(ExitCode::SUCCESS)
 }

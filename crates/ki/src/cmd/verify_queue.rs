@@ -19,6 +19,8 @@ use ki_catalog::queue::{
 };
 use ki_ranking::reverify::{EnvironmentFacts, Framework, Policy};
 
+use crate::term::{errln, outln};
+
 /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
 #[derive(Args)]
 pub struct QueueDatabase {
@@ -293,11 +295,6 @@ async fn open(database: &str) -> anyhow::Result<Catalog> {
         .with_context(|| format!("cannot open the catalog {}", Catalog::redacted_url(database)))
 }
 
-/// Text from outside for a terminal: control characters escaped.
-fn shown(text: &str) -> String {
-    text.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] }).collect()
-}
-
 fn seconds(value: f64, what: &str) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
@@ -364,16 +361,16 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         let worker = catalog.register_worker(&host, &environment).await?;
         let mut on_event = |event: &WorkerEvent| print_event(event, json);
         if json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({"event": "started", "workerId": worker.id, "host": host, "environment": environment})
             );
         } else {
-            println!("worker {} on {} ({}) started", worker.id, shown(&host), shown(&environment.gpu));
+            outln!("worker {} on {} ({}) started", worker.id, &host, &environment.gpu);
         }
         let report = match args.executor {
             ExecutorKind::Fixture => {
-                eprintln!(
+                errln!(
                     "ki verify --worker: the fixture executor re-issues catalog runs and measures nothing; use it only to test queues"
                 );
                 let executor =
@@ -401,9 +398,9 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         };
         catalog.worker_stopped(&worker).await?;
         if json {
-            println!("{}", serde_json::json!({"event": "stopped", "workerId": worker.id, "report": report}));
+            outln!("{}", serde_json::json!({"event": "stopped", "workerId": worker.id, "report": report}));
         } else {
-            println!(
+            outln!(
                 "worker {} stopped: {} claimed, {} completed, {} failed, {} released, {} lost",
                 worker.id, report.claimed, report.completed, report.failed, report.released, report.lost
             );
@@ -415,25 +412,25 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
 fn print_event(event: &WorkerEvent, json: bool) {
     if json {
         if let Ok(line) = serde_json::to_string(event) {
-            println!("{line}");
+            outln!("{line}");
         }
         return;
     }
     match event {
         WorkerEvent::Claimed { job_id, attempt, subject, workloads } => {
-            println!("claimed job {job_id} (attempt {attempt}): {}, {workloads} workload(s)", shown(subject))
+            outln!("claimed job {job_id} (attempt {attempt}): {}, {workloads} workload(s)", subject)
         }
-        WorkerEvent::Completed { job_id, attempt, verdict, runs, record_events } => println!(
+        WorkerEvent::Completed { job_id, attempt, verdict, runs, record_events } => outln!(
             "completed job {job_id} (attempt {attempt}): {verdict}, {runs} run(s) published, {record_events} record event(s)"
         ),
         WorkerEvent::Failed { job_id, attempt, reason, now } => {
-            println!("failed job {job_id} (attempt {attempt}), now {}: {}", now.as_str(), shown(reason))
+            outln!("failed job {job_id} (attempt {attempt}), now {}: {}", now.as_str(), reason)
         }
         WorkerEvent::Released { job_id, attempt, note } => {
-            println!("released job {job_id} (attempt {attempt}): {}", shown(note))
+            outln!("released job {job_id} (attempt {attempt}): {}", note)
         }
         WorkerEvent::LeaseLost { job_id, attempt, message } => {
-            println!("lost job {job_id} (attempt {attempt}): {}", shown(message))
+            outln!("lost job {job_id} (attempt {attempt}): {}", message)
         }
     }
 }
@@ -502,7 +499,7 @@ pub fn enqueue(database: &str, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
                     .await?
                     .into_iter()
                     .next()
-                    .ok_or_else(|| anyhow!("no implementation {:?} in {}", shown(id), catalog.url()))?;
+                    .ok_or_else(|| anyhow!("no implementation {:?} in {}", id, catalog.url()))?;
                 let text = |column: &str| row.get(column).and_then(|value| value.as_str()).unwrap_or("").to_string();
                 let operation = catalog.rows_where("operations", "id", &text("operationId")).await?;
                 let definition = operation
@@ -548,7 +545,7 @@ pub fn enqueue(database: &str, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
         };
         let outcome = catalog.enqueue(&request).await?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&outcome)?);
+            outln!("{}", serde_json::to_string_pretty(&outcome)?);
         } else {
             print_enqueued(&outcome);
         }
@@ -564,8 +561,8 @@ fn print_enqueued(outcome: &EnqueueOutcome) {
         Enqueued::AlreadyDone => "already done (nothing changed)",
         Enqueued::Reopened => "re-opened (it was parked)",
     };
-    println!("{what}: job {} ({}), {}", job.id, job.state.as_str(), describe_spec(job));
-    println!("  key {}", job.key);
+    outln!("{what}: job {} ({}), {}", job.id, job.state.as_str(), describe_spec(job));
+    outln!("  key {}", job.key);
 }
 
 fn describe_spec(job: &Job) -> String {
@@ -576,16 +573,16 @@ fn describe_spec(job: &Job) -> String {
     };
     let mut text = format!(
         "{kind} {} on {} workload(s) of {} under {}",
-        shown(spec.subject.label()),
+        spec.subject.label(),
         spec.workloads.workloads.len(),
-        shown(&spec.workloads.operation),
-        shown(&spec.protocol)
+        &spec.workloads.operation,
+        &spec.protocol
     );
     if let Some(gpu) = &spec.requirement.gpu {
-        text.push_str(&format!(", on {}", shown(gpu)));
+        text.push_str(&format!(", on {}", gpu));
     }
     for (name, version) in &spec.requirement.minimum_software {
-        text.push_str(&format!(", {} ≥ {}", shown(name), shown(version)));
+        text.push_str(&format!(", {} ≥ {}", name, version));
     }
     text
 }
@@ -595,14 +592,10 @@ pub fn status(database: &str, args: StatusArgs) -> anyhow::Result<ExitCode> {
         let catalog = open(database).await?;
         if let Some(reference) = &args.job {
             let Some(detail) = catalog.job(reference).await? else {
-                bail!(
-                    "no verification job {:?} in {} (give a job id or its sha256: key)",
-                    shown(reference),
-                    catalog.url()
-                );
+                bail!("no verification job {:?} in {} (give a job id or its sha256: key)", reference, catalog.url());
             };
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&detail)?);
+                outln!("{}", serde_json::to_string_pretty(&detail)?);
             } else {
                 print_job(&detail);
             }
@@ -630,7 +623,7 @@ pub fn status(database: &str, args: StatusArgs) -> anyhow::Result<ExitCode> {
                 .map(|(state, jobs)| (state.as_str().to_string(), serde_json::to_value(jobs).unwrap_or_default()))
                 .collect();
             let value = serde_json::json!({"summary": summary, "jobs": jobs, "workers": workers});
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?);
         } else {
             print_summary(&summary, &listed, &workers);
         }
@@ -639,23 +632,27 @@ pub fn status(database: &str, args: StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_summary(summary: &QueueSummary, listed: &[(JobState, Vec<Job>)], workers: &[WorkerRecord]) {
-    println!(
+    outln!(
         "queue: {} pending, {} running ({} with an expired lease), {} done, {} parked",
-        summary.pending, summary.running, summary.running_expired, summary.done, summary.parked
+        summary.pending,
+        summary.running,
+        summary.running_expired,
+        summary.done,
+        summary.parked
     );
     for (state, jobs) in listed {
         if jobs.is_empty() {
             continue;
         }
-        println!("\n{}:", state.as_str());
+        outln!("\n{}:", state.as_str());
         for job in jobs {
-            println!("  {}  {}", job.id, job_line(job, workers));
+            outln!("  {}  {}", job.id, job_line(job, workers));
         }
     }
     if !workers.is_empty() {
-        println!("\nworkers:");
+        outln!("\nworkers:");
         for worker in workers {
-            println!("  {}", worker_line(worker));
+            outln!("  {}", worker_line(worker));
         }
     }
 }
@@ -666,7 +663,7 @@ fn job_line(job: &Job, workers: &[WorkerRecord]) -> String {
         JobState::Pending => line.push_str(&format!(", enqueued {}", job.enqueued_at)),
         JobState::Running => {
             let worker = job.worker_id.as_deref().unwrap_or("?");
-            let host = workers.iter().find(|w| w.id == worker).map(|w| shown(&w.host)).unwrap_or_default();
+            let host = workers.iter().find(|w| w.id == worker).map_or("", |w| w.host.as_str());
             line.push_str(&format!(", attempt {} on worker {worker} ({host})", job.attempts));
             if let Some(until) = &job.lease_expires_at {
                 let expired = if job.lease_expired { " (expired: to be taken over)" } else { "" };
@@ -686,18 +683,15 @@ fn job_line(job: &Job, workers: &[WorkerRecord]) -> String {
             }
             line.push_str(&format!(", finished {}", job.finished_at.as_deref().unwrap_or("?")));
         }
-        JobState::Parked => line.push_str(&format!(": {}", shown(job.parked_reason.as_deref().unwrap_or("")))),
+        JobState::Parked => line.push_str(&format!(": {}", job.parked_reason.as_deref().unwrap_or(""))),
     }
     line
 }
 
 fn worker_line(worker: &WorkerRecord) -> String {
     let environment = &worker.environment;
-    let mut software: Vec<String> = environment
-        .software()
-        .into_iter()
-        .map(|(name, version)| format!("{} {}", shown(name), shown(version)))
-        .collect();
+    let mut software: Vec<String> =
+        environment.software().into_iter().map(|(name, version)| format!("{} {}", name, version)).collect();
     if software.is_empty() {
         software.push("software unknown".into());
     }
@@ -705,68 +699,68 @@ fn worker_line(worker: &WorkerRecord) -> String {
         Some(at) => format!("stopped {at}"),
         None => format!("last seen {}", worker.last_seen_at),
     };
-    format!("{}  {}  {}  {}  {state}", worker.id, shown(&worker.host), shown(&environment.gpu), software.join(", "))
+    format!("{}  {}  {}  {}  {state}", worker.id, &worker.host, &environment.gpu, software.join(", "))
 }
 
 fn print_job(detail: &JobDetail) {
     let job = &detail.job;
-    println!("job {}  ({})", job.id, job.state.as_str());
-    println!("  key        {}", job.key);
-    println!("  what       {}", describe_spec(job));
-    println!("  origin     {} (priority {})", job.origin.as_str(), job.priority);
+    outln!("job {}  ({})", job.id, job.state.as_str());
+    outln!("  key        {}", job.key);
+    outln!("  what       {}", describe_spec(job));
+    outln!("  origin     {} (priority {})", job.origin.as_str(), job.priority);
     if let Some(submission) = &job.submission_id {
-        println!("  submission {}", shown(submission));
+        outln!("  submission {}", submission);
     }
     if let Some(run) = &job.reverifies_run_id {
-        println!("  re-verifies run {run}");
+        outln!("  re-verifies run {run}");
     }
     if let Some(reason) = &job.reason {
-        println!("  reason     {}", shown(reason));
+        outln!("  reason     {}", reason);
     }
-    println!("  enqueued   {}", job.enqueued_at);
-    println!(
+    outln!("  enqueued   {}", job.enqueued_at);
+    outln!(
         "  attempts   {} ({} environment failure(s) of {} allowed)",
-        job.attempts, job.environment_failures, job.max_environment_failures
+        job.attempts,
+        job.environment_failures,
+        job.max_environment_failures
     );
     if let (JobState::Running, Some(worker)) = (job.state, &job.worker_id) {
         let expired = if job.lease_expired { " (expired: to be taken over)" } else { "" };
-        println!(
-            "  running on worker {worker}, lease until {}{expired}",
-            job.lease_expires_at.as_deref().unwrap_or("?")
-        );
+        outln!("  running on worker {worker}, lease until {}{expired}", job.lease_expires_at.as_deref().unwrap_or("?"));
     }
     if let Some(verdict) = &job.verdict {
-        println!("  verdict    {}: {}", verdict.status.as_str(), shown(&verdict.summary));
+        outln!("  verdict    {}: {}", verdict.status.as_str(), &verdict.summary);
     }
     if let Some(published) = &job.published {
-        println!("  published  {} row(s); runs {}", published.rows_inserted, published.run_ids.join(", "));
+        outln!("  published  {} row(s); runs {}", published.rows_inserted, published.run_ids.join(", "));
         for event in &published.record_events {
             let previous = event.previous_run_id.as_deref().unwrap_or("none");
-            println!(
+            outln!(
                 "  record event: run {} takes the record of {} from {previous} ({})",
-                event.run_id, event.comparison_key, event.cause
+                event.run_id,
+                event.comparison_key,
+                event.cause
             );
         }
     }
     if let Some(reason) = &job.parked_reason {
-        println!("  parked     {}", shown(reason));
+        outln!("  parked     {}", reason);
     }
     if let Some(finished) = &job.finished_at {
-        println!("  finished   {finished}");
+        outln!("  finished   {finished}");
     }
     if !detail.attempts.is_empty() {
-        println!("\n  # | worker | claimed | ended | outcome | message");
+        outln!("\n  # | worker | claimed | ended | outcome | message");
         for attempt in &detail.attempts {
-            let host =
-                detail.workers.iter().find(|w| w.id == attempt.worker_id).map(|w| shown(&w.host)).unwrap_or_default();
-            println!(
+            let host = detail.workers.iter().find(|w| w.id == attempt.worker_id).map_or("", |w| w.host.as_str());
+            outln!(
                 "  {} | {} ({host}) | {} | {} | {} | {}",
                 attempt.attempt,
                 attempt.worker_id,
                 attempt.claimed_at,
                 attempt.ended_at.as_deref().unwrap_or("-"),
                 attempt.outcome.map_or("holding", |outcome| outcome.as_str()),
-                shown(attempt.message.as_deref().unwrap_or(""))
+                attempt.message.as_deref().unwrap_or("")
             );
         }
     }
@@ -789,12 +783,12 @@ pub fn reverify(database: &str, args: ReverifyArgs) -> anyhow::Result<ExitCode> 
         };
         let report = catalog.enqueue_reverification(&options).await?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(ExitCode::SUCCESS);
         }
         let created = report.enqueued.iter().filter(|outcome| outcome.outcome == Enqueued::Created).count();
         let verb = if args.dry_run { "would enqueue" } else { "planned" };
-        println!("{verb} {} re-verification(s); {created} new job(s)", report.planned.len());
+        outln!("{verb} {} re-verification(s); {created} new job(s)", report.planned.len());
         for (index, decision) in report.planned.iter().enumerate() {
             let outcome = report.enqueued.get(index).map(|outcome| match outcome.outcome {
                 Enqueued::Created => format!("job {} enqueued", outcome.job.id),
@@ -802,12 +796,12 @@ pub fn reverify(database: &str, args: ReverifyArgs) -> anyhow::Result<ExitCode> 
                 Enqueued::AlreadyDone => format!("job {} already done", outcome.job.id),
                 Enqueued::Reopened => format!("job {} re-opened", outcome.job.id),
             });
-            println!(
+            outln!(
                 "  run {} (#{} of group {}) on {}: {}",
                 decision.run_id,
                 decision.position + 1,
                 decision.comparison_key,
-                shown(&decision.gpu),
+                &decision.gpu,
                 outcome.unwrap_or_else(|| "dry run".into())
             );
         }

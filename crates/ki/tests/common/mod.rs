@@ -62,11 +62,17 @@ pub fn http_with_key(
 /// Starts `ki serve` on `database` (state under `dir`) on a free loopback port and waits for
 /// /healthz (the first start imports the bundled snapshot into an empty catalog).
 pub fn start_server(dir: &Path, database: &str) -> Server {
+    start_server_with(dir, database, &[])
+}
+
+/// As [`start_server`], with more arguments for `ki serve` (e.g. `--base-url`).
+pub fn start_server_with(dir: &Path, database: &str, extra: &[&str]) -> Server {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
     let child = ki()
         .args(["serve", "--database", database])
         .args(["--addr", &addr, "--state", &dir.join("state").display().to_string()])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()

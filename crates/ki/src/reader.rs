@@ -1,0 +1,239 @@
+//! Where the read commands (and `ki mcp`'s tools) get their answers: a catalog read here — a
+//! database, or an export file — or a running `ki serve` asked over HTTP (`--api URL`).
+//!
+//! Either way an answer is the JSON document `/api/v1/…` serves, computed here by the same
+//! library calls its handler makes (the read model's search, dossier and record list; the
+//! ranking's resolve and compare). Commands render only that document, so a command prints
+//! the same bytes from a catalog and from the index that serves it.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, anyhow, bail};
+use clap::Args;
+use ki_ranking::{CompareError, LookupError, ResolveRequest};
+use ki_server::model::ReadModel;
+use serde_json::{Value, json};
+
+use crate::client::ApiClient;
+use crate::cmd::database::runtime;
+use crate::cmd::ranking::{DataArgs, load_index, load_index_for_operation};
+use crate::term::errln;
+
+/// Permalinks in an answer read from a catalog here name the public index; a running index
+/// names its own `--base-url`.
+pub const PUBLIC_BASE_URL: &str = "https://kernelindex.dev";
+
+/// The longest search query the index reads (as `/api/v1/search` does).
+const MAX_QUERY_CHARS: usize = 200;
+
+/// Where a read command's answer comes from.
+#[derive(Args, Clone)]
+pub struct ReadArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Ask a running `ki serve` at this base URL (http://HOST:PORT) instead of a catalog.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["database", "export"])]
+    pub api: Option<String>,
+}
+
+pub enum Reader {
+    Catalog(CatalogReader),
+    Api(ApiClient),
+}
+
+/// A catalog read in this process. `keep` holds the read model between answers (`ki mcp`),
+/// rebuilt when the catalog's revision moves; a one-shot command reads only what it needs.
+pub struct CatalogReader {
+    data: DataArgs,
+    keep: bool,
+    kept: Mutex<Option<(u64, Arc<ReadModel>)>>,
+}
+
+impl Reader {
+    pub fn new(args: &ReadArgs) -> anyhow::Result<Reader> {
+        Self::with_memory(args, false)
+    }
+
+    /// As [`Reader::new`], keeping the read model between answers.
+    pub fn with_memory(args: &ReadArgs, keep: bool) -> anyhow::Result<Reader> {
+        Ok(match &args.api {
+            Some(url) => Reader::Api(ApiClient::new(url)?),
+            None => Reader::Catalog(CatalogReader { data: args.data.clone(), keep, kept: Mutex::new(None) }),
+        })
+    }
+
+    /// `GET /api/v1/search?q=`: operations, implementations, projects and hardware whose text
+    /// holds every word.
+    pub fn search(&self, query: &str) -> anyhow::Result<Value> {
+        let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        match self {
+            Reader::Api(api) => api.get(&["search"], &[("q", &query)]),
+            Reader::Catalog(catalog) => {
+                let model = catalog.model()?;
+                let results = model.search(&query, ki_server::pages::PAGE_LIMIT);
+                Ok(json!({ "query": query, "results": results }))
+            }
+        }
+    }
+
+    /// `POST /api/v1/resolve/kernel`: the fastest compatible runs for one workload.
+    pub fn resolve(&self, request: &ResolveRequest) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => api.post(&["resolve", "kernel"], &serde_json::to_value(request)?),
+            Reader::Catalog(catalog) => match catalog.kept_model()? {
+                Some(model) => Ok(serde_json::to_value(model.judgement.resolve(request))?),
+                None => {
+                    let index = load_index_for_operation(&catalog.data, &request.operation)?;
+                    Ok(serde_json::to_value(index.resolve(request))?)
+                }
+            },
+        }
+    }
+
+    /// `POST /api/v1/resolve/kernel/batch`: 1 to 20 workloads in one answer.
+    pub fn resolve_batch(&self, requests: &[ResolveRequest]) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => api.post(&["resolve", "kernel", "batch"], &json!({ "requests": requests })),
+            Reader::Catalog(catalog) => {
+                let model = catalog.model()?;
+                let answers = model.judgement.resolve_batch(requests)?;
+                Ok(json!({ "responses": answers }))
+            }
+        }
+    }
+
+    /// `GET /api/v1/runs/{id}`: one run's dossier (id, digest, or a unique prefix).
+    pub fn run(&self, reference: &str) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => api.get(&["runs", reference.trim()], &[]),
+            Reader::Catalog(catalog) => {
+                let model = catalog.model()?;
+                let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
+                let id = ki_server::model::text(&model.runs.rows[run], "id").to_string();
+                let attestations = catalog.attestations_of(&id)?;
+                Ok(serde_json::to_value(model.dossier(run, attestations, PUBLIC_BASE_URL))?)
+            }
+        }
+    }
+
+    /// `GET /api/v1/compare?run=…`: 2 to 8 runs side by side.
+    pub fn compare(&self, references: &[String]) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => {
+                let query: Vec<(&str, &str)> = references.iter().map(|r| ("run", r.as_str())).collect();
+                api.get(&["compare"], &query)
+            }
+            Reader::Catalog(catalog) => {
+                let borrowed: Vec<&str> = references.iter().map(String::as_str).collect();
+                let answer = match catalog.kept_model()? {
+                    Some(model) => model.judgement.compare(&borrowed),
+                    None => load_index(&catalog.data)?.compare(&borrowed),
+                };
+                // The index's words for each refusal (`/api/v1/compare` answers with these).
+                match answer {
+                    Ok(comparison) => Ok(serde_json::to_value(comparison)?),
+                    Err(CompareError::Lookup(LookupError::NotFound { given, .. })) => {
+                        bail!("no run matches {given:?}")
+                    }
+                    Err(error) => Err(error.into()),
+                }
+            }
+        }
+    }
+
+    /// `GET /api/v1/records?page=`: record events newest first, a page at a time.
+    pub fn records(&self, page: usize) -> anyhow::Result<Value> {
+        let page = page.clamp(1, 100_000);
+        match self {
+            Reader::Api(api) => api.get(&["records"], &[("page", &page.to_string())]),
+            Reader::Catalog(catalog) => {
+                let model = catalog.model()?;
+                Ok(serde_json::to_value(model.record_list(page, ki_server::pages::records::RECORDS_PER_PAGE))?)
+            }
+        }
+    }
+
+    /// `GET /api/v1/verifications/{id}`: a verification job, its attempts and their workers.
+    pub fn verification(&self, reference: &str) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => api.get(&["verifications", reference.trim()], &[]),
+            Reader::Catalog(catalog) => {
+                let data = &catalog.data;
+                if data.export.is_some() {
+                    bail!("an export holds no verification queue; read a catalog database or a running index");
+                }
+                runtime()?.block_on(async {
+                    let db = data.database.open().await?;
+                    let job = db.job(reference).await.context("cannot read the verification queue");
+                    db.close().await;
+                    match job? {
+                        Some(detail) => Ok(serde_json::to_value(detail)?),
+                        None => bail!("no verification job matches {:?}", reference.trim()),
+                    }
+                })
+            }
+        }
+    }
+}
+
+impl CatalogReader {
+    /// The kept model, up to date, when this reader keeps one.
+    fn kept_model(&self) -> anyhow::Result<Option<Arc<ReadModel>>> {
+        if self.keep { self.model().map(Some) } else { Ok(None) }
+    }
+
+    /// The read model of every row, as `ki serve` builds it.
+    fn model(&self) -> anyhow::Result<Arc<ReadModel>> {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let data = &self.data;
+        if let Some(path) = &data.export {
+            if let Some((_, model)) = kept.as_ref() {
+                return Ok(model.clone());
+            }
+            let rows = ki_server::rows_from_export(path)
+                .with_context(|| format!("cannot read the export {}", path.display()))?;
+            let model = Arc::new(
+                ReadModel::build(rows).with_context(|| format!("cannot rank the rows of {}", path.display()))?,
+            );
+            if self.keep {
+                *kept = Some((0, model.clone()));
+            }
+            return Ok(model);
+        }
+        let shown = data.database.shown();
+        runtime()?.block_on(async {
+            let catalog = data.database.open().await?;
+            if let Some(report) =
+                catalog.ensure_bundled_snapshot().await.context("cannot import the bundled snapshot")?
+            {
+                errln!("note: the catalog was empty; imported the bundled snapshot ({} rows)", report.inserted());
+            }
+            // Read before the rows, as `ki serve` does: a write in between only reloads again.
+            let revision = catalog.revision().await.with_context(|| format!("cannot read {shown}"))?;
+            if let Some((_, model)) = kept.as_ref().filter(|(at, _)| *at == revision) {
+                catalog.close().await;
+                return Ok(model.clone());
+            }
+            let rows = ki_server::rows_from_catalog(&catalog).await.with_context(|| format!("cannot read {shown}"));
+            catalog.close().await;
+            let model = Arc::new(ReadModel::build(rows?).with_context(|| format!("cannot rank the rows of {shown}"))?);
+            if self.keep {
+                *kept = Some((revision, model.clone()));
+            }
+            Ok(model)
+        })
+    }
+
+    /// A run's attestations; an export carries none.
+    fn attestations_of(&self, run_id: &str) -> anyhow::Result<Vec<ki_catalog::Attestation>> {
+        if self.data.export.is_some() {
+            return Ok(Vec::new());
+        }
+        runtime()?.block_on(async {
+            let catalog = self.data.database.open().await?;
+            let attestations = catalog.attestations_of_run(run_id).await.context("cannot read the attestations");
+            catalog.close().await;
+            attestations
+        })
+    }
+}

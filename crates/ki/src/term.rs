@@ -1,0 +1,100 @@
+//! The terminal: every line `ki` prints goes through here (the crate denies `print!` and its
+//! neighbours elsewhere), so a string from outside — a submission's title, a run's name, an
+//! error quoting a file — can never move the cursor, ring the bell, overwrite a line or reorder
+//! text. Control characters (C0 but the line feed, DEL, C1) and bidirectional-text controls are
+//! shown as `\uXXXX`: that is also JSON's own escape, so JSON output stays valid and means the
+//! same once sanitized.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::Write;
+
+/// Whether `c` must not reach a terminal raw. The line feed is how output is made of lines.
+fn is_unsafe(c: char) -> bool {
+    match c {
+        '\n' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        // Arabic letter mark, LRM/RLM, line and paragraph separators, embeddings and
+        // overrides, isolates: each can make a line read differently from what it holds.
+        '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// `text` with every unsafe character shown as `\uXXXX` (all of them lie in the BMP).
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Writes `text` sanitized to standard output, adding a line feed if it lacks one. A failed
+/// write (the reader went away) ends nothing here: SIGPIPE does, as for any Unix tool.
+pub fn out(text: &str) {
+    write_to(&mut std::io::stdout().lock(), text);
+}
+
+/// As [`out`], to standard error.
+pub fn err(text: &str) {
+    write_to(&mut std::io::stderr().lock(), text);
+}
+
+/// Whether standard error is a terminal (progress bars are drawn only there).
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}
+
+fn write_to(stream: &mut impl Write, text: &str) {
+    let clean = sanitize(text);
+    let _ = stream.write_all(clean.as_bytes());
+    if !clean.ends_with('\n') {
+        let _ = stream.write_all(b"\n");
+    }
+    let _ = stream.flush();
+}
+
+/// A line (or block of lines) on standard output, `format!` style, sanitized.
+macro_rules! outln {
+    () => { $crate::term::out("") };
+    ($($arg:tt)*) => { $crate::term::out(&format!($($arg)*)) };
+}
+
+/// A line (or block of lines) on standard error, `format!` style, sanitized.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::term::err(&format!($($arg)*)) };
+}
+
+pub(crate) use {errln, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_terminal_obeys_and_keeps_the_rest() {
+        assert_eq!(sanitize("plain µs — ✓\nnext"), "plain µs — ✓\nnext");
+        assert_eq!(sanitize("a\u{1b}[2Jb\u{7}c\rd\te"), "a\\u001b[2Jb\\u0007c\\u000dd\\u0009e");
+        assert_eq!(sanitize("\u{9b}31m\u{7f}"), "\\u009b31m\\u007f");
+        assert_eq!(sanitize("abc\u{202e}fed\u{2066}x\u{2069}"), "abc\\u202efed\\u2066x\\u2069");
+    }
+
+    #[test]
+    fn sanitized_json_is_still_the_same_json() {
+        let value = serde_json::json!({ "title": "x\u{9b}y\u{202e}z\u{1b}", "n": 1 });
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let clean = sanitize(&text);
+        assert!(!clean.chars().any(is_unsafe));
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&clean).unwrap(), value);
+    }
+}
