@@ -691,6 +691,98 @@ async fn begin_queue(pool: &Pool) -> QueueResult<Session> {
     })
 }
 
+/// A job request checked and keyed, ready to insert.
+type PreparedJob = (JobSpec, String, String, u32);
+
+/// Checks every request (all before any is written), with its key and stored spec.
+fn prepare_requests(requests: &[EnqueueRequest]) -> QueueResult<Vec<PreparedJob>> {
+    let mut prepared = Vec::with_capacity(requests.len());
+    for (index, request) in requests.iter().enumerate() {
+        let at = |error: QueueError| match error {
+            QueueError::Invalid(message) if requests.len() > 1 => {
+                QueueError::Invalid(format!("job {} of {}: {message}", index + 1, requests.len()))
+            }
+            other => other,
+        };
+        let spec = request.spec.clone().normalized().map_err(at)?;
+        let key = spec.key().map_err(at)?;
+        let max_failures = request.max_environment_failures.unwrap_or(DEFAULT_MAX_ENVIRONMENT_FAILURES);
+        if !(1..=100).contains(&max_failures) {
+            return Err(at(QueueError::Invalid("maxEnvironmentFailures: must be 1 to 100".into())));
+        }
+        for (name, value) in [("submissionId", &request.submission_id), ("reverifiesRunId", &request.reverifies_run_id)]
+        {
+            if value.as_ref().is_some_and(|value| value.trim().is_empty() || value.chars().count() > MAX_NAME_CHARS) {
+                return Err(at(QueueError::Invalid(format!("{name}: must be 1 to 200 characters"))));
+            }
+        }
+        let spec_json = serde_json::to_string(&spec).map_err(|error| corrupt("job spec", error))?;
+        prepared.push((spec, key, spec_json, max_failures));
+    }
+    Ok(prepared)
+}
+
+/// Inserts prepared jobs in `session` (the caller commits): a job whose key the queue holds
+/// is left as it is when pending, running or done, and re-opened when parked.
+async fn insert_jobs(
+    session: &mut Session,
+    prepared: &[PreparedJob],
+    requests: &[EnqueueRequest],
+) -> QueueResult<Vec<EnqueueOutcome>> {
+    let backend = session.backend();
+    let now = db_now(session).await?;
+    let insert = sql(
+        backend,
+        "INSERT INTO verification_jobs (id, job_key, spec, gpu_model, priority, origin, submission_id, \
+         reverifies_run_id, reason, state, max_environment_failures, available_ms, enqueued_ms, updated_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10, ?11, ?11, ?11) ON CONFLICT (job_key) DO NOTHING",
+    );
+    let reopen = sql(
+        backend,
+        "UPDATE verification_jobs SET state = 'pending', parked_reason = NULL, finished_ms = NULL, \
+         environment_failures = 0, available_ms = ?1, updated_ms = ?1 WHERE id = ?2 AND state = 'parked'",
+    );
+    let mut outcomes = Vec::with_capacity(prepared.len());
+    for ((spec, key, spec_json, max_failures), request) in prepared.iter().zip(requests) {
+        let params = [
+            text(crate::new_row_id().to_string()),
+            text(key),
+            text(spec_json),
+            opt_text(spec.requirement.gpu.as_deref()),
+            int(request.origin.priority()),
+            text(request.origin.as_str()),
+            opt_text(request.submission_id.as_deref().map(str::trim)),
+            opt_text(request.reverifies_run_id.as_deref().map(str::trim)),
+            opt_text(request.reason.as_deref().map(bounded).as_deref()),
+            int((*max_failures).into()),
+            int(now),
+        ];
+        let created = session.execute(&insert, &params).await.context(|| "cannot enqueue a job".into())? == 1;
+        let existing = job_by(session, "job_key", key, now).await?.ok_or_else(|| corrupt("enqueue", key))?;
+        let outcome = if created {
+            Enqueued::Created
+        } else {
+            match existing.job.state {
+                JobState::Pending | JobState::Running => Enqueued::AlreadyQueued,
+                JobState::Done => Enqueued::AlreadyDone,
+                JobState::Parked => {
+                    session
+                        .execute(&reopen, &[int(now), text(&existing.job.id)])
+                        .await
+                        .context(|| "cannot re-open a parked job".into())?;
+                    Enqueued::Reopened
+                }
+            }
+        };
+        let job = match outcome {
+            Enqueued::Reopened => job_by(session, "job_key", key, now).await?.ok_or_else(|| corrupt("enqueue", key))?,
+            _ => existing,
+        };
+        outcomes.push(EnqueueOutcome { outcome, job: job.job });
+    }
+    Ok(outcomes)
+}
+
 /// The database's clock, ms since the Unix epoch: one clock for every host of a fleet.
 async fn db_now(session: &mut Session) -> QueueResult<i64> {
     let query = match session.backend() {
@@ -1017,87 +1109,40 @@ impl Catalog {
     /// Enqueues jobs in one transaction (all or none). A job whose key the queue holds is
     /// left as it is when pending, running or done, and re-opened when parked.
     pub async fn enqueue_many(&self, requests: &[EnqueueRequest]) -> QueueResult<Vec<EnqueueOutcome>> {
-        let mut prepared = Vec::with_capacity(requests.len());
-        for (index, request) in requests.iter().enumerate() {
-            let at = |error: QueueError| match error {
-                QueueError::Invalid(message) if requests.len() > 1 => {
-                    QueueError::Invalid(format!("job {} of {}: {message}", index + 1, requests.len()))
-                }
-                other => other,
-            };
-            let spec = request.spec.clone().normalized().map_err(at)?;
-            let key = spec.key().map_err(at)?;
-            let max_failures = request.max_environment_failures.unwrap_or(DEFAULT_MAX_ENVIRONMENT_FAILURES);
-            if !(1..=100).contains(&max_failures) {
-                return Err(at(QueueError::Invalid("maxEnvironmentFailures: must be 1 to 100".into())));
-            }
-            for (name, value) in
-                [("submissionId", &request.submission_id), ("reverifiesRunId", &request.reverifies_run_id)]
-            {
-                if value.as_ref().is_some_and(|value| value.trim().is_empty() || value.chars().count() > MAX_NAME_CHARS)
-                {
-                    return Err(at(QueueError::Invalid(format!("{name}: must be 1 to 200 characters"))));
-                }
-            }
-            let spec_json = serde_json::to_string(&spec).map_err(|error| corrupt("job spec", error))?;
-            prepared.push((spec, key, spec_json, max_failures));
-        }
+        let prepared = prepare_requests(requests)?;
         let mut session = begin_queue(&self.pool).await?;
-        let backend = session.backend();
-        let now = db_now(&mut session).await?;
-        let insert = sql(
-            backend,
-            "INSERT INTO verification_jobs (id, job_key, spec, gpu_model, priority, origin, submission_id, \
-             reverifies_run_id, reason, state, max_environment_failures, available_ms, enqueued_ms, updated_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending', ?10, ?11, ?11, ?11) ON CONFLICT (job_key) DO NOTHING",
-        );
-        let reopen = sql(
-            backend,
-            "UPDATE verification_jobs SET state = 'pending', parked_reason = NULL, finished_ms = NULL, \
-             environment_failures = 0, available_ms = ?1, updated_ms = ?1 WHERE id = ?2 AND state = 'parked'",
-        );
-        let mut outcomes = Vec::with_capacity(prepared.len());
-        for ((spec, key, spec_json, max_failures), request) in prepared.iter().zip(requests) {
-            let params = [
-                text(crate::new_row_id().to_string()),
-                text(key),
-                text(spec_json),
-                opt_text(spec.requirement.gpu.as_deref()),
-                int(request.origin.priority()),
-                text(request.origin.as_str()),
-                opt_text(request.submission_id.as_deref().map(str::trim)),
-                opt_text(request.reverifies_run_id.as_deref().map(str::trim)),
-                opt_text(request.reason.as_deref().map(bounded).as_deref()),
-                int((*max_failures).into()),
-                int(now),
-            ];
-            let created = session.execute(&insert, &params).await.context(|| "cannot enqueue a job".into())? == 1;
-            let existing = job_by(&mut session, "job_key", key, now).await?.ok_or_else(|| corrupt("enqueue", key))?;
-            let outcome = if created {
-                Enqueued::Created
-            } else {
-                match existing.job.state {
-                    JobState::Pending | JobState::Running => Enqueued::AlreadyQueued,
-                    JobState::Done => Enqueued::AlreadyDone,
-                    JobState::Parked => {
-                        session
-                            .execute(&reopen, &[int(now), text(&existing.job.id)])
-                            .await
-                            .context(|| "cannot re-open a parked job".into())?;
-                        Enqueued::Reopened
-                    }
-                }
-            };
-            let job = match outcome {
-                Enqueued::Reopened => {
-                    job_by(&mut session, "job_key", key, now).await?.ok_or_else(|| corrupt("enqueue", key))?
-                }
-                _ => existing,
-            };
-            outcomes.push(EnqueueOutcome { outcome, job: job.job });
-        }
+        let outcomes = insert_jobs(&mut session, &prepared, requests).await?;
         session.commit().await.context(|| "cannot commit the enqueued jobs".into())?;
         Ok(outcomes)
+    }
+
+    /// Stores a submission and enqueues a verification job for each Solution it carries, in
+    /// one transaction: the submission and its jobs, or neither (a job spec that is not valid,
+    /// a key that may not submit). The jobs are people's (they run before re-verification)
+    /// and name the submission, whose page lists them.
+    pub async fn add_submission_with_jobs(
+        &self,
+        presented: Option<&str>,
+        title: String,
+        documents: Vec<crate::state::SubmittedDocument>,
+        jobs: Vec<JobSpec>,
+    ) -> QueueResult<(crate::state::Submission, Vec<EnqueueOutcome>)> {
+        let mut requests: Vec<EnqueueRequest> = jobs
+            .into_iter()
+            .map(|spec| EnqueueRequest {
+                reason: Some(format!("submitted: {}", bounded(&title))),
+                ..EnqueueRequest::new(spec, Origin::Submission)
+            })
+            .collect();
+        let prepared = prepare_requests(&requests)?;
+        let mut session = crate::state::begin_state_write(&self.pool).await?;
+        let submission = crate::state::insert_submission(&mut session, presented, title, documents).await?;
+        for request in &mut requests {
+            request.submission_id = Some(submission.id.clone());
+        }
+        let outcomes = insert_jobs(&mut session, &prepared, &requests).await?;
+        session.commit().await.context(|| "cannot commit the submission and its jobs".into())?;
+        Ok((submission, outcomes))
     }
 
     /// Claims the first job (by priority, then age) that `worker` can run, with a lease of

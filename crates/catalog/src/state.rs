@@ -193,7 +193,7 @@ pub fn hash_key(secret: &str) -> String {
 /// On PostgreSQL, state writes take this advisory lock (not the importers' one).
 const PG_STATE_LOCK: i64 = 0x6b69_7374_6174_6521; // "kistate!"
 
-async fn begin_state_write(pool: &Pool) -> Result<Session> {
+pub(crate) async fn begin_state_write(pool: &Pool) -> Result<Session> {
     match pool {
         Pool::Sqlite(_) => Session::begin(pool, true).await,
         Pool::Postgres(_) => {
@@ -447,6 +447,30 @@ async fn writes_today(session: &mut Session, key_id: &str) -> Result<u64> {
 }
 
 /// Checks a presented secret for a scope and its remaining quota.
+/// Stores a submission in `session` with a key of the submit scope (checked, its quota
+/// counted): the caller commits, with whatever else belongs to the submission.
+pub(crate) async fn insert_submission(
+    session: &mut Session,
+    presented: Option<&str>,
+    title: String,
+    documents: Vec<SubmittedDocument>,
+) -> Result<Submission> {
+    let key = check_key(session, presented, Scope::Submit).await?;
+    let submission = Submission {
+        id: crate::new_row_id().to_string(),
+        trust: "reported".into(),
+        title,
+        documents,
+        submitter: key.label,
+        key_id: key.id,
+        created_at: crate::migrate::now_utc(),
+        published_at: None,
+    };
+    let sql = insert_sql(session.backend(), "submissions", &SUBMISSION_COLUMNS, false);
+    session.execute(&sql, &submission_values(&submission)?).await.context(|| "cannot store the submission".into())?;
+    Ok(submission)
+}
+
 async fn check_key(session: &mut Session, presented: Option<&str>, scope: Scope) -> Result<ApiKey> {
     let refuse = |refusal| Err(CatalogError::KeyRefused(refusal));
     let Some(presented) = presented else { return refuse(KeyRefusal::NoKey) };
@@ -604,22 +628,7 @@ impl Catalog {
         documents: Vec<SubmittedDocument>,
     ) -> Result<Submission> {
         let mut session = begin_state_write(&self.pool).await?;
-        let key = check_key(&mut session, presented, Scope::Submit).await?;
-        let submission = Submission {
-            id: crate::new_row_id().to_string(),
-            trust: "reported".into(),
-            title,
-            documents,
-            submitter: key.label,
-            key_id: key.id,
-            created_at: crate::migrate::now_utc(),
-            published_at: None,
-        };
-        let sql = insert_sql(session.backend(), "submissions", &SUBMISSION_COLUMNS, false);
-        session
-            .execute(&sql, &submission_values(&submission)?)
-            .await
-            .context(|| "cannot store the submission".into())?;
+        let submission = insert_submission(&mut session, presented, title, documents).await?;
         session.commit().await.context(|| "cannot commit the submission".into())?;
         Ok(submission)
     }

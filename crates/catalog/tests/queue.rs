@@ -19,7 +19,7 @@ use ki_catalog::queue::{
     self, AttemptOutcome, EnqueueRequest, Enqueued, EnvironmentFailure, Executor, FixtureExecutor, JobQuery, JobSpec,
     JobState, Origin, QueueError, Requirement, ReverifyOptions, StopWhen, Subject, WorkerOptions, WorkloadSet,
 };
-use ki_catalog::{Catalog, ExportLine, ImportOptions};
+use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions, KeyRefusal, Scope};
 use ki_ranking::reverify::{EnvironmentFacts, Policy};
 use ki_ranking::{CatalogRows, Index};
 use serde_json::{Map, Value};
@@ -608,3 +608,64 @@ async fn old_runs_are_reverified_once(db: TestDb) {
     assert!(again.planned.is_empty(), "the fresh re-runs answer the age: {:#?}", again.planned);
 }
 on_both_backends!(old_runs_are_reverified_once);
+
+/// A submission that carries Solutions: the submission and one job per Solution are written
+/// in one transaction (people's priority, naming the submission), or nothing is: a job spec
+/// that is not valid is refused before anything is written (the key's daily quota is not
+/// spent), and a key that may not submit writes neither.
+async fn a_submission_and_its_solution_jobs_are_written_together(db: TestDb) {
+    let fixture = Fixture::new(db, 2).await;
+    let catalog = &fixture.catalog;
+    let workloads = fixture.workloads();
+    let (_, secret) = catalog.create_api_key("submitter", &[Scope::Submit], 1).await.unwrap();
+    let solution = |name: &str, workload: &str| JobSpec {
+        subject: Subject::Solution {
+            name: name.into(),
+            document: serde_json::json!({"name": name, "definition": OPERATION, "spec": {"language": "python"}}),
+        },
+        workloads: WorkloadSet { operation: OPERATION.into(), workloads: vec![workload.to_string()] },
+        protocol: fixture.protocol.clone(),
+        requirement: Requirement::default(),
+        basis_run_id: None,
+    };
+    let jobs_before = catalog.queue_summary().await.unwrap();
+
+    let invalid = catalog
+        .add_submission_with_jobs(Some(&secret), "bad".into(), Vec::new(), vec![solution("  ", workloads[0])])
+        .await
+        .unwrap_err();
+    assert!(matches!(&invalid, QueueError::Invalid(message) if message.contains("/subject/name")), "{invalid}");
+    let unknown = catalog
+        .add_submission_with_jobs(Some("ki_not_a_key"), "x".into(), Vec::new(), vec![solution("a", workloads[0])])
+        .await
+        .unwrap_err();
+    assert!(matches!(&unknown, QueueError::Catalog(CatalogError::KeyRefused(KeyRefusal::UnknownKey))), "{unknown:?}");
+    assert_eq!(catalog.queue_summary().await.unwrap(), jobs_before, "refused submissions enqueue nothing");
+
+    // The quota of one write was not spent by the refusals above.
+    let (submission, outcomes) = catalog
+        .add_submission_with_jobs(
+            Some(&secret),
+            "two solutions".into(),
+            Vec::new(),
+            vec![solution("a", workloads[0]), solution("b", workloads[1])],
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for outcome in &outcomes {
+        assert_eq!(outcome.outcome, Enqueued::Created);
+        assert_eq!(outcome.job.submission_id.as_deref(), Some(submission.id.as_str()));
+        assert_eq!(outcome.job.origin, Origin::Submission);
+    }
+    let listed =
+        catalog.jobs(&JobQuery { submission_id: Some(submission.id.clone()), ..JobQuery::default() }).await.unwrap();
+    assert_eq!(listed.len(), 2, "the submission's page lists its jobs");
+    assert!(catalog.submission(&submission.id).await.unwrap().is_some());
+    let over = catalog
+        .add_submission_with_jobs(Some(&secret), "third".into(), Vec::new(), vec![solution("c", workloads[0])])
+        .await
+        .unwrap_err();
+    assert!(matches!(&over, QueueError::Catalog(CatalogError::KeyRefused(KeyRefusal::QuotaExceeded))), "{over:?}");
+}
+on_both_backends!(a_submission_and_its_solution_jobs_are_written_together);
