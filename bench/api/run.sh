@@ -17,7 +17,7 @@ mkdir -p "$OUT"
 work=$(mktemp -d)
 "$BIN" serve --database "sqlite://$work/kernelindex.db" --addr "127.0.0.1:$PORT" >"$OUT/serve.log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 600); do
   curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
   sleep 1

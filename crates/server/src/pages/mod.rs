@@ -391,7 +391,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Re
 }
 
 pub fn find_run(model: &ReadModel, reference: &str) -> Result<usize, Problem> {
-    if reference.len() > 200 {
+    if reference.chars().count() > 200 {
         return Err(Problem::bad_request("a run reference is a uuid, a sha256 digest or a short id"));
     }
     model.judgement.find_run(reference).map_err(|e| match e {

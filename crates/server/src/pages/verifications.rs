@@ -70,7 +70,7 @@ fn job_query(query: &VerificationsQuery) -> Result<JobQuery, Problem> {
         return Err(Problem::bad_request(format!("limit: {limit} is not between 1 and {MAX_JOBS}")));
     }
     let submission_id = query.submission.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
-    if submission_id.as_ref().is_some_and(|s| s.len() > 100) {
+    if submission_id.as_ref().is_some_and(|s| s.chars().count() > 100) {
         return Err(Problem::bad_request("submission: a submission id is a uuid"));
     }
     Ok(JobQuery { state, submission_id, origin, limit: Some(limit) })
@@ -94,7 +94,7 @@ pub async fn queue_view(state: &AppState, query: &JobQuery) -> Result<QueueView,
 }
 
 async fn find_job(state: &AppState, id: &str) -> Result<JobDetail, Problem> {
-    if id.len() > 100 {
+    if id.chars().count() > 100 {
         return Err(Problem::bad_request("a job is named by its uuid or its sha256: key"));
     }
     state
