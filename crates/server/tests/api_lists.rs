@@ -106,6 +106,13 @@ fn the_run_list_filters_and_names_what_is_wrong() {
     server.get("/api/v1/runs?cursor=not-a-cursor").problem(400);
     server.get("/api/v1/runs?limit=0").problem(400);
     server.get("/api/v1/runs?limit=many").problem(400);
+    // Lengths are characters, as the schema's maxLength counts them: 200 (or 100) of them is
+    // a reference looked up, one more is refused.
+    let accented = |n: usize| "%C3%A9".repeat(n);
+    server.get(&format!("/api/v1/runs/{}", accented(200))).problem(404);
+    server.get(&format!("/api/v1/runs/{}", accented(201))).problem(400);
+    server.get(&format!("/api/v1/verifications/{}", accented(100))).problem(404);
+    server.get(&format!("/api/v1/verifications/{}", accented(101))).problem(400);
 }
 
 #[test]
