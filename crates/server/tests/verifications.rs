@@ -161,3 +161,56 @@ fn the_verification_queue_is_visible_on_sqlite() {
 fn the_verification_queue_is_visible_on_postgres() {
     the_queue_is_visible(Database::postgres());
 }
+
+/// `POST /api/v1/submissions` with a `verify:` group: the submission and a job per Solution
+/// are written together, the jobs are people's and listed on the submission; an entry that
+/// is not valid is refused with its JSON pointer and nothing is written.
+fn a_submitted_solution_is_queued_with_its_submission(database: Database) {
+    let catalog = database.open_with_bundle();
+    let server = serve(catalog.clone(), ki_server::connections::Limits::default());
+    let (_, secret) = block_on(catalog.create_api_key("solutions", &[Scope::Submit], 10)).unwrap();
+    let bearer = format!("Bearer {secret}");
+    let solution = |name: &str| {
+        json!({"name": name, "definition": OPERATION, "author": "someone",
+               "spec": {"language": "python", "target_hardware": ["H200"], "entry_point": "main.py::run"},
+               "sources": [{"path": "main.py", "content": "def run(*args):\n    return None\n"}]})
+    };
+    let bundle = json!({"verify": [
+        {"solution": solution("first"), "workloads": ["0c2489b2-f878-428b-b1bd-d0c6d4c39338"]},
+        {"solution": solution("second"), "workloads": ["0c2489b2-f878-428b-b1bd-d0c6d4c39338"],
+         "protocol": "kernelindex-rerun-v2-uniform"},
+    ]});
+    let before = block_on(catalog.queue_summary()).unwrap();
+    let created = server.post("/api/v1/submissions", "application/json", Some(&bearer), &bundle.to_string());
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    let shown = server.get(&format!("/api/v1/submissions/{id}")).json();
+    let jobs = shown["verifications"].as_array().expect("the submission lists its jobs");
+    assert_eq!(jobs.len(), 2, "{shown:#}");
+    for job in jobs {
+        assert_eq!(job["origin"], "submission");
+        assert_eq!(job["state"], "pending");
+        assert_eq!(job["spec"]["subject"]["kind"], "solution");
+    }
+    let protocols: Vec<&str> = jobs.iter().map(|job| job["spec"]["protocol"].as_str().unwrap()).collect();
+    assert!(
+        protocols.contains(&"kernelindex-rerun-v2-realistic") && protocols.contains(&"kernelindex-rerun-v2-uniform")
+    );
+
+    let bad = json!({"verify": [{"solution": {"name": "no definition"}, "workloads": ["w"]}]});
+    let refused = server.post("/api/v1/submissions", "application/json", Some(&bearer), &bad.to_string());
+    let problem = refused.problem(422);
+    assert!(problem.to_string().contains("/verify/0/solution/definition"), "{problem:#}");
+    let after = block_on(catalog.queue_summary()).unwrap();
+    assert_eq!(after.pending, before.pending + 2, "the refused bundle enqueued nothing");
+}
+
+#[test]
+fn a_submitted_solution_is_queued_with_its_submission_on_sqlite() {
+    a_submitted_solution_is_queued_with_its_submission(Database::sqlite());
+}
+
+#[test]
+fn a_submitted_solution_is_queued_with_its_submission_on_postgres() {
+    a_submitted_solution_is_queued_with_its_submission(Database::postgres());
+}

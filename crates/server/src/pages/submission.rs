@@ -4,7 +4,10 @@
 //!
 //! A bundle is YAML or JSON in one of three shapes: one manifest; several YAML
 //! documents, one manifest each; or the registry's bundle mapping (`projects:`,
-//! `operations:`, `workloads:`, … each a list of manifests).
+//! `operations:`, `workloads:`, … each a list of manifests). The mapping may also hold
+//! `verify:`, a list of FlashInfer-Bench Solutions to verify on the index's GPUs, each
+//! `{solution, workloads, protocol?}`: the submission and one verification job per
+//! Solution are written in one transaction, and the submission's page lists the jobs.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -22,10 +25,62 @@ use ki_catalog::{Scope, Submission, SubmittedDocument};
 /// Most manifests one submission may hold.
 pub const MAX_MANIFESTS: usize = 200;
 
+/// Most Solutions one submission may ask to verify.
+pub const MAX_SOLUTIONS: usize = 20;
+/// The protocol a submitted Solution is timed under when it names none.
+pub const DEFAULT_SOLUTION_PROTOCOL: &str = "kernelindex-rerun-v2-realistic";
+
 #[derive(Debug)]
 pub struct ValidatedBundle {
     pub title: String,
     pub documents: Vec<SubmittedDocument>,
+    /// One verification job per Solution of the bundle's `verify:` group.
+    pub jobs: Vec<ki_catalog::queue::JobSpec>,
+}
+
+/// A `verify:` entry: `{solution, workloads, protocol?}`, the Solution whole (any worker
+/// can run it), the workloads by their FlashInfer-Bench uuids.
+fn verification_job(pointer: &str, item: Value) -> Result<ki_catalog::queue::JobSpec, FieldProblem> {
+    use ki_catalog::queue::{JobSpec, Requirement, Subject, WorkloadSet};
+    let Value::Object(mut entry) = item else {
+        return Err(problem(pointer, "a verify entry is {solution, workloads, protocol?}"));
+    };
+    if let Some(unknown) = entry.keys().find(|k| !["solution", "workloads", "protocol"].contains(&k.as_str())) {
+        return Err(problem(format!("{pointer}/{unknown}"), "unknown member (solution, workloads, protocol)"));
+    }
+    let Some(Value::Object(solution)) = entry.remove("solution") else {
+        return Err(problem(format!("{pointer}/solution"), "required: a FlashInfer-Bench Solution (JSON object)"));
+    };
+    let field = |name: &str| solution.get(name).and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty());
+    let name = field("name").ok_or_else(|| problem(format!("{pointer}/solution/name"), "required string"))?.to_string();
+    let definition = field("definition")
+        .ok_or_else(|| problem(format!("{pointer}/solution/definition"), "required string"))?
+        .to_string();
+    let workloads = match entry.remove("workloads") {
+        Some(Value::Array(list)) if !list.is_empty() => list
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| match w {
+                Value::String(uuid) if !uuid.trim().is_empty() => Ok(uuid.trim().to_string()),
+                _ => Err(problem(format!("{pointer}/workloads/{i}"), "a workload uuid (string)")),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(problem(format!("{pointer}/workloads"), "required: a non-empty list of workload uuids")),
+    };
+    let protocol = match entry.remove("protocol") {
+        None => DEFAULT_SOLUTION_PROTOCOL.to_string(),
+        Some(Value::String(protocol)) if !protocol.trim().is_empty() => protocol.trim().to_string(),
+        Some(_) => return Err(problem(format!("{pointer}/protocol"), "a protocol name (string)")),
+    };
+    JobSpec {
+        subject: Subject::Solution { name, document: Value::Object(solution) },
+        workloads: WorkloadSet { operation: definition, workloads },
+        protocol,
+        requirement: Requirement::default(),
+        basis_run_id: None,
+    }
+    .normalized()
+    .map_err(|error| problem(pointer, error.to_string()))
 }
 
 fn problem(pointer: impl Into<String>, detail: impl Into<String>) -> FieldProblem {
@@ -39,6 +94,8 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
     })?;
     // (pointer prefix, manifest value, project slug of an implementation)
     let mut manifests: Vec<(String, Value, Option<String>)> = Vec::new();
+    let mut jobs = Vec::new();
+    let mut job_problems = Vec::new();
     let many = documents.len() > 1;
     for doc in documents {
         let prefix = if many { format!("/documents/{}", doc.index) } else { String::new() };
@@ -51,6 +108,16 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
                             "a bundle maps each group to a list of manifests",
                         )]);
                     };
+                    if group == "verify" {
+                        for (i, item) in items.into_iter().enumerate() {
+                            let pointer = format!("{prefix}/verify/{i}");
+                            match verification_job(&pointer, item) {
+                                Ok(job) => jobs.push(job),
+                                Err(found) => job_problems.push(found),
+                            }
+                        }
+                        continue;
+                    }
                     for (i, item) in items.into_iter().enumerate() {
                         match item {
                             // A wrapper such as {run, protocol, environment} or {projectSlug,
@@ -78,8 +145,14 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
             value => manifests.push((prefix, value, None)),
         }
     }
-    if manifests.is_empty() {
-        return Err(vec![problem("/", "the bundle holds no manifest")]);
+    if manifests.is_empty() && jobs.is_empty() && job_problems.is_empty() {
+        return Err(vec![problem("/", "the bundle holds no manifest and no Solution to verify")]);
+    }
+    if jobs.len() + job_problems.len() > MAX_SOLUTIONS {
+        return Err(vec![problem(
+            "/verify",
+            format!("{} Solutions; one submission asks for at most {MAX_SOLUTIONS}", jobs.len() + job_problems.len()),
+        )]);
     }
     if manifests.len() > MAX_MANIFESTS {
         return Err(vec![problem(
@@ -87,7 +160,7 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
             format!("{} manifests; one submission takes at most {MAX_MANIFESTS}", manifests.len()),
         )]);
     }
-    let mut problems = Vec::new();
+    let mut problems = job_problems;
     let mut out = Vec::new();
     for (prefix, value, project_slug) in manifests {
         match ki_model::manifest::validate_value(value) {
@@ -118,8 +191,9 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
         .find(|d| d.kind == "BenchmarkRun" || d.kind == "ServingRun")
         .or(out.first())
         .map(|d| d.title.clone().unwrap_or_else(|| d.name.clone()))
+        .or_else(|| jobs.first().map(|job| format!("verify {}", job.subject.label())))
         .unwrap_or_default();
-    Ok(ValidatedBundle { title, documents: out })
+    Ok(ValidatedBundle { title, documents: out, jobs })
 }
 
 // ---------- submissions ----------
@@ -163,8 +237,19 @@ pub async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: B
         ));
     }
     let bundle = validate_bundle(&body).map_err(|errors| Problem::unprocessable("the bundle is not valid", errors))?;
-    let submission =
-        state.catalog.add_submission(key.as_deref(), bundle.title, bundle.documents).await.map_err(catalog_problem)?;
+    let submission = if bundle.jobs.is_empty() {
+        state.catalog.add_submission(key.as_deref(), bundle.title, bundle.documents).await.map_err(catalog_problem)?
+    } else {
+        let (submission, _) = state
+            .catalog
+            .add_submission_with_jobs(key.as_deref(), bundle.title, bundle.documents, bundle.jobs)
+            .await
+            .map_err(|error| match error {
+                ki_catalog::queue::QueueError::Catalog(error) => catalog_problem(error),
+                other => Problem::unprocessable("the bundle is not valid", vec![problem("/verify", other.to_string())]),
+            })?;
+        submission
+    };
     let mut response = (StatusCode::CREATED, json_response(&submission_json(&submission))).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/submissions/{}", submission.id)) {
         response.headers_mut().insert(header::LOCATION, location);
