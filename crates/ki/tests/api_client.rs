@@ -136,3 +136,58 @@ fn an_index_that_is_not_there_is_named_in_the_error() {
     let output = ki(&strings(&["search", "gqa", "--api", &url, "--database", "sqlite://x.db"]));
     assert!(!output.status.success(), "--api and --database together are refused");
 }
+
+/// `ki runs` and `ki changes` (the API's run list and change feed), the same from both.
+#[test]
+fn runs_and_changes_print_the_same_from_a_running_index() {
+    let directory = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let server = common::start_server_with(directory.path(), &database, &["--base-url", BASE_URL]);
+    let local = strings(&["--database", &database]);
+    let remote = strings(&["--api", &format!("http://{}", server.addr)]);
+
+    let page = document(&same_both_ways(
+        &["runs", "--operation", GQA, "--hardware", "NVIDIA H200", "--limit", "7"],
+        &local,
+        &remote,
+    ));
+    assert_eq!(page["runs"].as_array().unwrap().len(), 7);
+    let cursor = page["nextCursor"].as_str().expect("more than one page").to_string();
+    let next = ["runs", "--operation", GQA, "--hardware", "NVIDIA H200", "--limit", "7", "--cursor", &cursor];
+    same_both_ways(&next, &local, &remote);
+    same_both_ways(&["runs", "--evidence", "verified", "--status", "incorrect_numerical"], &local, &remote);
+    same_both_ways(&["runs", "--evidence", "nope"], &local, &remote);
+
+    let changes = document(&same_both_ways(&["changes", "--since", "2026-11-01T00:00:00Z"], &local, &remote));
+    let events = changes["events"].as_array().unwrap();
+    assert!(!events.is_empty() && events.iter().all(|e| e["at"].as_str().unwrap() > "2026-11-01"), "{changes}");
+    same_both_ways(&["changes", "--since", "2026-11-01T00:00:00Z", "--limit", "3"], &local, &remote);
+    same_both_ways(&["changes", "--since", "yesterday"], &local, &remote);
+}
+
+/// Paging `ki runs` through the whole bundled catalog lists every run exactly once.
+#[test]
+fn paging_runs_lists_every_run_once() {
+    let directory = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let mut seen = std::collections::BTreeSet::new();
+    let mut cursor: Option<String> = None;
+    let mut total = None;
+    loop {
+        let mut args = strings(&["runs", "--limit", "1000", "--json", "--database", &database]);
+        args.extend(cursor.iter().flat_map(|c| ["--cursor".to_string(), c.clone()]));
+        let output = ki(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let page = document(&output);
+        total.get_or_insert(page["total"].as_u64().unwrap());
+        for run in page["runs"].as_array().unwrap() {
+            assert!(seen.insert(run["id"].as_str().unwrap().to_string()), "{} listed twice", run["id"]);
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(Some(seen.len() as u64), total);
+    assert!(seen.len() > 8000, "the bundled catalog has {} runs", seen.len());
+}

@@ -123,7 +123,7 @@ fn the_python_sdk_finds_every_tool_conformant_on_a_catalog_and_over_the_api() {
     let legacy = sdk_client(&python, "legacy", "2025-11-25", &job, &["--database", &database]);
     // GET /api/v1/verifications/{id} is not served yet: the job is asked of the catalog only.
     let remote = sdk_client(&python, "auto", "2026-07-28", "", &["--api", &api]);
-    for tool in ["search", "resolve", "show_run", "compare", "records_since", "verification_status"] {
+    for tool in ["search", "resolve", "show_run", "compare", "records_since", "list_runs", "verification_status"] {
         assert!(local[tool].is_object(), "{tool} answered");
         assert_eq!(local[tool], legacy[tool], "{tool}: the same answer in both eras");
         if tool != "verification_status" {
