@@ -232,7 +232,7 @@ impl Reader {
                     db.close().await;
                     match job? {
                         Some(detail) => Ok(serde_json::to_value(detail)?),
-                        None => bail!("no verification job matches {:?}", reference.trim()),
+                        None => bail!("no verification job {:?}", reference.trim()),
                     }
                 })
             }

@@ -112,6 +112,7 @@ async def main():
             ("resolve", {"requests": [SEED_CASE] * 21}, "a resolve batch takes 1 to 20 requests, got 21"),
             ("search", {"query": "x", "limit": 3}, 'search: unknown argument "limit"'),
             ("list_runs", {"evidence": "nope"}, 'evidence: "nope" is not one of reported'),
+            ("verification_status", {"job": "ffffffff-0000"}, 'no verification job "ffffffff-0000"'),
         ]:
             result = await client.call_tool(name, arguments)
             text = result.content[0].text if result.content else ""
