@@ -17,7 +17,7 @@ use crate::store::{Backend, Pool, Session, placeholder};
 /// Longest reason or actor name kept (a reason is a sentence or two, not a report).
 const MAX_TEXT_CHARS: usize = 2000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CorrectionAction {
     Retract,
@@ -34,7 +34,7 @@ impl CorrectionAction {
 }
 
 /// One audit entry: who corrected which run, when (UTC) and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Correction {
     pub id: String,
@@ -49,7 +49,7 @@ pub struct Correction {
 }
 
 /// What a correction did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CorrectionReport {
     pub correction: Correction,

@@ -20,7 +20,7 @@ use crate::store::{self, Session};
 
 /// A record event written by the catalog: who took the record of a comparison group,
 /// from whom, why and when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppendedEvent {
     pub id: String,

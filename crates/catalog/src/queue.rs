@@ -72,7 +72,7 @@ const CLAIM_BATCH: i64 = 32;
 const LANE_CHUNK: usize = 500;
 
 /// What a job verifies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Subject {
     /// A FlashInfer-Bench Solution, carried whole so that any worker can run it.
@@ -108,14 +108,14 @@ impl Subject {
 
 /// The workloads a job runs: cases of one operation (definition), by the names the
 /// executor knows them by (FlashInfer-Bench workload uuids, or catalog workload ids).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkloadSet {
     pub operation: String,
     pub workloads: Vec<String>,
 }
 
 /// What a worker must be to take a job.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Requirement {
     /// The GPU product (`NVIDIA H200`, compared ignoring case); None: any GPU.
@@ -128,7 +128,7 @@ pub struct Requirement {
 }
 
 /// One job: what to verify, on what, how, and on which kind of worker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSpec {
     pub subject: Subject,
@@ -254,7 +254,7 @@ impl JobSpec {
 }
 
 /// Where a job came from; it sets the job's priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// Someone asked for it (a submission, `ki verify-queue enqueue`): runs first.
@@ -288,7 +288,7 @@ impl Origin {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     /// Waiting for a worker.
@@ -324,7 +324,7 @@ impl JobState {
 }
 
 /// How a verification ended (issue 13's verdicts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictStatus {
     /// Correct and timed: a Verified run.
@@ -351,7 +351,7 @@ impl VerdictStatus {
 }
 
 /// A job's verdict: what the executor concluded, published with its records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
     pub status: VerdictStatus,
@@ -363,7 +363,7 @@ pub struct Verdict {
 }
 
 /// A record event a job's publication appended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PublishedEvent {
     pub comparison_key: String,
@@ -374,7 +374,7 @@ pub struct PublishedEvent {
 }
 
 /// What a job's completion wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Published {
     /// The benchmark runs among its records (new or already held).
@@ -385,7 +385,7 @@ pub struct Published {
 }
 
 /// A job as the queue holds it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
     pub id: String,
@@ -415,7 +415,7 @@ pub struct Job {
     pub finished_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     Completed,
@@ -443,7 +443,7 @@ impl AttemptOutcome {
 }
 
 /// One claim of a job.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
     pub attempt: u32,
@@ -456,7 +456,7 @@ pub struct Attempt {
 }
 
 /// A worker process as it registered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerRecord {
     pub id: String,
@@ -468,7 +468,7 @@ pub struct WorkerRecord {
 }
 
 /// A job with every attempt and the workers that made them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobDetail {
     pub job: Job,
@@ -477,7 +477,7 @@ pub struct JobDetail {
 }
 
 /// Jobs per state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
     pub pending: u64,
@@ -533,7 +533,7 @@ impl EnqueueRequest {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Enqueued {
     Created,
@@ -545,7 +545,7 @@ pub enum Enqueued {
     Reopened,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EnqueueOutcome {
     pub outcome: Enqueued,
@@ -606,7 +606,7 @@ impl ReverifyOptions {
 }
 
 /// What [`Catalog::enqueue_reverification`] planned and enqueued.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReverificationReport {
     pub planned: Vec<Reverification>,

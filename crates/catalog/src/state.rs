@@ -21,7 +21,7 @@ use crate::schema::Kind;
 use crate::store::{Backend, Pool, Session, placeholder};
 
 /// What a key may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     Attest,
@@ -46,7 +46,7 @@ impl Scope {
 }
 
 /// An API key as stored: never its secret.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKey {
     pub id: String,
@@ -62,7 +62,7 @@ pub struct ApiKey {
     pub revoked: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttestationKind {
     Reproduced,
@@ -103,7 +103,7 @@ impl AttestationKind {
 }
 
 /// A community attestation of a run. It never changes the run's evidence level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Attestation {
     pub id: String,
@@ -132,7 +132,7 @@ pub struct NewAttestation {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmittedDocument {
     pub kind: String,
@@ -146,7 +146,7 @@ pub struct SubmittedDocument {
 }
 
 /// A submitted bundle: Reported and unpublished until an admin publishes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Submission {
     pub id: String,

@@ -10,7 +10,7 @@ use crate::licence::{LicenceVerdict, judge_licence};
 use crate::rank::{CohortProfile, Contender, Direction, Ineligibility, TrustLevel, rank_contenders};
 use crate::rows::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DeployabilityReason {
     NoPublicSource,
@@ -20,7 +20,7 @@ pub enum DeployabilityReason {
     NoInstallRecipe,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Deployability {
     pub deployable: bool,
@@ -633,7 +633,7 @@ impl Index {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
 #[serde(tag = "error", rename_all = "snake_case")]
 pub enum LookupError {
     #[error("no {what} matches {given:?}")]

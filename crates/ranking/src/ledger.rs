@@ -18,7 +18,7 @@ pub const CAUSE_NEW_RUN: &str = "new_run";
 pub const CAUSE_RETRACTION: &str = "retraction";
 pub const CAUSE_SUPERSESSION: &str = "supersession";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerEvent {
     pub comparison_key: String,
@@ -45,7 +45,7 @@ enum Change {
 }
 
 /// Recomputed and stored events of one comparison group that do not agree.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CohortLedgerMismatch {
     pub comparison_key: String,
@@ -55,7 +55,7 @@ pub struct CohortLedgerMismatch {
     pub unexpected: Vec<RecordEventRow>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerReport {
     pub policy_version: String,

@@ -7,7 +7,7 @@ use serde::Serialize;
 pub const PERMISSIVE_LICENCES: [&str; 7] =
     ["Apache-2.0", "MIT", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "BSL-1.0"];
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum LicenceVerdict {
     Permissive,

@@ -34,6 +34,19 @@ impl Ineligibility {
     }
 }
 
+impl schemars::JsonSchema for Ineligibility {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ineligibility".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "Why a run is not ranked: UNPUBLISHED, STATUS_<status>, RETRACTED, SUPERSEDED or MISSING_PRIMARY_METRIC"
+        })
+    }
+}
+
 impl Serialize for Ineligibility {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.code())
@@ -41,7 +54,7 @@ impl Serialize for Ineligibility {
 }
 
 /// How far a result can be trusted, weakest first so that `Ord` ranks them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TrustLevel {
     Reported,
@@ -85,7 +98,7 @@ impl TrustLevel {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     LowerIsBetter,
@@ -119,7 +132,7 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CohortProfile {
     /// At least one run's number comes from its source's own harness: only equal values tie.

@@ -14,7 +14,7 @@ pub const MAX_COHORTS_PER_ANSWER: usize = 50;
 pub const DEFAULT_TOP_RUNS: usize = 5;
 pub const MAX_BATCH: usize = 20;
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolveRequest {
     /// Operation name, slug or alias.
@@ -29,7 +29,7 @@ pub struct ResolveRequest {
     pub framework: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolveMode {
     /// The case was measured in exactly one comparison group.
@@ -42,7 +42,7 @@ pub enum ResolveMode {
     None,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     Below,
@@ -50,7 +50,7 @@ pub enum Side {
 }
 
 /// The measured case next to an unmeasured request, differing in one axis only.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NearestCase {
     pub axis: String,
@@ -60,7 +60,7 @@ pub struct NearestCase {
     pub cohorts: Vec<CohortView>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationRef {
     pub id: String,
@@ -70,7 +70,7 @@ pub struct OperationRef {
     pub variable_axes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolveResponse {
     pub request: ResolveRequest,
@@ -82,7 +82,7 @@ pub struct ResolveResponse {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
 #[error("a resolve batch takes 1 to {MAX_BATCH} requests, got {given}")]
 pub struct BatchSizeError {
     pub given: usize,

@@ -31,7 +31,7 @@ pub const CUDA_TOOLKIT: &str = "cudaToolkit";
 /// What an execution environment is, as far as re-verification cares: the GPU and the
 /// versions of the software under the kernel. The same shape describes what a worker
 /// reported about itself and what a run's `ExecutionEnvironment` manifest says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EnvironmentFacts {
     /// The GPU's product name as the driver reports it (`NVIDIA H200`).
@@ -51,7 +51,7 @@ pub struct EnvironmentFacts {
     pub libraries: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Framework {
     pub name: String,
     pub version: String,
@@ -166,7 +166,7 @@ pub struct Policy {
 }
 
 /// Why a run is to be verified again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Staleness {
     /// Observed longer ago than the policy allows.
@@ -175,7 +175,7 @@ pub enum Staleness {
     NewerSoftware { newer: Vec<NewerSoftware> },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewerSoftware {
     pub name: String,
@@ -186,7 +186,7 @@ pub struct NewerSoftware {
 }
 
 /// One run to verify again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Reverification {
     pub comparison_key: String,

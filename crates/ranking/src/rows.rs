@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::time::Instant;
 
 /// Where a row came from, so that errors can point at it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RowOrigin {
     /// 1-based line in the export file, when the row came from one.
     pub line: Option<u64>,
@@ -149,6 +149,16 @@ pub struct Timestamp {
     pub instant: Instant,
 }
 
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "RFC 3339, as stored"})
+    }
+}
+
 impl Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
@@ -163,7 +173,7 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceRow {
     pub id: String,
@@ -173,7 +183,7 @@ pub struct SourceRow {
     pub kind: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectRow {
     pub id: String,
@@ -185,7 +195,7 @@ pub struct ProjectRow {
     pub license_expression: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationRow {
     pub id: String,
@@ -198,14 +208,14 @@ pub struct OperationRow {
     pub manifest: Value,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationAliasRow {
     pub operation_id: String,
     pub alias: String,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadRow {
     pub id: String,
@@ -219,7 +229,7 @@ pub struct WorkloadRow {
     pub dtypes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImplementationRow {
     pub id: String,
@@ -252,7 +262,7 @@ pub struct ImplementationRow {
     pub manifest: Value,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchmarkRunRow {
     pub id: String,
@@ -317,7 +327,7 @@ pub struct BenchmarkRunRow {
     pub manifest: Value,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MeasurementRow {
     pub id: String,
@@ -331,7 +341,7 @@ pub struct MeasurementRow {
     pub sample_count: Option<i64>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordEventRow {
     #[serde(default)]
@@ -345,7 +355,7 @@ pub struct RecordEventRow {
     pub at: Timestamp,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactRow {
     pub id: String,

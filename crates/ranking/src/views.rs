@@ -9,7 +9,7 @@ use crate::index::{Deployability, Index};
 use crate::rank::{CohortProfile, Direction, Ineligibility, TrustLevel};
 
 /// One run as a line in a table.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub run_id: String,
@@ -36,7 +36,7 @@ pub struct RunSummary {
 }
 
 /// One comparison group with its leaders.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CohortView {
     pub comparison_key: String,
@@ -136,7 +136,7 @@ impl Index {
 }
 
 /// Everything a run page shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDossier {
     pub summary: RunSummary,
@@ -171,7 +171,7 @@ pub struct RunDossier {
     pub manifest: Value,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunKeys {
     pub comparison_key: String,
@@ -252,7 +252,7 @@ impl Index {
 }
 
 /// 2 to 8 runs side by side.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     pub runs: Vec<ComparedRun>,
@@ -262,7 +262,7 @@ pub struct Comparison {
     pub differing_axes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ComparedRun {
     pub summary: RunSummary,
@@ -273,7 +273,7 @@ pub struct ComparedRun {
     pub relative_to_best_in_group: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
 #[serde(tag = "error", rename_all = "snake_case")]
 pub enum CompareError {
     #[error("compare takes 2 to 8 runs, got {given}")]
@@ -357,7 +357,7 @@ impl Index {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordView {
     pub event: crate::rows::RecordEventRow,

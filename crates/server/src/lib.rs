@@ -20,6 +20,7 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 pub mod chart;
+pub mod connections;
 pub mod http;
 pub mod model;
 pub mod openapi;
@@ -36,11 +37,13 @@ pub struct AppState {
     pub catalog: ki_catalog::Catalog,
     /// Scheme and host used in permalinks and the Atom feed.
     pub base_url: String,
+    /// The catalog's export at its last revision asked for (`/api/v1/exports/latest`).
+    pub exports: tokio::sync::Mutex<Option<Arc<pages::exports::CachedExport>>>,
 }
 
 impl AppState {
     pub fn new(model: ReadModel, catalog: ki_catalog::Catalog, base_url: String) -> AppState {
-        AppState { model: RwLock::new(Arc::new(model)), catalog, base_url }
+        AppState { model: RwLock::new(Arc::new(model)), catalog, base_url, exports: tokio::sync::Mutex::new(None) }
     }
 
     /// The current read model; a cheap `Arc` clone, so a rebuild never blocks readers.
@@ -148,10 +151,16 @@ pub async fn serve(rows: Vec<CatalogRow>, options: ServeOptions) -> anyhow::Resu
         tokio::spawn(watch_catalog(state.clone(), watch));
     }
     eprintln!("ki serve: listening on http://{local}");
-    axum::serve(listener, routes::router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    connections::serve(
+        listener,
+        routes::router(state),
+        connections::Limits::default(),
+        connections::Tracker::default(),
+        shutdown,
+    )
+    .await;
     Ok(())
 }

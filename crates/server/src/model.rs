@@ -73,7 +73,7 @@ impl Table {
 }
 
 /// What the search box can find.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct SearchEntry {
     pub kind: &'static str,
     pub label: String,

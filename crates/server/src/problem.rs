@@ -5,7 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Problem {
     #[serde(rename = "type")]
     pub kind: String,
@@ -22,9 +22,12 @@ pub struct Problem {
     pub errors: Vec<FieldProblem>,
     #[serde(skip)]
     pub retry_after_s: Option<i64>,
+    /// The methods a 405 names in its `Allow` header.
+    #[serde(skip)]
+    pub allow: Option<HeaderValue>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FieldProblem {
     pub pointer: String,
     pub detail: String,
@@ -41,6 +44,7 @@ impl Problem {
             request_id: None,
             errors: Vec::new(),
             retry_after_s: None,
+            allow: None,
         }
     }
 
@@ -96,6 +100,9 @@ impl IntoResponse for Problem {
             && let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string())
         {
             headers.insert(header::RETRY_AFTER, value);
+        }
+        if let Some(allow) = &self.allow {
+            headers.insert(header::ALLOW, allow.clone());
         }
         // The middleware adds the request id to the body; it finds the problem here.
         response.extensions_mut().insert(self);

@@ -1,15 +1,18 @@
-//! The route table. Every route is registered through [`Routes`], which records its
-//! description for `/api/v1/openapi.json`; the handlers live with their pages in
+//! The route table. Every route is registered through [`Routes::add`] with its
+//! [`RouteDoc`]: the query, body and answer types its handler uses, which
+//! `/api/v1/openapi.json` describes; the handlers live with their pages in
 //! [`crate::pages`].
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
+use serde_json::Value;
 
-use crate::openapi::{Method, Produces, RouteDoc};
+use crate::openapi::{Link, Method, Produces, RouteDoc};
 use crate::pages::{
-    Shared, compare, docs, gpus, home, implementation, operation, project, records, resolve, run, serving, submission,
+    PageQuery, Shared, compare, docs, exports, feed, gpus, home, implementation, operation, project, records, resolve,
+    run, run_list, serving, submission, verifications,
 };
 
 /// Request bodies above this are refused (413) before a handler sees them: the largest
@@ -22,145 +25,264 @@ struct Routes {
 }
 
 impl Routes {
-    #[allow(clippy::too_many_arguments)] // one call per route reads as a table of the API
-    fn add<H, T>(
-        mut self,
-        method: Method,
-        path: &'static str,
-        produces: Produces,
-        summary: &'static str,
-        query: &'static [&'static str],
-        auth: bool,
-        handler: H,
-    ) -> Self
+    fn add<H, T>(mut self, doc: RouteDoc, handler: H) -> Self
     where
         H: Handler<T, Shared>,
         T: 'static,
     {
-        let method_router: MethodRouter<Shared> = match method {
+        let method_router: MethodRouter<Shared> = match doc.method {
             Method::Get => get(handler),
             Method::Post => post(handler),
         };
-        self.router = self.router.route(path, method_router);
-        self.docs.push(RouteDoc { method, path, summary, produces, query, auth });
+        self.router = self.router.route(doc.path, method_router);
+        self.docs.push(doc);
         self
     }
 }
 
+use Method::{Get, Post};
+use Produces::{Atom, Export, Html, Json};
+
+fn page(path: &'static str, summary: &'static str) -> RouteDoc {
+    RouteDoc::new(Get, path, Html, summary)
+}
+
+fn api(path: &'static str, summary: &'static str) -> RouteDoc {
+    RouteDoc::new(Get, path, Json, summary)
+}
+
+/// Longest run reference (a uuid, a digest with its prefix, a short id) a page takes.
+const RUN_REFERENCE_CHARS: u32 = 200;
+/// Longest job reference (a uuid or a `sha256:` key).
+const JOB_REFERENCE_CHARS: u32 = 100;
+
+const TO_RUN: Link = Link {
+    name: "run",
+    operation: (Get, "/api/v1/runs/{id}"),
+    parameter: "id",
+    expression: "$response.body#/runs/0/id",
+};
+
 fn table() -> Routes {
-    use Method::{Get, Post};
-    use Produces::*;
     Routes { router: Router::new(), docs: Vec::new() }
         .add(
-            Get,
-            "/",
-            Html,
-            "Home with search over operations, aliases, implementations and hardware",
-            &["q"],
-            false,
+            page("/", "Home with search over operations, aliases, implementations and hardware")
+                .query::<home::SearchQuery>(),
             home::page,
         )
-        .add(Get, "/api/v1/search", Json, "Search results", &["q"], false, home::api_search)
-        .add(Get, "/runs/{id}", Html, "Run dossier by id, digest or short id", &[], false, run::page)
-        .add(Get, "/api/v1/runs/{id}", Json, "Run dossier as JSON", &[], false, run::api)
         .add(
-            Post,
-            "/runs/{id}/attestations",
-            Html,
-            "File an attestation from the run page's form",
-            &[],
-            true,
+            api("/api/v1/search", "Search results")
+                .query::<home::SearchQuery>()
+                .answers::<home::SearchAnswer<'static>>(),
+            home::api_search,
+        )
+        .add(
+            page("/runs/{id}", "Run dossier by id, digest or short id").path_max_length(RUN_REFERENCE_CHARS),
+            run::page,
+        )
+        .add(
+            api("/api/v1/runs", "Runs, filtered, a page at a time (cursor)")
+                .query::<run_list::RunsQuery>()
+                .answers::<ki_ranking::feed::RunPage>()
+                .link(TO_RUN),
+            run_list::api,
+        )
+        .add(
+            api(
+                "/api/v1/feed",
+                "What changed after `since`: record events, publications, corrections, verifications; oldest first",
+            )
+            .query::<feed::FeedQuery>()
+            .answers::<ki_ranking::feed::FeedPage>(),
+            feed::api,
+        )
+        .add(
+            RouteDoc::new(
+                Get,
+                "/api/v1/exports/latest",
+                Produces::Asset("application/zstd"),
+                "The current catalog as .jsonl.zst (sha256 and row count in headers)",
+            ),
+            exports::latest,
+        )
+        .add(
+            api("/api/v1/runs/{id}", "Run dossier as JSON")
+                .path_max_length(RUN_REFERENCE_CHARS)
+                .answers::<run::RunDossier>(),
+            run::api,
+        )
+        .add(
+            RouteDoc::new(Post, "/runs/{id}/attestations", Html, "File an attestation from the run page's form")
+                .path_max_length(RUN_REFERENCE_CHARS)
+                .body::<run::AttestationForm>(&["application/x-www-form-urlencoded"])
+                .auth()
+                .status(303),
             run::form_attestation,
         )
         .add(
-            Post,
-            "/api/v1/runs/{id}/attestations",
-            Json,
-            "File an attestation (reproduced, could_not_reproduce, environment_note, regression_observed)",
-            &[],
-            true,
+            RouteDoc::new(
+                Post,
+                "/api/v1/runs/{id}/attestations",
+                Json,
+                "File an attestation (reproduced, could_not_reproduce, environment_note, regression_observed)",
+            )
+            .path_max_length(RUN_REFERENCE_CHARS)
+            .body::<run::AttestationInput>(&["application/json"])
+            .answers::<ki_catalog::Attestation>()
+            .auth()
+            .status(201),
             run::api_attestation,
         )
-        .add(Get, "/operations", Html, "All operations", &["page"], false, operation::list_page)
-        .add(Get, "/api/v1/operations", Json, "All operations as JSON", &["page"], false, operation::api_list)
+        .add(page("/operations", "All operations").query::<PageQuery>(), operation::list_page)
         .add(
-            Get,
-            "/operations/{slug}",
-            Html,
-            "Operation: current records, leaderboard, sweep chart, implementations, semantics",
-            &[],
-            false,
+            api("/api/v1/operations", "All operations as JSON")
+                .query::<PageQuery>()
+                .answers::<operation::OperationList>(),
+            operation::api_list,
+        )
+        .add(
+            page(
+                "/operations/{slug}",
+                "Operation: current records, leaderboard, sweep chart, implementations, semantics",
+            ),
             operation::page,
         )
-        .add(Get, "/api/v1/operations/{slug}", Json, "Operation as JSON", &[], false, operation::api)
         .add(
-            Get,
-            "/resolve",
-            Html,
-            "Resolve form and answer",
-            &["operation", "axes", "dtypes", "hardware", "framework"],
-            false,
-            resolve::page,
+            api("/api/v1/operations/{slug}", "Operation as JSON").answers::<operation::OperationView>(),
+            operation::api,
         )
+        .add(page("/resolve", "Resolve form and answer").query::<resolve::ResolveForm>(), resolve::page)
         .add(
-            Post,
-            "/api/v1/resolve/kernel",
-            Json,
-            "Resolve one workload to the fastest compatible kernels",
-            &[],
-            false,
+            RouteDoc::new(
+                Post,
+                "/api/v1/resolve/kernel",
+                Json,
+                "Resolve one workload to the fastest compatible kernels",
+            )
+            .body::<ki_ranking::ResolveRequest>(&["application/json"])
+            .answers::<ki_ranking::ResolveResponse>(),
             resolve::api,
         )
-        .add(Post, "/api/v1/resolve/kernel/batch", Json, "Resolve 1 to 20 workloads", &[], false, resolve::api_batch)
         .add(
-            Get,
-            "/compare",
-            Html,
-            "Compare 2 to 8 runs; format=markdown|csv|json exports",
-            &["run", "format"],
-            false,
+            RouteDoc::new(Post, "/api/v1/resolve/kernel/batch", Json, "Resolve 1 to 20 workloads")
+                .body::<resolve::BatchInput>(&["application/json"])
+                .answers::<resolve::BatchAnswer>(),
+            resolve::api_batch,
+        )
+        .add(
+            RouteDoc::new(Get, "/compare", Export, "Compare 2 to 8 runs; format=markdown|csv|json exports")
+                .query::<compare::CompareQuery>()
+                .answers::<ki_ranking::Comparison>(),
             compare::page,
         )
-        .add(Get, "/api/v1/compare", Json, "Comparison as JSON", &["run"], false, compare::api)
-        .add(Get, "/records", Html, "Record events, newest first", &["page"], false, records::page)
-        .add(Get, "/records.atom", Atom, "Record events as an Atom feed", &[], false, records::atom_feed)
-        .add(Get, "/api/v1/records", Json, "Record events as JSON", &["page"], false, records::api)
-        .add(Get, "/projects", Html, "Projects", &["page"], false, project::list_page)
-        .add(Get, "/api/v1/projects", Json, "Projects as JSON", &["page"], false, project::api_list)
-        .add(Get, "/projects/{slug}", Html, "One project and its implementations", &[], false, project::page)
-        .add(Get, "/api/v1/projects/{slug}", Json, "Project as JSON", &[], false, project::api)
-        .add(Get, "/implementations/{slug}", Html, "One implementation and its runs", &[], false, implementation::page)
-        .add(Get, "/api/v1/implementations/{slug}", Json, "Implementation as JSON", &[], false, implementation::api)
-        .add(Get, "/gpus", Html, "Hardware in the index", &[], false, gpus::page)
-        .add(Get, "/api/v1/gpus", Json, "Hardware as JSON", &[], false, gpus::api)
         .add(
-            Get,
-            "/serving",
-            Html,
-            "Serving (end-to-end inference) runs",
-            &["page", "workload"],
-            false,
+            api("/api/v1/compare", "Comparison as JSON")
+                .query::<compare::CompareQuery>()
+                .answers::<ki_ranking::Comparison>(),
+            compare::api,
+        )
+        .add(page("/records", "Record events, newest first").query::<PageQuery>(), records::page)
+        .add(RouteDoc::new(Get, "/records.atom", Atom, "Record events as an Atom feed"), records::atom_feed)
+        .add(
+            api("/api/v1/records", "Record events as JSON").query::<PageQuery>().answers::<records::RecordList>(),
+            records::api,
+        )
+        .add(page("/projects", "Projects").query::<PageQuery>(), project::list_page)
+        .add(
+            api("/api/v1/projects", "Projects as JSON").query::<PageQuery>().answers::<project::ProjectList>(),
+            project::api_list,
+        )
+        .add(page("/projects/{slug}", "One project and its implementations"), project::page)
+        .add(api("/api/v1/projects/{slug}", "Project as JSON").answers::<project::ProjectView>(), project::api)
+        .add(page("/implementations/{slug}", "One implementation and its runs"), implementation::page)
+        .add(
+            api("/api/v1/implementations/{slug}", "Implementation as JSON")
+                .answers::<implementation::ImplementationView>(),
+            implementation::api,
+        )
+        .add(page("/gpus", "Hardware in the index"), gpus::page)
+        .add(api("/api/v1/gpus", "Hardware as JSON").answers::<gpus::GpuList>(), gpus::api)
+        .add(
+            page("/serving", "Serving (end-to-end inference) runs").query::<serving::ServingQuery>(),
             serving::list_page,
         )
-        .add(Get, "/api/v1/serving", Json, "Serving runs as JSON", &["page", "workload"], false, serving::api_list)
-        .add(Get, "/serving/runs/{id}", Html, "One serving run", &[], false, serving::run_page)
-        .add(Get, "/api/v1/serving/runs/{id}", Json, "Serving run as JSON", &[], false, serving::api_run)
         .add(
-            Post,
-            "/api/v1/submissions",
-            Json,
-            "Submit a manifest bundle (stored Reported, unpublished)",
-            &[],
-            true,
+            api("/api/v1/serving", "Serving runs as JSON")
+                .query::<serving::ServingQuery>()
+                .answers::<serving::ServingList>(),
+            serving::api_list,
+        )
+        .add(page("/serving/runs/{id}", "One serving run"), serving::run_page)
+        .add(
+            api("/api/v1/serving/runs/{id}", "Serving run as JSON").answers::<serving::ServingRunView>(),
+            serving::api_run,
+        )
+        .add(
+            RouteDoc::new(Post, "/api/v1/submissions", Json, "Submit a manifest bundle (stored Reported, unpublished)")
+                .body::<Value>(&["application/yaml", "application/json"])
+                .answers::<submission::SubmissionView>()
+                .auth()
+                .status(201),
             submission::api_submit,
         )
-        .add(Get, "/submissions/{id}", Html, "A submission and its validation", &[], false, submission::page)
-        .add(Get, "/api/v1/submissions/{id}", Json, "Submission as JSON", &[], false, submission::api)
-        .add(Get, "/docs", Html, "How the index works: ranking, evidence, sources, API", &[], false, docs::page)
-        .add(Get, "/api/v1/openapi.json", Json, "This document", &[], false, docs::api_openapi)
-        .add(Get, "/static/site.css", Asset, "Stylesheet", &[], false, docs::site_css)
-        .add(Get, "/static/site.js", Asset, "Progressive-enhancement script", &[], false, docs::site_js)
-        .add(Get, "/healthz", Asset, "Liveness", &[], false, docs::healthz)
+        .add(page("/submissions/{id}", "A submission, its validation and its verification jobs"), submission::page)
+        .add(
+            api("/api/v1/submissions/{id}", "Submission as JSON").answers::<submission::SubmissionView>(),
+            submission::api,
+        )
+        .add(
+            page(
+                "/verifications",
+                "The verification queue: pending, running (with the worker), done (with the verdict), parked",
+            )
+            .query::<verifications::VerificationsQuery>(),
+            verifications::page,
+        )
+        .add(
+            api("/api/v1/verifications", "Verification jobs as JSON, by state")
+                .query::<verifications::VerificationsQuery>()
+                .answers::<verifications::QueueView>(),
+            verifications::api_list,
+        )
+        .add(
+            page("/verifications/{id}", "One verification job and its attempts").path_max_length(JOB_REFERENCE_CHARS),
+            verifications::job_page,
+        )
+        .add(
+            api(
+                "/api/v1/verifications/{id}",
+                "One verification job (JobDetail, as `ki verify-queue status --json JOB` prints it)",
+            )
+            .path_max_length(JOB_REFERENCE_CHARS)
+            .answers::<ki_catalog::queue::JobDetail>(),
+            verifications::api_job,
+        )
+        .add(page("/docs", "How the index works: ranking, evidence, sources, API"), docs::page)
+        .add(api("/api/v1/openapi.json", "This document").answers::<Value>(), docs::api_openapi)
+        .add(RouteDoc::new(Get, "/static/site.css", Produces::Asset("text/css"), "Stylesheet"), docs::site_css)
+        .add(
+            RouteDoc::new(Get, "/static/site.js", Produces::Asset("text/javascript"), "Progressive-enhancement script"),
+            docs::site_js,
+        )
+        .add(RouteDoc::new(Get, "/healthz", Produces::Asset("text/plain"), "Liveness"), docs::healthz)
+}
+
+/// The methods the route table serves at `path` (`{param}` segments match any one segment),
+/// for a 405's `Allow`.
+pub fn methods_at(path: &str) -> Vec<&'static str> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let mut methods: Vec<&'static str> = route_docs()
+        .iter()
+        .filter(|doc| {
+            let pattern: Vec<&str> = doc.path.split('/').collect();
+            pattern.len() == segments.len()
+                && pattern.iter().zip(&segments).all(|(p, s)| (p.starts_with('{') && p.ends_with('}')) || p == s)
+        })
+        .map(|doc| doc.method.as_str())
+        .collect();
+    methods.sort_unstable();
+    methods.dedup();
+    methods
 }
 
 /// Every route's description, in registration order.

@@ -1,12 +1,12 @@
 //! Compare (`/compare?run=…`): 2 to 8 runs side by side, with Markdown, CSV and JSON exports.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use axum_extra::extract::Query;
 use maud::{Markup, html};
 
-use super::{Answer, Shared, html_response, json_response, layout, query_value};
-use crate::http::parse_pairs;
+use super::{Answer, Shared, html_response, json_response, layout};
 use crate::model::ReadModel;
 use crate::problem::Problem;
 
@@ -73,9 +73,35 @@ fn compare_cells(r: &ki_ranking::views::ComparedRun) -> [String; 10] {
     ]
 }
 
+/// One Markdown table cell: HTML is escaped (a renderer would pass it through as markup),
+/// and pipes and line breaks, which would end the cell or the row.
+fn markdown_cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One CSV cell (RFC 4180 quoting). A cell a spreadsheet would take as a formula (a leading
+/// `=`, `+`, `@`, tab or carriage return, or `-` not starting a number) is prefixed with `'`.
+fn csv_cell(text: &str) -> String {
+    let formula =
+        text.starts_with(['=', '+', '@', '\t', '\r']) || (text.starts_with('-') && text.parse::<f64>().is_err());
+    let text = if formula { format!("'{text}") } else { text.to_string() };
+    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text }
+}
+
 pub fn markdown(c: &ki_ranking::Comparison) -> String {
-    // Pipes and newlines inside cells would break the table.
-    let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let cell = |s: &str| markdown_cell(s);
     let mut out = format!("| {} |\n|{}\n", COMPARE_COLUMNS.join(" | "), "---|".repeat(COMPARE_COLUMNS.len()));
     for r in &c.runs {
         out.push_str("| ");
@@ -86,15 +112,7 @@ pub fn markdown(c: &ki_ranking::Comparison) -> String {
 }
 
 pub fn csv(c: &ki_ranking::Comparison) -> String {
-    // RFC 4180 quoting; a leading =,+,-,@ is prefixed so spreadsheets do not run it.
-    let cell = |s: &str| {
-        let s = if s.starts_with(['=', '+', '@']) || (s.starts_with('-') && s.parse::<f64>().is_err()) {
-            format!("'{s}")
-        } else {
-            s.to_string()
-        };
-        if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s }
-    };
+    let cell = |s: &str| csv_cell(s);
     let mut out = COMPARE_COLUMNS.join(",");
     out.push_str("\r\n");
     for r in &c.runs {
@@ -106,12 +124,20 @@ pub fn csv(c: &ki_ranking::Comparison) -> String {
 
 // ---------- compare ----------
 
-fn comparison(model: &ReadModel, q: &Option<String>) -> Result<(Vec<String>, ki_ranking::Comparison), Problem> {
+/// `?run=A&run=B…` (or `run=A,B`): 2 to 8 runs by id, digest or short id; the page also takes
+/// `format=markdown|csv|json`.
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+pub struct CompareQuery {
+    #[schemars(length(min = 2, max = 8), inner(regex(pattern = r"^[A-Za-z0-9:-]{1,100}$")), extend("uniqueItems" = true))]
+    pub run: Vec<String>,
+    #[schemars(extend("enum" = ["", "html", "json", "markdown", "md", "csv"]))]
+    pub format: Option<String>,
+}
+
+fn comparison(model: &ReadModel, q: &CompareQuery) -> Result<(Vec<String>, ki_ranking::Comparison), Problem> {
     let mut refs: Vec<String> = Vec::new();
-    for (k, v) in parse_pairs(q.as_deref().unwrap_or("")) {
-        if k == "run" {
-            refs.extend(v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
-        }
+    for value in &q.run {
+        refs.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
         if refs.len() > 8 {
             break;
         }
@@ -126,10 +152,10 @@ fn comparison(model: &ReadModel, q: &Option<String>) -> Result<(Vec<String>, ki_
     }
 }
 
-pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+pub async fn page(State(state): State<Shared>, Query(q): Query<CompareQuery>) -> Answer {
     let model = state.model();
     let (refs, c) = comparison(&model, &q)?;
-    match query_value(&q, "format").as_deref() {
+    match q.format.as_deref() {
         None | Some("") | Some("html") => Ok(html_response(render(&c, &refs))),
         Some("json") => Ok(json_response(&c)),
         Some("markdown") | Some("md") => {
@@ -147,6 +173,22 @@ pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer 
     }
 }
 
-pub async fn api(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+pub async fn api(State(state): State<Shared>, Query(q): Query<CompareQuery>) -> Answer {
     Ok(json_response(&comparison(&state.model(), &q)?.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_cells_cannot_carry_markup_or_formulas() {
+        assert_eq!(markdown_cell("<img src=x onerror=alert(1)> | a\nb"), "&lt;img src=x onerror=alert(1)&gt; \\| a b");
+        assert_eq!(markdown_cell("a & b"), "a &amp; b");
+        for formula in ["=1+1", "+1", "@SUM(A1)", "\t=1", "\r=1", "-x"] {
+            assert!(csv_cell(formula).trim_start_matches('"').starts_with('\''), "{formula:?}: {}", csv_cell(formula));
+        }
+        assert_eq!(csv_cell("-1.5"), "-1.5");
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+    }
 }

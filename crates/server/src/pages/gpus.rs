@@ -3,12 +3,11 @@
 use axum::extract::State;
 use maud::{Markup, html};
 use serde::Serialize;
-use serde_json::json;
 
 use super::{Answer, Shared, html_response, json_response, layout};
 use crate::model::{ReadModel, opt_text, slugify, text};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GpuItem {
     pub model: String,
@@ -18,6 +17,12 @@ pub struct GpuItem {
     pub runs: usize,
     pub operations: usize,
     pub records_held: usize,
+}
+
+/// The hardware the index has runs on.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct GpuList {
+    pub gpus: Vec<GpuItem>,
 }
 
 impl ReadModel {
@@ -69,5 +74,5 @@ pub async fn page(State(state): State<Shared>) -> Answer {
 }
 
 pub async fn api(State(state): State<Shared>) -> Answer {
-    Ok(json_response(&json!({ "gpus": state.model().gpu_list() })))
+    Ok(json_response(&GpuList { gpus: state.model().gpu_list() }))
 }

@@ -1,11 +1,11 @@
 //! The home page (`/`): search over operations, aliases, implementations and hardware,
 //! the most-measured operations and the latest records; and `/api/v1/search`.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::Query;
+use axum::extract::State;
 use maud::{Markup, html};
-use serde_json::json;
 
-use super::{Answer, PAGE_LIMIT, Shared, html_response, json_response, layout, query_value};
+use super::{Answer, PAGE_LIMIT, Shared, html_response, json_response, layout};
 use crate::model::ReadModel;
 
 // ---------- home ----------
@@ -47,16 +47,33 @@ pub fn render(model: &ReadModel, query: &str) -> Markup {
 
 // ---------- home and search ----------
 
-pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    let model = state.model();
-    let query = query_value(&q, "q").unwrap_or_default();
-    let query: String = query.chars().take(200).collect();
-    Ok(html_response(render(&model, &query)))
+/// `?q=…`: what to search for (the first 200 characters count).
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchQuery {
+    pub q: Option<String>,
 }
 
-pub async fn api_search(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+/// What the search found.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct SearchAnswer<'a> {
+    pub query: String,
+    pub results: Vec<&'a crate::model::SearchEntry>,
+}
+
+impl SearchQuery {
+    fn text(&self) -> String {
+        self.q.as_deref().unwrap_or("").chars().take(200).collect()
+    }
+}
+
+pub async fn page(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> Answer {
     let model = state.model();
-    let query: String = query_value(&q, "q").unwrap_or_default().chars().take(200).collect();
+    Ok(html_response(render(&model, &q.text())))
+}
+
+pub async fn api_search(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> Answer {
+    let model = state.model();
+    let query = q.text();
     let results = model.search(&query, PAGE_LIMIT);
-    Ok(json_response(&json!({ "query": query, "results": results })))
+    Ok(json_response(&SearchAnswer { query, results }))
 }

@@ -9,7 +9,7 @@ use super::{Answer, Link, PAGE_LIMIT, RunSummary, Shared, html_response, json_re
 use crate::model::{ReadModel, opt_text, text};
 use crate::problem::Problem;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImplementationItem {
     pub slug: String,
@@ -19,7 +19,7 @@ pub struct ImplementationItem {
     pub href: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImplementationView {
     pub slug: String,

@@ -17,13 +17,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::AppState;
-use crate::http::parse_pairs;
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::Problem;
 use ki_catalog::{CatalogError, KeyRefusal};
 
 pub mod compare;
 pub mod docs;
+pub mod exports;
+pub mod feed;
 pub mod gpus;
 pub mod home;
 pub mod implementation;
@@ -32,8 +33,10 @@ pub mod project;
 pub mod records;
 pub mod resolve;
 pub mod run;
+pub mod run_list;
 pub mod serving;
 pub mod submission;
+pub mod verifications;
 
 /// Most rows any list on a page shows.
 pub const PAGE_LIMIT: usize = 200;
@@ -69,6 +72,7 @@ pub fn layout(title: &str, main: Markup) -> Markup {
                             li { a href="/projects" { "Projects" } }
                             li { a href="/gpus" { "GPUs" } }
                             li { a href="/serving" { "Serving" } }
+                            li { a href="/verifications" { "Verifications" } }
                             li { a href="/docs" { "Docs" } }
                         }
                     }
@@ -174,13 +178,13 @@ pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Link {
     pub label: String,
     pub href: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Field {
     pub label: String,
     pub value: String,
@@ -207,7 +211,7 @@ impl Field {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub id: String,
@@ -369,12 +373,17 @@ pub fn json_response<T: serde::Serialize>(value: &T) -> Response {
     }
 }
 
-pub fn query_value(query: &Option<String>, name: &str) -> Option<String> {
-    parse_pairs(query.as_deref().unwrap_or("")).into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+/// `?page=N` of a paged list (1 when absent; a page past the last shows the last).
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct PageQuery {
+    #[schemars(extend("maximum" = 18_446_744_073_709_551_615_u64))]
+    pub page: Option<usize>,
 }
 
-pub fn page_param(query: &Option<String>) -> usize {
-    query_value(query, "page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(1).clamp(1, 100_000)
+impl PageQuery {
+    pub fn number(&self) -> usize {
+        self.page.unwrap_or(1).clamp(1, 100_000)
+    }
 }
 
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Problem> {

@@ -4,14 +4,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::Query;
+use axum::extract::{Path, State};
 use maud::{Markup, html};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::implementation::ImplementationItem;
 use super::{
-    Answer, PAGE_LIMIT, RunSummary, Shared, find_operation, html_response, json_response, layout, page_param, pager,
+    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, html_response, json_response, layout, pager,
     pages_for, runs_table, scalar, section, trusted, workload_label,
 };
 use crate::model::{ReadModel, Row, number, pointer, text};
@@ -19,7 +20,7 @@ use crate::model::{ReadModel, Row, number, pointer, text};
 /// Most series the sweep chart draws.
 pub const CHART_SERIES: usize = 8;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AxisView {
     pub name: String,
     pub role: String,
@@ -28,7 +29,7 @@ pub struct AxisView {
     pub value: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ParameterView {
     pub name: String,
     pub kind: &'static str,
@@ -36,7 +37,7 @@ pub struct ParameterView {
     pub shape: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Semantics {
     pub axes: Vec<AxisView>,
@@ -46,7 +47,7 @@ pub struct Semantics {
     pub properties: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadRecord {
     pub workload: String,
@@ -56,7 +57,7 @@ pub struct WorkloadRecord {
     pub holder: RunSummary,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Leaderboard {
     pub comparison_key: String,
@@ -67,14 +68,14 @@ pub struct Leaderboard {
     pub eligible_runs: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SweepSeries {
     pub implementation: String,
     /// (axis value, primary value in ns), sorted by axis value.
     pub points: Vec<(f64, f64)>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Sweep {
     pub axis: String,
@@ -83,7 +84,7 @@ pub struct Sweep {
     pub series: Vec<SweepSeries>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationView {
     pub id: String,
@@ -351,7 +352,7 @@ impl ReadModel {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationItem {
     pub slug: String,
@@ -362,7 +363,7 @@ pub struct OperationItem {
     pub href: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationList {
     pub operations: Vec<OperationItem>,
@@ -493,10 +494,10 @@ pub async fn api(State(state): State<Shared>, Path(slug): Path<String>) -> Answe
     Ok(json_response(&model.operation_view(op)))
 }
 
-pub async fn list_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(html_response(render_list(&state.model().operation_list(page_param(&q)))))
+pub async fn list_page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(html_response(render_list(&state.model().operation_list(q.number()))))
 }
 
-pub async fn api_list(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(json_response(&state.model().operation_list(page_param(&q))))
+pub async fn api_list(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(json_response(&state.model().operation_list(q.number())))
 }

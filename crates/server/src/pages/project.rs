@@ -1,16 +1,17 @@
 //! Projects (`/projects`, `/projects/{slug}`): who publishes implementations.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::Query;
+use axum::extract::{Path, State};
 use maud::{Markup, html};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::implementation::ImplementationItem;
-use super::{Answer, PAGE_LIMIT, Shared, html_response, json_response, layout, page_param, pager, pages_for, section};
+use super::{Answer, PAGE_LIMIT, PageQuery, Shared, html_response, json_response, layout, pager, pages_for, section};
 use crate::model::{ReadModel, opt_text, text};
 use crate::problem::Problem;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectItem {
     pub slug: String,
@@ -19,7 +20,7 @@ pub struct ProjectItem {
     pub href: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectList {
     pub projects: Vec<ProjectItem>,
@@ -28,7 +29,7 @@ pub struct ProjectList {
     pub pages: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectView {
     pub slug: String,
@@ -129,12 +130,12 @@ pub fn render(v: &ProjectView) -> Markup {
 
 // ---------- projects, implementations, gpus ----------
 
-pub async fn list_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(html_response(render_list(&state.model().project_list(page_param(&q)))))
+pub async fn list_page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(html_response(render_list(&state.model().project_list(q.number()))))
 }
 
-pub async fn api_list(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(json_response(&state.model().project_list(page_param(&q))))
+pub async fn api_list(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(json_response(&state.model().project_list(q.number())))
 }
 
 fn find_project(model: &ReadModel, slug: &str) -> Result<usize, Problem> {

@@ -1,15 +1,16 @@
 //! Records (`/records`, `/records.atom`, `/api/v1/records`): record events newest first.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::Query;
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde::Serialize;
 
-use super::{Answer, Link, RunSummary, Shared, html_response, json_response, layout, page_param, pager, pages_for};
+use super::{Answer, Link, PageQuery, RunSummary, Shared, html_response, json_response, layout, pager, pages_for};
 use crate::model::{ReadModel, Row, opt_text, text};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordItem {
     pub at: String,
@@ -21,7 +22,7 @@ pub struct RecordItem {
     pub comparison_key: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordList {
     pub records: Vec<RecordItem>,
@@ -96,49 +97,65 @@ pub fn render(list: &RecordList) -> Markup {
     )
 }
 
-fn xml_escape(text: &str) -> String {
-    crate::chart::escape(text)
+/// An RFC 3339 timestamp as Atom's date; the epoch when a row holds something else (a
+/// record event's time is checked on import, so that does not happen in practice).
+fn atom_date(text: &str) -> atom_syndication::FixedDateTime {
+    atom_syndication::FixedDateTime::parse_from_rfc3339(text)
+        .or_else(|_| atom_syndication::FixedDateTime::parse_from_rfc3339(&ki_model::utc::now_millis()))
+        .unwrap_or_default()
 }
 
+fn atom_link(href: String, rel: &str) -> atom_syndication::Link {
+    atom_syndication::Link { href, rel: rel.to_string(), ..Default::default() }
+}
+
+/// The newest record events as an Atom feed (RFC 4287), built and escaped by `atom_syndication`.
 pub fn atom(list: &RecordList, base_url: &str) -> String {
+    use atom_syndication::{Entry, Feed, Text};
     let updated = list.records.first().map(|r| r.at.clone()).unwrap_or_else(ki_model::utc::now_millis);
-    let mut out = String::with_capacity(32 * 1024);
-    out.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
-    out.push_str(&format!(
-        "<title>KernelIndex records</title>\n<id>{0}/records</id>\n<link rel=\"self\" href=\"{0}/records.atom\"/>\n<link href=\"{0}/records\"/>\n<updated>{1}</updated>\n",
-        xml_escape(base_url),
-        xml_escape(&updated)
-    ));
-    for r in &list.records {
-        let Some(h) = &r.holder else { continue };
-        let op = r.operation.as_ref().map(|o| o.label.as_str()).unwrap_or("");
-        let title = format!("{op}: {} holds the record at {} on {}", h.implementation, h.display, h.hardware);
-        out.push_str(&format!(
-            "<entry>\n<title>{}</title>\n<id>{}/runs/{}#record-{}</id>\n<link href=\"{}{}\"/>\n<updated>{}</updated>\n<summary>{}</summary>\n</entry>\n",
-            xml_escape(&title),
-            xml_escape(base_url),
-            xml_escape(&h.id),
-            xml_escape(&r.at),
-            xml_escape(base_url),
-            xml_escape(&h.href),
-            xml_escape(&r.at),
-            xml_escape(&format!("cause {}; comparison key {}", r.cause, r.comparison_key)),
-        ));
-    }
-    out.push_str("</feed>\n");
-    out
+    let entries: Vec<Entry> = list
+        .records
+        .iter()
+        .filter_map(|r| {
+            let h = r.holder.as_ref()?;
+            let op = r.operation.as_ref().map(|o| o.label.as_str()).unwrap_or("");
+            Some(Entry {
+                title: Text::plain(format!(
+                    "{op}: {} holds the record at {} on {}",
+                    h.implementation, h.display, h.hardware
+                )),
+                id: format!("{base_url}/runs/{}#record-{}", h.id, r.at),
+                updated: atom_date(&r.at),
+                links: vec![atom_link(format!("{base_url}{}", h.href), "alternate")],
+                summary: Some(Text::plain(format!("cause {}; comparison key {}", r.cause, r.comparison_key))),
+                ..Default::default()
+            })
+        })
+        .collect();
+    let feed = Feed {
+        title: Text::plain("KernelIndex records"),
+        id: format!("{base_url}/records"),
+        updated: atom_date(&updated),
+        links: vec![
+            atom_link(format!("{base_url}/records.atom"), "self"),
+            atom_link(format!("{base_url}/records"), "alternate"),
+        ],
+        entries,
+        ..Default::default()
+    };
+    feed.to_string()
 }
 
 // ---------- records ----------
 
 pub const RECORDS_PER_PAGE: usize = 100;
 
-pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(html_response(render(&state.model().record_list(page_param(&q), RECORDS_PER_PAGE))))
+pub async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(html_response(render(&state.model().record_list(q.number(), RECORDS_PER_PAGE))))
 }
 
-pub async fn api(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    Ok(json_response(&state.model().record_list(page_param(&q), RECORDS_PER_PAGE)))
+pub async fn api(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(json_response(&state.model().record_list(q.number(), RECORDS_PER_PAGE)))
 }
 
 pub async fn atom_feed(State(state): State<Shared>) -> Answer {

@@ -4,18 +4,20 @@
 use std::collections::BTreeMap;
 
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::Query;
+use axum::extract::State;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Shared, html_response, json_response, layout, parse_json};
-use crate::http::parse_pairs;
 use crate::problem::Problem;
 
 // ---------- resolve ----------
 
-#[derive(Debug, Default)]
+/// The resolve form's fields, as the page's query string carries them.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct ResolveForm {
     pub operation: String,
     pub axes: String,
@@ -100,17 +102,15 @@ pub fn parse_axes(text: &str) -> Result<BTreeMap<String, Value>, String> {
     Ok(axes)
 }
 
-pub async fn page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) -> Answer {
     let model = state.model();
-    let pairs = parse_pairs(q.as_deref().unwrap_or(""));
-    let get =
-        |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty());
+    let trimmed = |text: &str| text.trim().to_string();
     let form = ResolveForm {
-        operation: get("operation").unwrap_or_default(),
-        axes: get("axes").unwrap_or_default(),
-        dtypes: get("dtypes").unwrap_or_default(),
-        hardware: get("hardware").unwrap_or_default(),
-        framework: get("framework").unwrap_or_default(),
+        operation: trimmed(&form.operation),
+        axes: trimmed(&form.axes),
+        dtypes: trimmed(&form.dtypes),
+        hardware: trimmed(&form.hardware),
+        framework: trimmed(&form.framework),
     };
     if form.operation.is_empty() {
         return Ok(html_response(render(&form, None, None)));
@@ -142,17 +142,25 @@ pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
     Ok(json_response(&state.model().judgement.resolve(&request)))
 }
 
-#[derive(Deserialize)]
+/// 1 to 20 resolve requests.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct BatchInput {
+pub struct BatchInput {
+    #[schemars(length(min = 1, max = 20))]
     requests: Vec<ki_ranking::ResolveRequest>,
+}
+
+/// One answer per request, in order.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct BatchAnswer {
+    pub responses: Vec<ki_ranking::ResolveResponse>,
 }
 
 pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     let input: BatchInput = parse_json(&body, "{\"requests\": [...]} with 1 to 20 resolve requests")?;
     let answers =
         state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
-    Ok(json_response(&json!({ "responses": answers })))
+    Ok(json_response(&BatchAnswer { responses: answers }))
 }
 
 #[cfg(test)]

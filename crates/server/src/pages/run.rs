@@ -5,6 +5,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect};
+use axum_extra::extract::Form;
 use maud::{Markup, html};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +16,7 @@ use super::{
     short_id, workload_label,
 };
 use crate::AppState;
-use crate::http::{parse_pairs, presented_key};
+use crate::http::presented_key;
 use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
 use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
@@ -26,7 +27,7 @@ pub const STALE_AFTER_DAYS: i64 = 180;
 /// Longest free-text field of an attestation.
 pub const MAX_NOTE_CHARS: usize = 2000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Banner {
     /// `retracted`, `superseded` or `stale`.
     pub kind: &'static str,
@@ -35,7 +36,7 @@ pub struct Banner {
     pub link: Option<Link>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Primary {
     pub metric: String,
@@ -59,14 +60,14 @@ pub struct Primary {
     pub baseline_speedup: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Tensor {
     pub name: String,
     pub dtype: String,
     pub shape: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadSection {
     pub axes: Vec<Field>,
@@ -76,7 +77,7 @@ pub struct WorkloadSection {
     pub digest: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Measurement {
     pub metric: String,
@@ -87,7 +88,7 @@ pub struct Measurement {
     pub sample_count: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactView {
     pub kind: String,
@@ -98,7 +99,7 @@ pub struct ArtifactView {
     pub license: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Citation {
     pub permalink: String,
@@ -108,14 +109,14 @@ pub struct Citation {
     pub bibtex: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Deployability {
     pub deployable: bool,
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDossier {
     pub id: String,
@@ -756,18 +757,26 @@ pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer 
     Ok(json_response(&dossier(&state, &id).await?))
 }
 
-#[derive(Debug, Deserialize)]
+/// An attestation as the API takes it (the key goes in the `Authorization` header).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AttestationInput {
+pub struct AttestationInput {
+    #[schemars(with = "ki_catalog::AttestationKind")]
     kind: String,
+    /// The latency you observed, in whole nanoseconds.
     #[serde(default)]
+    #[schemars(with = "Option<u64>", range(max = 9_007_199_254_740_991_i64))]
     observed_ns: Option<Value>,
+    /// An https:// link to your evidence.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~/-]*)?$"), length(max = 2000))]
     evidence_url: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = 2000))]
     note: Option<String>,
     /// Only from the HTML form, which cannot set headers.
     #[serde(default)]
+    #[schemars(skip)]
     api_key: Option<String>,
 }
 
@@ -782,6 +791,8 @@ pub fn valid_evidence_url(url: &str) -> bool {
         && url.chars().all(|c| !c.is_whitespace() && !c.is_control() && c != '"' && c != '<' && c != '>')
 }
 
+/// Files an attestation whose key the caller has already authorized (before reading the body:
+/// a request without a valid key learns nothing about the run or its input).
 async fn file_attestation(
     state: &AppState,
     reference: &str,
@@ -793,7 +804,6 @@ async fn file_attestation(
         let run = find_run(&model, reference)?;
         crate::model::text(&model.runs.rows[run], "id").to_string()
     };
-    state.catalog.authorize(key, Scope::Attest).await.map_err(catalog_problem)?;
     let mut errors = Vec::new();
     let kind = AttestationKind::parse(input.kind.trim());
     if kind.is_none() {
@@ -842,12 +852,13 @@ pub async fn api_attestation(
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer {
+    let key = presented_key(&headers);
+    state.catalog.authorize(key.as_deref(), Scope::Attest).await.map_err(catalog_problem)?;
     let input: AttestationInput = serde_json::from_slice(&body)
         .map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
     if input.api_key.is_some() {
         return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
     }
-    let key = presented_key(&headers);
     let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
     let mut response = (StatusCode::CREATED, json_response(&attestation)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/runs/{}#replications", attestation.run_id)) {
@@ -856,26 +867,40 @@ pub async fn api_attestation(
     Ok(response)
 }
 
+/// The run page's form (which cannot set headers, so it carries the key as a field).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttestationForm {
+    #[schemars(with = "ki_catalog::AttestationKind")]
+    pub kind: String,
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9]{0,15}$"))]
+    pub observed_ns: Option<String>,
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^(https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~/-]*)?)?$"), length(max = 2000))]
+    pub evidence_url: Option<String>,
+    #[serde(default)]
+    #[schemars(length(max = 2000))]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+}
+
 pub async fn form_attestation(
     State(state): State<Shared>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    Form(form): Form<AttestationForm>,
 ) -> Answer {
-    let text = std::str::from_utf8(&body).map_err(|_| Problem::bad_request("the form is not UTF-8"))?;
-    let mut input =
-        AttestationInput { kind: String::new(), observed_ns: None, evidence_url: None, note: None, api_key: None };
-    for (k, v) in parse_pairs(text) {
-        match k.as_str() {
-            "kind" => input.kind = v,
-            "observedNs" => input.observed_ns = Some(Value::String(v)),
-            "evidenceUrl" => input.evidence_url = Some(v),
-            "note" => input.note = Some(v),
-            "apiKey" => input.api_key = Some(v),
-            _ => return Err(Problem::bad_request(format!("unknown form field {k:?}"))),
-        }
-    }
-    let key = input.api_key.take().or_else(|| presented_key(&headers));
+    let key = form.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| presented_key(&headers));
+    state.catalog.authorize(key.as_deref(), Scope::Attest).await.map_err(catalog_problem)?;
+    let input = AttestationInput {
+        kind: form.kind,
+        observed_ns: form.observed_ns.map(Value::String),
+        evidence_url: form.evidence_url,
+        note: form.note,
+        api_key: None,
+    };
     let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
     Ok(Redirect::to(&format!("/runs/{}#replications", attestation.run_id)).into_response())
 }

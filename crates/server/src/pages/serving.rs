@@ -1,18 +1,18 @@
 //! Serving (`/serving`, `/serving/runs/{id}`): end-to-end inference runs.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::Query;
+use axum::extract::{Path, State};
 use maud::{Markup, html};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Answer, Link, PAGE_LIMIT, Shared, html_response, json_response, layout, page_param, pager, pages_for, query_value,
-    scalar, section,
+    Answer, Link, PAGE_LIMIT, Shared, html_response, json_response, layout, pager, pages_for, scalar, section,
 };
 use crate::model::{ReadModel, number, pointer, text};
 use crate::problem::Problem;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServingItem {
     pub id: String,
@@ -29,7 +29,7 @@ pub struct ServingItem {
     pub href: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServingList {
     pub runs: Vec<ServingItem>,
@@ -39,7 +39,7 @@ pub struct ServingList {
     pub workloads: Vec<Link>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServingRunView {
     pub item: ServingItem,
@@ -220,14 +220,27 @@ pub fn render_run(v: &ServingRunView) -> Markup {
 
 // ---------- serving ----------
 
-pub async fn list_page(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    let workload = query_value(&q, "workload");
-    Ok(html_response(render_list(&state.model().serving_list(page_param(&q), workload.as_deref()))))
+/// `?page=N&workload=…` of the serving list.
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct ServingQuery {
+    #[schemars(extend("maximum" = 18_446_744_073_709_551_615_u64))]
+    pub page: Option<usize>,
+    /// A serving workload's id or slug.
+    pub workload: Option<String>,
 }
 
-pub async fn api_list(State(state): State<Shared>, RawQuery(q): RawQuery) -> Answer {
-    let workload = query_value(&q, "workload");
-    Ok(json_response(&state.model().serving_list(page_param(&q), workload.as_deref())))
+impl ServingQuery {
+    fn page(&self) -> usize {
+        super::PageQuery { page: self.page }.number()
+    }
+}
+
+pub async fn list_page(State(state): State<Shared>, Query(q): Query<ServingQuery>) -> Answer {
+    Ok(html_response(render_list(&state.model().serving_list(q.page(), q.workload.as_deref()))))
+}
+
+pub async fn api_list(State(state): State<Shared>, Query(q): Query<ServingQuery>) -> Answer {
+    Ok(json_response(&state.model().serving_list(q.page(), q.workload.as_deref())))
 }
 
 fn find_serving_run(model: &ReadModel, id: &str) -> Result<usize, Problem> {

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use maud::{Markup, html};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, short_id};
 use crate::AppState;
@@ -124,7 +124,7 @@ pub fn validate_bundle(bytes: &[u8]) -> Result<ValidatedBundle, Vec<FieldProblem
 
 // ---------- submissions ----------
 
-pub fn render(s: &Submission) -> Markup {
+pub fn render(s: &Submission, jobs: &super::verifications::QueueView) -> Markup {
     layout(
         &format!("Submission {}", short_id(&s.id)),
         html! {
@@ -140,6 +140,10 @@ pub fn render(s: &Submission) -> Markup {
             table { caption { "Manifests (validated and digested)" }
                 thead { tr { th scope="col" { "kind" } th scope="col" { "name" } th scope="col" { "title" } th scope="col" { "digest" } } }
                 tbody { @for d in &s.documents { tr { td { (d.kind) } td { (d.name) } td { (d.title.as_deref().unwrap_or("")) } td { code { (d.digest) } } } } } }
+            (super::section("verifications", "Verification jobs", html! {
+                @if jobs.jobs.is_empty() { p { "No verification jobs: this submission carries no solution to run." } }
+                @else { (super::verifications::jobs_table("Jobs this submission enqueued", &jobs.jobs, &jobs.workers)) }
+            }))
             p { a href={ "/api/v1/submissions/" (s.id) } type="application/json" { "JSON" } }
         },
     )
@@ -168,18 +172,57 @@ pub async fn api_submit(State(state): State<Shared>, headers: HeaderMap, body: B
     Ok(response)
 }
 
-fn submission_json(s: &Submission) -> Value {
-    json!({
-        "id": s.id,
-        "title": s.title,
-        "trust": s.trust,
-        "published": s.published_at.is_some(),
-        "publishedAt": s.published_at,
-        "submitter": s.submitter,
-        "createdAt": s.created_at,
-        "documents": s.documents.iter().map(|d| json!({"kind": d.kind, "name": d.name, "title": d.title, "digest": d.digest})).collect::<Vec<_>>(),
-        "href": format!("/submissions/{}", s.id),
-    })
+/// One manifest of a submission, as validated and digested.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct SubmittedManifest {
+    pub kind: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub digest: String,
+}
+
+/// A submission as the API shows it (on `GET`, with its manifests and verification jobs).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmissionView {
+    pub id: String,
+    pub title: String,
+    pub trust: String,
+    pub published: bool,
+    pub published_at: Option<String>,
+    pub submitter: String,
+    pub created_at: String,
+    pub documents: Vec<SubmittedManifest>,
+    pub href: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifests: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifications: Option<Vec<ki_catalog::queue::Job>>,
+}
+
+fn submission_json(s: &Submission) -> SubmissionView {
+    SubmissionView {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        trust: s.trust.clone(),
+        published: s.published_at.is_some(),
+        published_at: s.published_at.clone(),
+        submitter: s.submitter.clone(),
+        created_at: s.created_at.clone(),
+        documents: s
+            .documents
+            .iter()
+            .map(|d| SubmittedManifest {
+                kind: d.kind.clone(),
+                name: d.name.clone(),
+                title: d.title.clone(),
+                digest: d.digest.clone(),
+            })
+            .collect(),
+        href: format!("/submissions/{}", s.id),
+        manifests: None,
+        verifications: None,
+    }
 }
 
 async fn find_submission(state: &AppState, id: &str) -> Result<Submission, Problem> {
@@ -187,14 +230,28 @@ async fn find_submission(state: &AppState, id: &str) -> Result<Submission, Probl
     found.ok_or_else(|| Problem::not_found(format!("no submission {id:?}")))
 }
 
+/// The verification jobs a submission enqueued.
+async fn submission_jobs(state: &AppState, id: &str) -> Result<super::verifications::QueueView, Problem> {
+    let query = ki_catalog::queue::JobQuery {
+        submission_id: Some(id.to_string()),
+        limit: Some(super::verifications::MAX_JOBS),
+        ..Default::default()
+    };
+    super::verifications::queue_view(state, &query).await
+}
+
 pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(html_response(render(&find_submission(&state, &id).await?)))
+    let submission = find_submission(&state, &id).await?;
+    let jobs = submission_jobs(&state, &submission.id).await?;
+    Ok(html_response(render(&submission, &jobs)))
 }
 
 pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
     let s = find_submission(&state, &id).await?;
+    let jobs = submission_jobs(&state, &s.id).await?;
     let mut value = submission_json(&s);
-    value["manifests"] = json!(s.documents.iter().map(|d| &d.manifest).collect::<Vec<_>>());
+    value.manifests = Some(s.documents.iter().map(|d| d.manifest.clone()).collect());
+    value.verifications = Some(jobs.jobs);
     Ok(json_response(&value))
 }
 

@@ -1,0 +1,324 @@
+//! Issue 17's findings against the server, each against real listening servers and real
+//! sockets: revoked keys, slow and half-open connections, error bodies, the order of the key
+//! check, and what exports and feeds let through.
+
+mod serving;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use ki_catalog::Scope;
+use ki_server::connections::Limits;
+use ki_server::model::CatalogRow;
+use serde_json::{Value, json};
+use serving::{Database, Live, SEED_WORKLOAD_RUN, block_on, serve_rows};
+
+/// The bundled public snapshot's rows, read once (the runs the attestations name).
+static BUNDLED_ROWS: LazyLock<Vec<CatalogRow>> = LazyLock::new(|| {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(ki_catalog::BUNDLED_SNAPSHOT_NAME);
+    ki_server::rows_from_export(&path).expect("the bundled snapshot reads")
+});
+
+fn limits() -> Limits {
+    Limits::default()
+}
+
+fn attest(server: &Live, authorization: &str, note: &str) -> u16 {
+    let body = json!({"kind": "environment_note", "note": note}).to_string();
+    server
+        .post(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}/attestations"), "application/json", Some(authorization), &body)
+        .status
+}
+
+/// Two servers on one catalog (each with its own pool, as two `ki serve` processes have), the
+/// key revoked through a third handle (as `ki admin key revoke` does): both refuse it on the
+/// very next request, and a key not revoked keeps working.
+fn revoked_keys_are_refused_at_once_by_every_server(database: Database) {
+    let admin = database.open();
+    let (_, first) = block_on(admin.create_api_key("replica-test", &[Scope::Attest], 100)).unwrap();
+    let (_, second) = block_on(admin.create_api_key("replica-test-2", &[Scope::Attest], 100)).unwrap();
+    let a = serve_rows(BUNDLED_ROWS.clone(), database.open(), limits());
+    let b = serve_rows(BUNDLED_ROWS.clone(), database.open(), limits());
+    for server in [&a, &b] {
+        assert_eq!(attest(server, &format!("Bearer {first}"), "before revocation"), 201, "{}", database.name);
+        assert_eq!(attest(server, &format!("Bearer {second}"), "before revocation"), 201);
+    }
+    block_on(admin.revoke_api_key(&first[..11])).expect("the key is revoked");
+    for server in [&a, &b] {
+        assert_eq!(
+            attest(server, &format!("Bearer {first}"), "after revocation"),
+            401,
+            "{}: revoked key taken",
+            database.name
+        );
+        assert_eq!(attest(server, &format!("Bearer {second}"), "the other key"), 201);
+    }
+    let notes = block_on(admin.attestations_of_run(SEED_WORKLOAD_RUN)).unwrap();
+    assert_eq!(notes.iter().filter(|n| n.note.as_deref() == Some("after revocation")).count(), 0);
+    assert_eq!(notes.len(), 6);
+}
+
+#[test]
+fn a_revoked_key_is_refused_on_the_next_request_by_every_server_on_a_sqlite_catalog() {
+    revoked_keys_are_refused_at_once_by_every_server(Database::sqlite());
+}
+
+#[test]
+fn a_revoked_key_is_refused_on_the_next_request_by_every_server_on_a_postgres_schema() {
+    revoked_keys_are_refused_at_once_by_every_server(Database::postgres());
+}
+
+/// A server with no runs, on a scratch catalog: enough for what the connection loop does.
+fn bare_server(limits: Limits) -> (Live, Database) {
+    let database = Database::sqlite();
+    (serve_rows(Vec::new(), database.open(), limits), database)
+}
+
+/// Reads until the server closes the connection; the time it took, or None after `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < within {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+    None
+}
+
+#[test]
+fn a_request_head_sent_one_line_a_second_is_cut_off_at_the_header_deadline() {
+    let (server, _db) = bare_server(Limits { header_read_timeout: Duration::from_secs(2), ..limits() });
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let started = Instant::now();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    let mut closed = false;
+    for line in 0..8 {
+        std::thread::sleep(Duration::from_secs(1));
+        if stream.write_all(format!("x-line-{line}: 1\r\n").as_bytes()).is_err() {
+            closed = true;
+            break;
+        }
+        if closed_within(&mut stream, Duration::from_millis(10)).is_some() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a head trickled one line a second is still open after {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(5), "closed only after {:?}", started.elapsed());
+}
+
+#[test]
+fn an_idle_kept_alive_connection_is_closed_at_the_header_deadline() {
+    let (server, _db) = bare_server(Limits { header_read_timeout: Duration::from_secs(2), ..limits() });
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 4096];
+    let n = stream.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buf[..n]));
+    let closed = closed_within(&mut stream, Duration::from_secs(6)).expect("an idle connection is never closed");
+    assert!(closed >= Duration::from_millis(1500), "closed too early: {closed:?}");
+}
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn thousands_of_half_open_sockets_do_not_stop_healthz_and_the_server_holds_at_most_its_cap() {
+    const CAP: usize = 256;
+    const SOCKETS: usize = 3000;
+    let (server, _db) =
+        bare_server(Limits { max_connections: CAP, header_read_timeout: Duration::from_secs(60), ..limits() });
+    let before = open_descriptors();
+    let mut sockets = Vec::with_capacity(SOCKETS);
+    for _ in 0..SOCKETS {
+        let mut socket = TcpStream::connect(server.addr).expect("the listener accepts");
+        // Half a request head, never finished.
+        let _ = socket.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n");
+        sockets.push(socket);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..5 {
+        let started = Instant::now();
+        let reply = server.get("/healthz");
+        assert_eq!(reply.status, 200);
+        assert!(started.elapsed() < Duration::from_secs(2), "/healthz took {:?}", started.elapsed());
+    }
+    assert!(server.tracker.open() <= CAP, "{} connections open, cap {CAP}", server.tracker.open());
+    // This process holds the clients' ends; the server's ends are at most the cap.
+    let held = open_descriptors().saturating_sub(before);
+    assert!(
+        held <= SOCKETS + CAP + 64,
+        "{held} descriptors for {SOCKETS} client sockets: the server holds more than {CAP}"
+    );
+    drop(sockets);
+}
+
+#[test]
+fn every_error_is_a_problem_with_a_body_even_those_answered_before_routing() {
+    let (server, _db) = bare_server(limits());
+    // A path that is not UTF-8 once decoded.
+    let bad_path = server.get("/runs/%ff");
+    bad_path.problem(400);
+    // A body over the limit (read whole, so the client gets the answer).
+    let huge = "x".repeat(ki_server::routes::MAX_BODY_BYTES + 1);
+    let too_large = server.raw(
+        format!(
+            "POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{huge}",
+            huge.len()
+        )
+        .as_bytes(),
+    );
+    too_large.assert_problem(413);
+    // A method the route does not take.
+    let wrong_method = server.post("/healthz", "application/json", None, "{}");
+    let problem = wrong_method.problem(405);
+    assert!(problem["detail"].as_str().unwrap().contains("GET"), "{problem}");
+    assert!(wrong_method.header("allow").is_some_and(|a| a.contains("GET")));
+    // Refused by the HTTP parser itself, before any route: a malformed request line, a target
+    // too long, too many header fields.
+    server.raw(b"NOT HTTP AT ALL\r\n\r\n").assert_problem(400);
+    server.raw(format!("GET /{} HTTP/1.1\r\nhost: x\r\n\r\n", "a".repeat(70_000)).as_bytes()).assert_problem(414);
+    let many: String = (0..150).map(|i| format!("x-h{i}: 1\r\n")).collect();
+    server.raw(format!("GET /healthz HTTP/1.1\r\nhost: x\r\n{many}\r\n").as_bytes()).assert_problem(431);
+    // A query parameter of the wrong type names it.
+    let bad_page = server.get("/api/v1/records?page=first");
+    let problem = bad_page.problem(400);
+    assert!(problem["detail"].as_str().unwrap().contains("page"), "{problem}");
+}
+
+#[test]
+fn an_attestation_without_a_key_is_refused_before_its_body_or_run_is_looked_at() {
+    let database = Database::sqlite();
+    let catalog = database.open();
+    let (_, secret) = block_on(catalog.create_api_key("order-test", &[Scope::Attest], 100)).unwrap();
+    let server = serve_rows(BUNDLED_ROWS.clone(), catalog, limits());
+    // No key: 401 whatever the body and the run.
+    for (run, body) in
+        [("no-such-run", "{"), (SEED_WORKLOAD_RUN, "not json"), ("no-such-run", r#"{"kind":"reproduced"}"#)]
+    {
+        let reply = server.post(&format!("/api/v1/runs/{run}/attestations"), "application/json", None, body);
+        reply.problem(401);
+        let reply = server.post(
+            &format!("/api/v1/runs/{run}/attestations"),
+            "application/json",
+            Some("Bearer ki_unknown"),
+            body,
+        );
+        reply.problem(401);
+    }
+    // The scheme in any case (RFC 9110).
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        assert_eq!(attest(&server, &format!("{scheme} {secret}"), scheme), 201, "{scheme}");
+    }
+    // With a key, the body and the run are judged.
+    let bearer = format!("Bearer {secret}");
+    server.post("/api/v1/runs/no-such-run/attestations", "application/json", Some(&bearer), "{}").problem(400);
+    server
+        .post("/api/v1/runs/no-such-run/attestations", "application/json", Some(&bearer), r#"{"kind":"reproduced"}"#)
+        .problem(404);
+    // The form carries its key as a field and is checked the same way.
+    let form = server.post(
+        &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"),
+        "application/x-www-form-urlencoded",
+        None,
+        "kind=reproduced&apiKey=ki_wrong",
+    );
+    form.problem(401);
+    let form = server.post(
+        &format!("/runs/{SEED_WORKLOAD_RUN}/attestations"),
+        "application/x-www-form-urlencoded",
+        None,
+        &format!("kind=reproduced&observedNs=19500&apiKey={secret}&unknown=1"),
+    );
+    let problem = form.problem(422);
+    assert!(problem["detail"].as_str().unwrap().contains("unknown"), "{problem}");
+}
+
+/// The bundled rows with hostile text where exports and feeds print it: the seed run's
+/// project name and hardware model.
+fn hostile_rows() -> Vec<CatalogRow> {
+    let mut rows = BUNDLED_ROWS.clone();
+    let run =
+        rows.iter().find(|r| r.table == "benchmark_runs" && r.row["id"] == SEED_WORKLOAD_RUN).unwrap().row.clone();
+    let implementation_id = run["implementationId"].as_str().unwrap().to_string();
+    let project_id = rows
+        .iter()
+        .find(|r| r.table == "implementations" && r.row["id"] == implementation_id.as_str())
+        .unwrap()
+        .row["projectId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for row in &mut rows {
+        if row.table == "projects" && row.row["id"] == project_id.as_str() {
+            row.row.insert("name".into(), json!("<img src=x onerror=alert(1)>"));
+        }
+        if row.table == "benchmark_runs" && row.row["id"] == SEED_WORKLOAD_RUN {
+            row.row.insert("hardwareModel".into(), json!("\t=HYPERLINK(\"http://evil\") <b>&"));
+        }
+    }
+    rows
+}
+
+#[test]
+fn compare_exports_escape_html_and_guard_every_formula_lead() {
+    let database = Database::sqlite();
+    let server = serve_rows(hostile_rows(), database.open(), limits());
+    let other = {
+        let model = server.state.model();
+        let run = model.judgement.find_run(SEED_WORKLOAD_RUN).unwrap();
+        let cohort = &model.judgement.cohorts[model.judgement.facts[run].cohort];
+        let other = cohort.runs.iter().find(|&&r| r != run).copied().unwrap_or(if run == 0 { 1 } else { 0 });
+        model.judgement.runs[other].id.clone()
+    };
+    let query = format!("run={SEED_WORKLOAD_RUN}&run={other}");
+    let markdown = server.get(&format!("/compare?{query}&format=markdown"));
+    assert_eq!(markdown.status, 200);
+    assert!(markdown.body.contains("&lt;img src=x onerror=alert(1)&gt;"), "{}", markdown.body);
+    assert!(
+        !markdown.body.contains("<img") && !markdown.body.contains("<b>"),
+        "raw HTML in Markdown: {}",
+        markdown.body
+    );
+    let csv = server.get(&format!("/compare?{query}&format=csv"));
+    assert_eq!(csv.status, 200);
+    let seed_line = csv.body.lines().find(|l| l.starts_with(SEED_WORKLOAD_RUN)).unwrap();
+    assert!(seed_line.contains("\"'\t=HYPERLINK"), "the tab-led formula is not guarded: {seed_line:?}");
+    // The same hostile text in the Atom feed is text, read back as it was.
+    let atom = server.get("/records.atom");
+    assert!(atom.content_type.starts_with("application/atom+xml"));
+    let feed = atom_syndication::Feed::read_from(atom.body.as_bytes()).expect("the feed is valid Atom");
+    assert_eq!(feed.entries().len(), 50.min(server.state.model().record_events.len()));
+    assert!(!atom.body.contains("<b>&"));
+    assert!(feed.entries().iter().all(|e| e.links().first().is_some_and(|l| l.href().starts_with(&server.base))));
+}
+
+#[test]
+fn query_strings_and_forms_are_parsed_with_repeats_and_named_errors() {
+    let database = Database::sqlite();
+    let server = serve_rows(BUNDLED_ROWS.clone(), database.open(), limits());
+    let model = server.state.model();
+    let ids: Vec<String> = model.judgement.runs.iter().take(3).map(|r| r.id.clone()).collect();
+    // Repeated keys and a comma list mean the same runs.
+    let repeated = server.get(&format!("/api/v1/compare?run={}&run={}&run={}", ids[0], ids[1], ids[2])).json();
+    let listed = server.get(&format!("/api/v1/compare?run={}%2C{}%2C{}", ids[0], ids[1], ids[2])).json();
+    assert_eq!(repeated["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(repeated, listed);
+    // Percent-encoding and `+` decode as a form does.
+    let search = server.get("/api/v1/search?q=gqa+paged%20decode").json();
+    assert_eq!(search["query"], "gqa paged decode");
+    let problem = server.get("/api/v1/operations?page=-1").problem(400);
+    assert!(problem["detail"].as_str().unwrap().contains("page"), "{problem}");
+    let value: Value = server.get("/api/v1/records?page=99999999999").json();
+    assert_eq!(value["page"], value["pages"]);
+}
