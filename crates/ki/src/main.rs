@@ -51,6 +51,11 @@ enum Command {
     Records(cmd::records::RecordsArgs),
     /// Compare 2 to 8 runs side by side.
     Compare(cmd::compare::CompareArgs),
+    /// Every run, filtered (operation, workload, hardware, evidence, source, implementation,
+    /// status), a page at a time.
+    Runs(cmd::runs::RunsArgs),
+    /// What changed after a time: record events, publications, corrections, verifications.
+    Changes(cmd::changes::ChangesArgs),
     /// A Model Context Protocol server on stdin/stdout: the read commands as tools for agents.
     Mcp(cmd::mcp::McpArgs),
     /// Verify FlashInfer-Bench Solutions (and baselines) on the GPU, cheats refused.
@@ -77,6 +82,8 @@ fn main() -> ExitCode {
         Command::Show(c) => cmd::show::run(c),
         Command::Records(args) => cmd::records::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Runs(args) => cmd::runs::run(args),
+        Command::Changes(args) => cmd::changes::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),
     };
     match result {

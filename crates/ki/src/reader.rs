@@ -3,13 +3,15 @@
 //!
 //! Either way an answer is the JSON document `/api/v1/…` serves, computed here by the same
 //! library calls its handler makes (the read model's search, dossier and record list; the
-//! ranking's resolve and compare). Commands render only that document, so a command prints
+//! ranking's resolve, compare and run list). Commands render only that document, so a command prints
 //! the same bytes from a catalog and from the index that serves it.
 
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
+use ki_catalog::queue::{JobQuery, JobState};
+use ki_ranking::feed::{CorrectionChange, FeedEvent, FeedItem, PageRequest, RunFilter, VerificationChange};
 use ki_ranking::{CompareError, LookupError, ResolveRequest};
 use ki_server::model::ReadModel;
 use serde_json::{Value, json};
@@ -22,6 +24,9 @@ use crate::term::errln;
 /// Permalinks in an answer read from a catalog here name the public index; a running index
 /// names its own `--base-url`.
 pub const PUBLIC_BASE_URL: &str = "https://kernelindex.dev";
+
+/// Most ended verification jobs of each final state the feed reads (as the index does).
+const MAX_FEED_JOBS: u32 = 10_000;
 
 /// The longest search query the index reads (as `/api/v1/search` does).
 const MAX_QUERY_CHARS: usize = 200;
@@ -153,6 +158,65 @@ impl Reader {
         }
     }
 
+    /// `GET /api/v1/runs`: the runs matching `filter`, ordered by id, one page of them.
+    pub fn runs(&self, filter: &RunFilter, page: &PageRequest) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => {
+                let limit = page.limit.map(|l| l.to_string());
+                let query: Vec<(&str, &str)> = [
+                    ("operation", filter.operation.as_deref()),
+                    ("workload", filter.workload.as_deref()),
+                    ("hardware", filter.hardware.as_deref()),
+                    ("evidence", filter.evidence.as_deref()),
+                    ("source", filter.source.as_deref()),
+                    ("implementation", filter.implementation.as_deref()),
+                    ("status", filter.status.as_deref()),
+                    ("cursor", page.cursor.as_deref()),
+                    ("limit", limit.as_deref()),
+                ]
+                .into_iter()
+                .filter_map(|(name, value)| value.map(|value| (name, value)))
+                .collect();
+                api.get(&["runs"], &query)
+            }
+            Reader::Catalog(catalog) => {
+                let listed = match catalog.kept_model()? {
+                    Some(model) => ki_ranking::feed::list_runs(&model.judgement, filter, page),
+                    None => ki_ranking::feed::list_runs(&load_index(&catalog.data)?, filter, page),
+                };
+                Ok(serde_json::to_value(listed?)?)
+            }
+        }
+    }
+
+    /// `GET /api/v1/feed?since=`: record events, publications, corrections and finished
+    /// verifications strictly after `since`, oldest first, one page of them.
+    pub fn changes(&self, since: Option<&str>, page: &PageRequest) -> anyhow::Result<Value> {
+        match self {
+            Reader::Api(api) => {
+                let limit = page.limit.map(|l| l.to_string());
+                let query: Vec<(&str, &str)> =
+                    [("since", since), ("cursor", page.cursor.as_deref()), ("limit", limit.as_deref())]
+                        .into_iter()
+                        .filter_map(|(name, value)| value.map(|value| (name, value)))
+                        .collect();
+                api.get(&["feed"], &query)
+            }
+            Reader::Catalog(catalog) => {
+                // Refused before anything is read, as the index does.
+                if let Some(since) = since {
+                    ki_ranking::feed::parse_since(since)?;
+                }
+                let mut events = match catalog.kept_model()? {
+                    Some(model) => ki_ranking::feed::index_events(&model.judgement),
+                    None => ki_ranking::feed::index_events(&load_index(&catalog.data)?),
+                };
+                events.extend(catalog.catalog_events()?);
+                Ok(serde_json::to_value(ki_ranking::feed::feed_page(events, since, page)?)?)
+            }
+        }
+    }
+
     /// `GET /api/v1/verifications/{id}`: a verification job, its attempts and their workers.
     pub fn verification(&self, reference: &str) -> anyhow::Result<Value> {
         match self {
@@ -168,7 +232,7 @@ impl Reader {
                     db.close().await;
                     match job? {
                         Some(detail) => Ok(serde_json::to_value(detail)?),
-                        None => bail!("no verification job matches {:?}", reference.trim()),
+                        None => bail!("no verification job {:?}", reference.trim()),
                     }
                 })
             }
@@ -221,6 +285,56 @@ impl CatalogReader {
                 *kept = Some((revision, model.clone()));
             }
             Ok(model)
+        })
+    }
+
+    /// The feed's events kept in the catalog beside the index's rows, as the index reads them:
+    /// corrections, and verification jobs that ended (done or parked). An export has none.
+    fn catalog_events(&self) -> anyhow::Result<Vec<FeedItem>> {
+        if self.data.export.is_some() {
+            return Ok(Vec::new());
+        }
+        runtime()?.block_on(async {
+            let catalog = self.data.database.open().await?;
+            let mut events = Vec::new();
+            let read = async {
+                for correction in catalog.corrections().await? {
+                    events.push(FeedItem {
+                        at: correction.at.clone(),
+                        event: FeedEvent::Correction(CorrectionChange {
+                            correction_id: correction.id,
+                            action: correction.action.as_str().to_string(),
+                            run_id: correction.run_id,
+                            by_run_id: correction.by_run_id,
+                            reason: correction.reason,
+                            actor: correction.actor,
+                        }),
+                    });
+                }
+                for state in [JobState::Done, JobState::Parked] {
+                    let query = JobQuery { state: Some(state), limit: Some(MAX_FEED_JOBS), ..JobQuery::default() };
+                    for job in catalog.jobs(&query).await? {
+                        let Some(at) = job.finished_at.clone() else { continue };
+                        events.push(FeedItem {
+                            at,
+                            event: FeedEvent::Verification(VerificationChange {
+                                href: format!("/verifications/{}", job.id),
+                                state: job.state.as_str().to_string(),
+                                subject: job.spec.subject.label().to_string(),
+                                verdict: job.verdict.as_ref().map(|v| v.status.as_str().to_string()),
+                                summary: job.verdict.as_ref().map(|v| v.summary.clone()).or(job.parked_reason.clone()),
+                                run_ids: job.published.as_ref().map(|p| p.run_ids.clone()).unwrap_or_default(),
+                                job_id: job.id,
+                            }),
+                        });
+                    }
+                }
+                anyhow::Ok(())
+            }
+            .await
+            .context("cannot read the catalog's corrections and verifications");
+            catalog.close().await;
+            read.map(|()| events)
         })
     }
 

@@ -20,7 +20,7 @@ import sys
 import jsonschema
 from mcp import Client, MCPError, StdioServerParameters
 
-TOOLS = ["search", "resolve", "show_run", "compare", "records_since", "verification_status"]
+TOOLS = ["search", "resolve", "show_run", "compare", "records_since", "list_runs", "verification_status"]
 GQA = "gqa_paged_decode_h32_kv4_d128_ps1"
 # Our own H200 runs: the native kernel and FlashInfer both ways, in one comparison group.
 SEED_CASE = {
@@ -95,6 +95,11 @@ async def main():
         check(comparison["sameComparisonGroup"] is True, "compare: one group")
         since = await call("records_since", {"since": "2026-08-01"})
         check(since["records"] and all(r["at"] >= "2026-08-01" for r in since["records"]), "records_since: only later")
+        runs = await call("list_runs", {"operation": GQA, "hardware": "NVIDIA H200", "limit": 5})
+        check(len(runs["runs"]) == 5 and runs["total"] > 5 and runs["nextCursor"], "list_runs: a first page of 5")
+        more = await call("list_runs", {"operation": GQA, "hardware": "NVIDIA H200", "limit": 5,
+                                        "cursor": runs["nextCursor"]})
+        check(more["runs"][0]["id"] > runs["runs"][-1]["id"], "list_runs: the next page follows the first")
         if args.job:  # a job the catalog holds
             status = await call("verification_status", {"job": args.job})
             check(status["job"]["id"] == args.job, "verification_status: the job asked for")
@@ -106,6 +111,8 @@ async def main():
             ("records_since", {"since": "yesterday"}, 'since "yesterday"'),
             ("resolve", {"requests": [SEED_CASE] * 21}, "a resolve batch takes 1 to 20 requests, got 21"),
             ("search", {"query": "x", "limit": 3}, 'search: unknown argument "limit"'),
+            ("list_runs", {"evidence": "nope"}, 'evidence: "nope" is not one of reported'),
+            ("verification_status", {"job": "ffffffff-0000"}, 'no verification job "ffffffff-0000"'),
         ]:
             result = await client.call_tool(name, arguments)
             text = result.content[0].text if result.content else ""

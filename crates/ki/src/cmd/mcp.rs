@@ -303,6 +303,17 @@ fn run_tool(reader: &Reader, name: &str, arguments: &Map<String, Value>) -> anyh
         "show_run" => reader.run(&arguments.text("run", 1, 200)?),
         "compare" => reader.compare(&arguments.texts("runs", 2, 8)?),
         "records_since" => super::records::since(reader, &arguments.text("since", 1, 64)?),
+        "list_runs" => {
+            let filters = ["operation", "workload", "hardware", "evidence", "source", "implementation", "status"];
+            let all: Vec<&str> = filters.iter().copied().chain(["cursor", "limit"]).collect();
+            let filter: ki_ranking::feed::RunFilter = arguments.parse(&all)?;
+            let page: ki_ranking::feed::PageRequest = serde_json::from_value(json!({
+                "cursor": arguments.get("cursor"),
+                "limit": arguments.get("limit"),
+            }))
+            .map_err(|error| anyhow::anyhow!("list_runs: {error}"))?;
+            reader.runs(&filter, &page)
+        }
         "verification_status" => reader.verification(&arguments.text("job", 1, 200)?),
         _ => bail!("no tool {name:?}"),
     }

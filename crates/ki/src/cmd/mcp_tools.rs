@@ -5,7 +5,8 @@
 use anyhow::bail;
 use serde_json::{Map, Value, json};
 
-pub const TOOL_NAMES: [&str; 6] = ["search", "resolve", "show_run", "compare", "records_since", "verification_status"];
+pub const TOOL_NAMES: [&str; 7] =
+    ["search", "resolve", "show_run", "compare", "records_since", "list_runs", "verification_status"];
 
 /// Shared definitions every output schema carries (each schema is its own document).
 fn definitions() -> Value {
@@ -290,6 +291,29 @@ pub fn tools() -> Vec<Value> {
                 },
             }),
         ),
+        json!({
+            "name": "list_runs",
+            "title": "List runs",
+            "description": "Every run, filtered (each filter given must match), ordered by id, a page at a time: \
+                pass `nextCursor` back as `cursor` for the next page.",
+            "inputSchema": {
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "operation": { "type": "string", "maxLength": 300, "description": "An operation's name, slug or alias." },
+                    "workload": { "type": "string", "maxLength": 300, "description": "A workload's id or digest." },
+                    "hardware": { "type": "string", "maxLength": 300, "description": "A hardware model, ignoring case." },
+                    "evidence": { "enum": ["reported", "reproducible", "verified", "replicated"] },
+                    "source": { "type": "string", "maxLength": 300, "description": "A source's slug, name or id." },
+                    "implementation": { "type": "string", "maxLength": 300, "description": "An implementation's slug or id." },
+                    "status": { "type": "string", "maxLength": 300, "description": "The run's recorded status (passed, …)." },
+                    "cursor": { "type": "string", "pattern": "^[0-9a-f]+$", "description": "nextCursor of the previous page." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Runs per page (default 100)." },
+                },
+            },
+            // From the type the list is made of, so the schema cannot drift from the answer.
+            "outputSchema": serde_json::to_value(schemars::schema_for!(ki_ranking::feed::RunPage)).unwrap_or_default(),
+            "annotations": { "readOnlyHint": true, "idempotentHint": true, "openWorldHint": false },
+        }),
         tool(
             "verification_status",
             "A verification job",
@@ -321,6 +345,13 @@ pub struct Arguments<'a> {
 impl<'a> Arguments<'a> {
     pub fn new(tool: &'a str, values: &'a Map<String, Value>) -> anyhow::Result<Arguments<'a>> {
         Ok(Arguments { tool, values })
+    }
+
+    /// Deserializes the arguments as `T`, after refusing any not in `names`.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self, names: &[&str]) -> anyhow::Result<T> {
+        self.known(names)?;
+        serde_json::from_value(Value::Object(self.values.clone()))
+            .map_err(|error| anyhow::anyhow!("{}: {error}", self.tool))
     }
 
     pub fn get(&self, name: &str) -> Option<&'a Value> {

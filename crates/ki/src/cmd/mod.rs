@@ -1,6 +1,7 @@
 pub mod admin;
 pub mod catalog;
 pub mod catalog_store;
+pub mod changes;
 pub mod compare;
 pub mod database;
 pub mod manifest;
@@ -12,6 +13,7 @@ pub mod ranking;
 pub mod records;
 pub mod resolve;
 pub mod run;
+pub mod runs;
 pub mod search;
 pub mod serve;
 pub mod show;
