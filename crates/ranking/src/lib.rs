@@ -8,6 +8,7 @@
 pub mod index;
 pub mod ledger;
 pub mod licence;
+pub mod query;
 pub mod rank;
 pub mod resolve;
 pub mod reverify;
