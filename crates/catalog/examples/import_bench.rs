@@ -5,14 +5,35 @@
 //! cargo run --release -p ki-catalog --example import_bench -- sqlite [RUNS]
 //! cargo run --release -p ki-catalog --example import_bench -- postgres [RUNS]
 //!
-//! PostgreSQL: postgres://postgres@127.0.0.1:5432/test (KI_TEST_POSTGRES_URL), one fresh
-//! schema per run, dropped afterwards.
+//! PostgreSQL: postgres://postgres@127.0.0.1:5432/test (`--postgres` or KI_TEST_POSTGRES_URL),
+//! one fresh schema per run, dropped afterwards.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use clap::{Parser, ValueEnum};
 use ki_catalog::{Catalog, ImportOptions, ImportStage};
+
+/// Times importing the public index's export into an empty catalog, and a re-import.
+#[derive(Parser)]
+struct Args {
+    /// The catalog backend to import into.
+    #[arg(value_enum, default_value_t = Backend::Sqlite)]
+    backend: Backend,
+    /// How many imports to time.
+    #[arg(default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    runs: u16,
+    /// The PostgreSQL database (each run gets a fresh schema in it).
+    #[arg(long, env = "KI_TEST_POSTGRES_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    postgres: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
 
 fn export_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
@@ -82,17 +103,19 @@ fn median(values: &mut [f64]) -> f64 {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let backend = args.next().unwrap_or_else(|| "sqlite".into());
-    let runs: usize = args.next().map(|runs| runs.parse()).transpose()?.unwrap_or(5).max(1);
-    let base =
-        std::env::var("KI_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let args = Args::parse();
+    let runs = usize::from(args.runs);
+    let base = args.postgres;
+    let backend = match args.backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
     let mut firsts: Vec<[f64; 6]> = Vec::new();
     let mut cpus: Vec<f64> = Vec::new();
     let mut agains: Vec<f64> = Vec::new();
     for run in 0..runs {
         let directory = tempfile::tempdir()?;
-        let (url, schema) = if backend == "sqlite" {
+        let (url, schema) = if args.backend == Backend::Sqlite {
             (format!("sqlite://{}", directory.path().join("bench.db").display()), None)
         } else {
             let schema = format!("ki_bench_{}_{run}", std::process::id());

@@ -87,6 +87,8 @@ pub enum Refusal {
     UnknownApiKey(String),
     #[error("no submission has the id {0:?}")]
     UnknownSubmission(String),
+    #[error("the evidence URL {url:?} {reason}")]
+    EvidenceUrl { url: String, reason: String },
     #[error("run {run} is already retracted (since {at}: {reason}); a retraction is made once")]
     AlreadyRetracted { run: String, at: String, reason: String },
     #[error("a run cannot supersede itself ({0})")]

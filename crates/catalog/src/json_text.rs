@@ -1,107 +1,51 @@
 //! JSON text written the way the public index writes it (JavaScript's `JSON.stringify`):
-//! compact, keys in their stored order, numbers in ECMAScript form
-//! (`0.000010048658277929109`, `1e+21`). Writing exports this way makes an export of an
-//! imported snapshot byte-identical to the snapshot.
+//! serde_json's compact writer, keys in their stored order, with numbers in ECMAScript form
+//! by ryu-js (`0.000010048658277929109`, `1e+21`). serde_json already escapes strings as
+//! `JSON.stringify` does (`\"`, `\\`, the five short control escapes, `\u00xx` in lower case for
+//! the other control characters, nothing else). Writing exports this way makes an export of
+//! an imported snapshot byte-identical to the snapshot.
 
-use serde_json::{Map, Number, Value};
+use std::io;
 
-/// Appends `value` as compact JSON text.
-pub fn write_value(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(number) => write_number(number, out),
-        Value::String(text) => write_string(text, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_value(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => write_object(map, out),
+use serde::Serialize;
+use serde_json::ser::Formatter;
+use serde_json::{Number, Value};
+
+/// serde_json's compact formatting with ECMAScript Number::toString for doubles (serde_json
+/// writes non-finite doubles as `null` before they reach it, as `JSON.stringify` does).
+struct EcmaScriptNumbers;
+
+impl Formatter for EcmaScriptNumbers {
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        writer.write_all(ryu_js::Buffer::new().format_finite(value).as_bytes())
     }
 }
 
-pub fn write_object(map: &Map<String, Value>, out: &mut String) {
-    out.push('{');
-    for (index, (key, item)) in map.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        write_string(key, out);
-        out.push(':');
-        write_value(item, out);
-    }
-    out.push('}');
+fn write(value: &(impl Serialize + ?Sized), out: &mut Vec<u8>) {
+    let mut serializer = serde_json::Serializer::with_formatter(out, EcmaScriptNumbers);
+    // Neither a Value (string keys only) nor a str or f64 can fail to serialize into memory.
+    value.serialize(&mut serializer).expect("JSON text of an in-memory value");
+}
+
+/// Appends `value` as compact JSON text.
+pub fn write_value(value: &Value, out: &mut Vec<u8>) {
+    write(value, out);
+}
+
+/// Appends `text` as a JSON string.
+pub fn write_string(text: &str, out: &mut Vec<u8>) {
+    write(text, out);
+}
+
+/// Appends a double as ECMAScript writes it (`null` for NaN and the infinities).
+pub fn write_f64(value: f64, out: &mut Vec<u8>) {
+    write(&value, out);
 }
 
 pub fn to_text(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_value(value, &mut out);
-    out
-}
-
-fn write_number(number: &Number, out: &mut String) {
-    if let Some(unsigned) = number.as_u64() {
-        out.push_str(itoa_u64(unsigned).as_str());
-    } else if let Some(signed) = number.as_i64() {
-        out.push_str(&signed.to_string());
-    } else {
-        write_f64(number.as_f64().unwrap_or(f64::NAN), out);
-    }
-}
-
-fn itoa_u64(value: u64) -> String {
-    value.to_string()
-}
-
-/// ECMAScript Number::toString; JSON has no NaN or infinity, and `JSON.stringify`
-/// writes them as `null`.
-pub fn write_f64(value: f64, out: &mut String) {
-    if !value.is_finite() {
-        out.push_str("null");
-        return;
-    }
-    let mut buffer = ryu_js::Buffer::new();
-    out.push_str(buffer.format_finite(value));
-}
-
-/// A string with the escapes `JSON.stringify` uses: `\"`, `\\`, the five short control
-/// escapes, and `\u00xx` (lowercase) for the other control characters.
-pub fn write_string(text: &str, out: &mut String) {
-    out.push('"');
-    let mut start = 0;
-    for (index, byte) in text.bytes().enumerate() {
-        let escape: Option<&str> = match byte {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
-        out.push_str(&text[start..index]);
-        match escape {
-            Some(escape) => out.push_str(escape),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(HEX[(byte >> 4) as usize] as char);
-                out.push(HEX[(byte & 0xf) as usize] as char);
-            }
-        }
-        start = index + 1;
-    }
-    out.push_str(&text[start..]);
-    out.push('"');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 /// The JSON number a stored double stands for: an integral value within JavaScript's
@@ -131,19 +75,24 @@ mod tests {
             (14150.0, "14150"),
             (8840.42, "8840.42"),
             (-0.0, "0"),
+            (f64::NAN, "null"),
+            (f64::INFINITY, "null"),
         ];
         for (value, expected) in cases {
-            let mut out = String::new();
+            let mut out = Vec::new();
             write_f64(value, &mut out);
-            assert_eq!(out, expected, "{value:e}");
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{value:e}");
         }
+        // Inside a value too, integers as integers.
+        let value = serde_json::json!({"a": [1.0048658277929109e-05, 14150.0, 7, -3, 18446744073709551615u64]});
+        assert_eq!(to_text(&value), r#"{"a":[0.000010048658277929109,14150,7,-3,18446744073709551615]}"#);
     }
 
     #[test]
     fn strings_escape_like_json_stringify() {
-        let mut out = String::new();
-        write_string("a\"b\\c\nd\u{1}e\u{7f}·\u{2028}", &mut out);
-        assert_eq!(out, "\"a\\\"b\\\\c\\nd\\u0001e\u{7f}·\u{2028}\"");
+        let mut out = Vec::new();
+        write_string("a\"b\\c\nd\u{1}e\u{7f}·\u{2028}\u{8}\u{c}\r\t\u{1f}/", &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), "\"a\\\"b\\\\c\\nd\\u0001e\u{7f}·\u{2028}\\b\\f\\r\\t\\u001f/\"");
     }
 
     #[test]

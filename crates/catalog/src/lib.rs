@@ -26,10 +26,11 @@ pub mod schema;
 mod slice;
 mod state;
 mod store;
+pub mod urls;
 
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
 pub use error::{CatalogError, Conflict, Refusal, Result, RowProblem};
-pub use export::ExportSummary;
+pub use export::{ExportFormat, ExportSummary};
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
@@ -91,12 +92,12 @@ impl Catalog {
     pub async fn open(url: &str) -> Result<Catalog> {
         let pool = store::connect(url).await?;
         migrate::migrate(&pool).await?;
-        Ok(Catalog { pool, url: store::redact(url) })
+        Ok(Catalog { pool, url: urls::redact(url) })
     }
 
     /// `url` with any password hidden, for messages.
     pub fn redacted_url(url: &str) -> String {
-        store::redact(url)
+        urls::redact(url)
     }
 
     /// The database URL (password hidden).
@@ -228,7 +229,9 @@ impl Catalog {
         self.import_lines(&lines, &options).await.map(Some)
     }
 
-    /// Writes a zstd JSONL export of the published catalog to `path` (atomically).
+    /// Writes an export of the published catalog to `path` (atomically): JSON lines for
+    /// `NAME.jsonl`, zstd-compressed for `NAME.jsonl.zst`; any other name is refused before
+    /// anything is written.
     pub async fn export_to(&self, path: &Path) -> Result<ExportSummary> {
         export::write_file(&self.pool, path).await
     }

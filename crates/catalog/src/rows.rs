@@ -309,39 +309,40 @@ fn is_utc_timestamp(text: &str) -> bool {
 /// The row as export text: columns in table order, JSON columns spliced in as stored,
 /// numbers in ECMAScript form, a null column added later left out. Equal rows give equal
 /// text on both backends.
-pub fn render_row(table: &Table, values: &[SqlValue], out: &mut String) {
-    out.push('{');
+pub fn render_row(table: &Table, values: &[SqlValue], out: &mut Vec<u8>) {
+    out.push(b'{');
     let mut first = true;
     for (column, value) in table.columns.iter().zip(values) {
         if column.added_later && value.is_null() {
             continue;
         }
         if !first {
-            out.push(',');
+            out.push(b',');
         }
         first = false;
         json_text::write_string(column.json, out);
-        out.push(':');
+        out.push(b':');
         match value {
             SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => {
-                out.push_str("null")
+                out.extend_from_slice(b"null")
             }
             SqlValue::Text(Some(text)) => match column.kind {
-                Kind::Json | Kind::JsonArray => out.push_str(text),
+                // Stored as the JSON text it was written as.
+                Kind::Json | Kind::JsonArray => out.extend_from_slice(text.as_bytes()),
                 _ => json_text::write_string(text, out),
             },
-            SqlValue::Int(Some(number)) => out.push_str(&number.to_string()),
+            SqlValue::Int(Some(number)) => out.extend_from_slice(number.to_string().as_bytes()),
             SqlValue::Real(Some(number)) => json_text::write_f64(*number, out),
-            SqlValue::Bool(Some(flag)) => out.push_str(if *flag { "true" } else { "false" }),
+            SqlValue::Bool(Some(flag)) => out.extend_from_slice(if *flag { b"true" } else { b"false" }),
         }
     }
-    out.push('}');
+    out.push(b'}');
 }
 
 pub fn rendered(table: &Table, values: &[SqlValue]) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     render_row(table, values, &mut out);
-    out
+    String::from_utf8(out).expect("rows render as UTF-8")
 }
 
 /// The row as an export-format JSON object (camelCase keys, table column order, a null

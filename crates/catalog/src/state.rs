@@ -575,16 +575,23 @@ impl Catalog {
     }
 
     /// Files an attestation with a key of the attest scope, in one transaction that
-    /// checks the key and its quota.
+    /// checks the key and its quota. Its evidence URL is stored in normal form, or refused
+    /// ([`crate::urls::evidence_url`]): a run's page links it.
     pub async fn add_attestation(&self, presented: Option<&str>, new: NewAttestation) -> Result<Attestation> {
         let mut session = begin_state_write(&self.pool).await?;
         let key = check_key(&mut session, presented, Scope::Attest).await?;
+        let evidence_url = match new.evidence_url {
+            Some(url) => Some(crate::urls::evidence_url(&url).map_err(|reason| {
+                CatalogError::Refused(crate::Refusal::EvidenceUrl { url: url.chars().take(200).collect(), reason })
+            })?),
+            None => None,
+        };
         let attestation = Attestation {
             id: crate::new_row_id().to_string(),
             run_id: new.run_id,
             kind: new.kind,
             observed_ns: new.observed_ns,
-            evidence_url: new.evidence_url,
+            evidence_url,
             note: new.note,
             attester: key.label,
             key_id: key.id,

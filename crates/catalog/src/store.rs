@@ -44,34 +44,21 @@ pub(crate) async fn connect(url: &str) -> Result<Pool> {
             .context(|| format!("cannot open {url}"))?;
         Ok(Pool::Sqlite(pool))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let options = PgConnectOptions::from_str(url).map_err(|_| CatalogError::Url(redact(url)))?;
+        let options = PgConnectOptions::from_str(url).map_err(|_| CatalogError::Url(crate::urls::redact(url)))?;
         // A pool retries a refused connection until its acquire timeout (30 s) and then says
         // only "pool timed out"; one direct connection first fails at once, with the reason.
-        let probe =
-            PgConnection::connect_with(&options).await.context(|| format!("cannot connect to {}", redact(url)))?;
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .context(|| format!("cannot connect to {}", crate::urls::redact(url)))?;
         let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .connect_with(options)
             .await
-            .context(|| format!("cannot connect to {}", redact(url)))?;
+            .context(|| format!("cannot connect to {}", crate::urls::redact(url)))?;
         Ok(Pool::Postgres(pool))
     } else {
-        Err(CatalogError::Url(redact(url)))
-    }
-}
-
-/// The URL without a password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
+        Err(CatalogError::Url(crate::urls::redact(url)))
     }
 }
 

@@ -75,6 +75,26 @@ async fn keys_scopes_quota_and_revocation(db: TestDb) {
 }
 on_both_backends!(keys_scopes_quota_and_revocation);
 
+/// The evidence link a run's page shows is checked where it is stored: kept in normal form,
+/// or refused with nothing written, whoever the caller.
+async fn evidence_urls_are_checked_where_they_are_stored(db: TestDb) {
+    let catalog = db.open().await;
+    let (_, secret) = catalog.create_api_key("tester", &[Scope::Attest], 10).await.unwrap();
+    let with_url =
+        |url: &str| NewAttestation { evidence_url: Some(url.into()), ..attestation(AttestationKind::Reproduced) };
+    let filed = catalog.add_attestation(Some(&secret), with_url("https://Exämple.org/run/1")).await.unwrap();
+    assert_eq!(filed.evidence_url.as_deref(), Some("https://xn--exmple-cua.org/run/1"));
+    for hostile in ["javascript:alert(1)", "https://good.example@evil.example/", "https://evil.example\\@good/"] {
+        match catalog.add_attestation(Some(&secret), with_url(hostile)).await {
+            Err(CatalogError::Refused(ki_catalog::Refusal::EvidenceUrl { url, .. })) => assert_eq!(url, hostile),
+            other => panic!("{}: {hostile} must be refused, got {other:?}", db.name),
+        }
+    }
+    assert_eq!(catalog.attestations_of_run(RUN).await.unwrap(), vec![filed], "{}: only the good one", db.name);
+    catalog.close().await;
+}
+on_both_backends!(evidence_urls_are_checked_where_they_are_stored);
+
 async fn an_older_state_file_is_migrated_once(db: TestDb) {
     let catalog = db.open().await;
     let directory = tempfile::tempdir().unwrap();

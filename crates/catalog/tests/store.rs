@@ -207,6 +207,116 @@ async fn truncated_line_refused(db: TestDb) {
 }
 on_both_backends!(truncated_line_refused);
 
+/// Issue 17: a changed `measurements.value` imported. A measurement row must repeat what its
+/// run's manifest states; otherwise the snapshot is refused naming the row, nothing written,
+/// also when the run is already in the catalog rather than in the snapshot.
+async fn altered_measurement_refused(db: TestDb) {
+    let catalog = db.open().await;
+    let before = state(&catalog).await;
+    let mut snapshot = small_snapshot();
+    let run_ids: Vec<Value> =
+        snapshot.iter().filter(|line| line.table == "benchmark_runs").map(|line| line.row["id"].clone()).collect();
+    snapshot.extend(
+        shared_lines()
+            .iter()
+            .filter(|line| line.table == "measurements" && run_ids.contains(&line.row["runId"]))
+            .cloned(),
+    );
+    let alter = |lines: &mut Vec<ExportLine>| -> (usize, String) {
+        let measurement = lines.iter_mut().find(|line| line.table == "measurements").unwrap();
+        let value = measurement.row["value"].as_f64().unwrap();
+        measurement.row.insert("value".into(), Value::from(value * 2.0));
+        (measurement.line, measurement.id().to_string())
+    };
+    let mut altered = snapshot.clone();
+    let (line_number, id) = alter(&mut altered);
+    match catalog.import_lines(&altered, &ImportOptions::default()).await {
+        Err(CatalogError::Verification { mismatches, first, .. }) => {
+            assert_eq!(mismatches, 1, "{}: {first}", db.name);
+            assert!(first.starts_with(&format!("line {line_number}: measurements row {id}: ")), "{first}");
+        }
+        other => panic!("{}: an altered measurement must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, before, "{}: nothing written", db.name);
+
+    // The honest snapshot imports; then a new measurement row for a stored run is held to it too.
+    catalog.import_lines(&snapshot, &ImportOptions::default()).await.unwrap();
+    let after = state(&catalog).await;
+    let mut extra: Vec<ExportLine> =
+        altered.into_iter().filter(|line| line.table == "measurements" && line.id() == id).collect();
+    extra[0].row.insert("id".into(), Value::from(ki_catalog::new_row_id().to_string()));
+    match catalog.import_lines(&extra, &ImportOptions::default()).await {
+        Err(CatalogError::Verification { first, .. }) => assert!(first.contains("measurements row"), "{first}"),
+        other => panic!("{}: an altered measurement of a stored run must be refused, got {other:?}", db.name),
+    }
+    assert_eq!(state(&catalog).await, after);
+    catalog.close().await;
+}
+on_both_backends!(altered_measurement_refused);
+
+/// Issue 17: `ki catalog import /dev/zero` aborted allocating 8 GiB, and an empty file imported
+/// as a snapshot. Both are refused, naming the file, with nothing written.
+async fn files_that_are_not_exports_are_refused(db: TestDb) {
+    let catalog = db.open().await;
+    let before = state(&catalog).await;
+    let directory = tempfile::tempdir().unwrap();
+    let empty = directory.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let cases = [
+        (
+            std::path::PathBuf::from("/dev/zero"),
+            "/dev/zero:1: byte 1 is a NUL byte: not a catalog export (JSON lines)".to_string(),
+        ),
+        (empty.clone(), format!("{}: empty: not a catalog export", empty.display())),
+    ];
+    for (path, expected) in cases {
+        match catalog.import_file(&path, &ImportOptions::default()).await {
+            Err(CatalogError::Snapshot(message)) => assert_eq!(message, expected, "{}", db.name),
+            other => panic!("{}: {} must be refused, got {other:?}", db.name, path.display()),
+        }
+        assert_eq!(state(&catalog).await, before, "{}: nothing written", db.name);
+    }
+    catalog.close().await;
+}
+on_both_backends!(files_that_are_not_exports_are_refused);
+
+/// Issue 17: `--out x.jsonl` wrote zstd. The name says the format: `.jsonl` plain,
+/// `.jsonl.zst` compressed; any other name is refused and nothing is written.
+async fn export_file_names_say_the_format(db: TestDb) {
+    let catalog = db.open().await;
+    catalog.import_lines(&lines_of(support::PARENT_TABLES), &ImportOptions::default()).await.unwrap();
+    let expected = export_text(&catalog).await;
+    let directory = tempfile::tempdir().unwrap();
+
+    let plain = directory.path().join("catalog.jsonl");
+    catalog.export_to(&plain).await.unwrap();
+    assert!(std::fs::read(&plain).unwrap() == expected, "{}: .jsonl is the plain text", db.name);
+
+    let packed = directory.path().join("catalog.jsonl.zst");
+    catalog.export_to(&packed).await.unwrap();
+    let bytes = std::fs::read(&packed).unwrap();
+    assert_eq!(bytes[..4], [0x28, 0xB5, 0x2F, 0xFD], "{}: .jsonl.zst is a zstd frame", db.name);
+    assert!(zstd::decode_all(bytes.as_slice()).unwrap() == expected);
+
+    for name in ["catalog.json", "catalog.zst", "catalog.jsonl.gz", "catalog", ".jsonl", "catalog.JSONL"] {
+        let path = directory.path().join(name);
+        match catalog.export_to(&path).await {
+            Err(CatalogError::Export(message)) => assert_eq!(
+                message,
+                format!(
+                    "{}: an export is named NAME.jsonl (JSON lines) or NAME.jsonl.zst (zstd-compressed)",
+                    path.display()
+                )
+            ),
+            other => panic!("{}: {name} must be refused, got {other:?}", db.name),
+        }
+        assert!(!path.exists(), "{name}: nothing written");
+    }
+    assert_eq!(std::fs::read_dir(directory.path()).unwrap().count(), 2, "no temporary file left behind");
+    catalog.close().await;
+}
+on_both_backends!(export_file_names_say_the_format);
+
 /// While an import runs, readers keep getting answers, and each answer shows the catalog
 /// either before or after the import, never half of it.
 async fn readers_keep_reading_during_import(db: TestDb) {

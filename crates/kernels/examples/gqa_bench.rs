@@ -760,96 +760,130 @@ fn run_time(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, opts: &Opts, logf:
     Ok(())
 }
 
+/// Checks and times the native GQA paged-decode kernel (the module docs say what each mode does).
+#[derive(clap::Parser)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+    /// Where the logs go.
+    #[arg(long, global = true, default_value = ".")]
+    out: PathBuf,
+    /// Replay and eager samples per case (0 skips them).
+    #[arg(long, global = true, default_value_t = 100)]
+    samples: usize,
+    /// In-graph replay pairs per case.
+    #[arg(long, global = true, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pairs: u32,
+    /// Calls per captured graph.
+    #[arg(long, global = true, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    calls: u32,
+    /// Variants, comma-separated: `auto` (the runner's set, chosen per call) or w<warps>s<stages>.
+    #[arg(long, global = true, default_value = "auto")]
+    variants: String,
+    /// Schedules, comma-separated: 0 (automatic), whole, bal:C, cluster:N/M.
+    #[arg(long, global = true, default_value = "0")]
+    tpw: String,
+    /// Length rules of the page tables, comma-separated (default: all).
+    #[arg(long, global = true)]
+    rules: Option<String>,
+    /// Time another definition's workload axes.
+    #[arg(long, global = true, default_value = "gqa_paged_decode_h32_kv4_d128_ps1")]
+    definition: String,
+    /// Time only these cases, comma-separated (e.g. wl32,b128x4096).
+    #[arg(long, global = true)]
+    only: Option<String>,
+    /// `check` only: every N-th definition and workload from the I-th (I/N), for N processes side by side.
+    #[arg(long, global = true, default_value = "0/1")]
+    part: String,
+}
+
+#[derive(clap::Subcommand)]
+enum Mode {
+    /// Compile every definition's kernel with NVRTC and write the PTX (no GPU).
+    Ptx { dir: PathBuf },
+    /// Every definition on edge cases and drawn batches, against the CPU reference.
+    Check,
+    /// The per-call time inside one graph, and graph replay and eager after a flush.
+    Time,
+}
+
+fn comma_list(text: &str) -> Vec<String> {
+    text.split(',').map(|s| s.trim().to_string()).collect()
+}
+
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let mode = args.get(1).cloned().unwrap_or_default();
-    let mut opts = Opts {
-        out: PathBuf::from("."),
-        samples: 100,
-        pairs: 20,
-        calls: 20,
-        variants: vec![None],
-        tpw: vec!["0".into()],
-        rules: RULES.to_vec(),
-        definition: "gqa_paged_decode_h32_kv4_d128_ps1".into(),
-        only: None,
-        part: (0, 1),
-    };
-    let mut i = 2;
-    let mut ptx_dir = None;
-    while i < args.len() {
-        let value = || args.get(i + 1).cloned().ok_or_else(|| anyhow!("{} needs a value", args[i]));
-        match args[i].as_str() {
-            "--out" => opts.out = PathBuf::from(value()?),
-            "--samples" => opts.samples = value()?.parse()?,
-            "--pairs" => opts.pairs = value()?.parse::<usize>()?.max(1),
-            "--calls" => opts.calls = value()?.parse::<usize>()?.max(1),
-            "--variants" => opts.variants = parse_variants(&value()?)?,
-            "--tpw" => opts.tpw = value()?.split(',').map(|s| s.trim().to_string()).collect(),
-            "--rules" => {
-                opts.rules =
-                    value()?.split(',').map(|s| s.trim().parse().map_err(|e| anyhow!("{e}"))).collect::<Result<_>>()?
-            }
-            "--definition" => opts.definition = value()?,
-            "--only" => opts.only = Some(value()?.split(',').map(|s| s.trim().to_string()).collect()),
-            "--part" => {
-                let text = value()?;
-                let (i, n) = text.split_once('/').ok_or_else(|| anyhow!("--part {text}: expected I/N"))?;
-                let (i, n): (usize, usize) = (i.parse()?, n.parse()?);
-                if n == 0 || i >= n {
-                    bail!("--part {text}: expected 0 <= I < N");
-                }
-                opts.part = (i, n);
-            }
-            other if mode == "ptx" && ptx_dir.is_none() => {
-                ptx_dir = Some(PathBuf::from(other));
-                i += 1;
-                continue;
-            }
-            other => bail!("unknown argument `{other}`"),
+    let cli = <Cli as clap::Parser>::parse();
+    let part = {
+        let text = &cli.part;
+        let (i, n) = text.split_once('/').ok_or_else(|| anyhow!("--part {text}: expected I/N"))?;
+        let (i, n): (usize, usize) = (i.parse()?, n.parse()?);
+        if n == 0 || i >= n {
+            bail!("--part {text}: expected 0 <= I < N");
         }
-        i += 2;
-    }
+        (i, n)
+    };
+    let rules = match &cli.rules {
+        Some(text) => comma_list(text).iter().map(|s| s.parse().map_err(|e| anyhow!("{e}"))).collect::<Result<_>>()?,
+        None => RULES.to_vec(),
+    };
+    let opts = Opts {
+        out: cli.out,
+        samples: cli.samples,
+        pairs: cli.pairs as usize,
+        calls: cli.calls as usize,
+        variants: parse_variants(&cli.variants)?,
+        tpw: comma_list(&cli.tpw),
+        rules,
+        definition: cli.definition,
+        only: cli.only.as_deref().map(comma_list),
+        part,
+    };
     for tpw in &opts.tpw {
         schedule(tpw)?;
     }
-    if mode == "ptx" {
-        let dir = ptx_dir.ok_or_else(|| anyhow!("ptx needs a directory"))?;
-        std::fs::create_dir_all(&dir)?;
-        for name in definition_names()? {
-            let config = GqaConfig::from_definition_name(&name)?;
-            let tunings: Vec<Tuning> = opts
-                .variants
-                .iter()
-                .flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t]))
-                .collect();
-            for t in &tunings {
-                for (cluster_merge, suffix) in [(false, ""), (true, "_cluster")] {
-                    let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90", cluster_merge)?;
+    let mode = match cli.mode {
+        Mode::Check => "check",
+        Mode::Time => "time",
+        Mode::Ptx { dir } => {
+            std::fs::create_dir_all(&dir)?;
+            for name in definition_names()? {
+                let config = GqaConfig::from_definition_name(&name)?;
+                let tunings: Vec<Tuning> = opts
+                    .variants
+                    .iter()
+                    .flat_map(|v| v.map_or(ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS.to_vec(), |t| vec![t]))
+                    .collect();
+                for t in &tunings {
+                    for (cluster_merge, suffix) in [(false, ""), (true, "_cluster")] {
+                        let ptx = ki_kernels::gqa_paged_decode::compile(&config, t, "compute_90", cluster_merge)?;
+                        std::fs::write(
+                            dir.join(format!("{name}_w{}s{}{suffix}.ptx", t.warps_per_cta, t.stages)),
+                            ptx.to_src(),
+                        )?;
+                    }
+                }
+            }
+            for (label, d64) in [
+                (
+                    "synthetic_h40_kv2_d64_ps16",
+                    GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
+                ),
+                (
+                    "synthetic_h8_kv1_d64_ps1",
+                    GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 },
+                ),
+            ] {
+                for t in ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS {
                     std::fs::write(
-                        dir.join(format!("{name}_w{}s{}{suffix}.ptx", t.warps_per_cta, t.stages)),
-                        ptx.to_src(),
+                        dir.join(format!("{label}_w{}s{}.ptx", t.warps_per_cta, t.stages)),
+                        ki_kernels::gqa_paged_decode::compile(&d64, &t, "compute_90", false)?.to_src(),
                     )?;
                 }
             }
+            println!("wrote PTX to {}", dir.display());
+            return Ok(());
         }
-        for (label, d64) in [
-            (
-                "synthetic_h40_kv2_d64_ps16",
-                GqaConfig { num_qo_heads: 40, num_kv_heads: 2, head_dim: 64, page_size: 16 },
-            ),
-            ("synthetic_h8_kv1_d64_ps1", GqaConfig { num_qo_heads: 8, num_kv_heads: 1, head_dim: 64, page_size: 1 }),
-        ] {
-            for t in ki_kernels::gqa_paged_decode::AUTOMATIC_VARIANTS {
-                std::fs::write(
-                    dir.join(format!("{label}_w{}s{}.ptx", t.warps_per_cta, t.stages)),
-                    ki_kernels::gqa_paged_decode::compile(&d64, &t, "compute_90", false)?.to_src(),
-                )?;
-            }
-        }
-        println!("wrote PTX to {}", dir.display());
-        return Ok(());
-    }
+    };
     std::fs::create_dir_all(&opts.out)?;
     let ctx = CudaContext::new(0)?;
     // Raw pointers are used throughout; cudarc's per-buffer events would only add work.
@@ -862,15 +896,11 @@ fn main() -> Result<()> {
     );
     let suffix = if opts.part.1 > 1 { format!("_part{}", opts.part.0) } else { String::new() };
     let mut logf = std::fs::File::create(opts.out.join(format!("gqa_bench_{mode}{suffix}.log")))?;
-    match mode.as_str() {
-        "check" => {
-            let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
-            log(&mut logf, &format!("check summary: all_correct={ok}"));
-        }
-        "time" => run_time(&ctx, &stream, &opts, &mut logf)?,
-        _ => bail!(
-            "usage: gqa_bench ptx DIR | check | time [--out DIR] [--samples N] [--pairs P] [--calls N] [--variants w4s2,...] [--tpw 0,whole,bal:512,...] [--rules uniform,...] [--definition NAME] [--only wl32,...]"
-        ),
+    if mode == "check" {
+        let ok = run_check(&ctx, &stream, &opts, &mut logf)?;
+        log(&mut logf, &format!("check summary: all_correct={ok}"));
+    } else {
+        run_time(&ctx, &stream, &opts, &mut logf)?;
     }
     Ok(())
 }

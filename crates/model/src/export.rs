@@ -3,7 +3,10 @@
 //!
 //! The reader streams (the 40,795-line export is 49 MB once decompressed), detects
 //! compression by the zstd magic number rather than the file name, and names the file
-//! and line of every problem. It checks each row's shape — a known table, an object
+//! and line of every problem. It holds at most one line of [`MAX_LINE_BYTES`] at a time,
+//! so a file that is not an export (`/dev/zero`, a binary, a file without newlines) is
+//! refused after a few bytes instead of being read into memory; an empty file is refused
+//! too, since an export always holds rows. It checks each row's shape — a known table, an object
 //! row, the columns that identity and cross-references need — but not the values of
 //! those columns; [`crate::verify`] does that.
 
@@ -75,6 +78,12 @@ pub fn required_columns(table: &str) -> Option<&'static [&'static str]> {
     TABLES.iter().find(|(name, _)| *name == table).map(|(_, columns)| *columns)
 }
 
+/// The longest line an export may hold. The longest line of the public export is 9.4 KB
+/// (a run row with its three manifests); a row carries at most one manifest, which
+/// [`crate::parse::MAX_INPUT_BYTES`] caps at 1 MiB, plus its columns. 4 MiB leaves room for
+/// any honest row and bounds what one line can make the reader allocate.
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
 /// One line of an export.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportLine {
@@ -103,6 +112,16 @@ pub enum ExportError {
     Read { path: PathBuf, line: usize, compressed: bool, error: io::Error },
     #[error("{}:{line}: invalid JSON: {message}", path.display())]
     Json { path: PathBuf, line: usize, message: String },
+    /// The reader stops here: what follows is not export text.
+    #[error("{}:{line}: the line is longer than {MAX_LINE_BYTES} bytes (4 MiB): not a catalog export", path.display())]
+    LineTooLong { path: PathBuf, line: usize },
+    /// The reader stops here: JSON text never holds a NUL byte.
+    #[error("{}:{line}: byte {column} is a NUL byte: not a catalog export (JSON lines)", path.display())]
+    NulByte { path: PathBuf, line: usize, column: usize },
+    #[error("{}:{line}: byte {column} is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf, line: usize, column: usize },
+    #[error("{}: empty: not a catalog export", path.display())]
+    Empty { path: PathBuf },
     #[error("{}:{line}: {message}", path.display())]
     Shape { path: PathBuf, line: usize, message: String },
     #[error("{}:{line}: unknown table {table:?} (known: {})", path.display(), known_tables())]
@@ -115,9 +134,12 @@ impl ExportError {
     /// The 1-based line the error is about (0 when the file could not be opened).
     pub fn line(&self) -> usize {
         match self {
-            ExportError::Open { .. } => 0,
+            ExportError::Open { .. } | ExportError::Empty { .. } => 0,
             ExportError::Read { line, .. }
             | ExportError::Json { line, .. }
+            | ExportError::LineTooLong { line, .. }
+            | ExportError::NulByte { line, .. }
+            | ExportError::NotUtf8 { line, .. }
             | ExportError::Shape { line, .. }
             | ExportError::UnknownTable { line, .. }
             | ExportError::MissingColumn { line, .. } => *line,
@@ -155,8 +177,10 @@ pub struct ExportReader {
     compressed: bool,
     file_len: u64,
     consumed: Arc<AtomicU64>,
-    buffer: String,
+    buffer: Vec<u8>,
     line: usize,
+    /// Lines that held something; none by the end means the file is empty.
+    data_lines: usize,
     finished: bool,
 }
 
@@ -170,8 +194,19 @@ impl fmt::Debug for ExportReader {
 pub fn open_export(path: impl AsRef<Path>) -> Result<ExportReader, ExportError> {
     let path = path.as_ref().to_path_buf();
     let open_error = |error| ExportError::Open { path: path.clone(), error };
-    let mut file = File::open(&path).map_err(open_error)?;
+    let file = File::open(&path).map_err(open_error)?;
     let file_len = file.metadata().map_err(open_error)?.len();
+    export_reader(path, file, file_len)
+}
+
+/// Reads an export from any byte source, as [`open_export`] reads a file: `path` names it in
+/// errors, `file_len` is its size for [`ExportReader::progress`].
+pub fn export_reader(
+    path: PathBuf,
+    mut file: impl Read + Send + 'static,
+    file_len: u64,
+) -> Result<ExportReader, ExportError> {
+    let open_error = |error| ExportError::Open { path: path.clone(), error };
     let mut magic = [0u8; 4];
     let mut filled = 0;
     while filled < magic.len() {
@@ -190,7 +225,17 @@ pub fn open_export(path: impl AsRef<Path>) -> Result<ExportReader, ExportError> 
     } else {
         Box::new(BufReader::with_capacity(1 << 17, whole))
     };
-    Ok(ExportReader { path, source, compressed, file_len, consumed, buffer: String::new(), line: 0, finished: false })
+    Ok(ExportReader {
+        path,
+        source,
+        compressed,
+        file_len,
+        consumed,
+        buffer: Vec::new(),
+        line: 0,
+        data_lines: 0,
+        finished: false,
+    })
 }
 
 /// Reads a whole export into memory, stopping at the first problem.
@@ -267,31 +312,75 @@ impl Iterator for ExportReader {
             if self.finished {
                 return None;
             }
-            self.buffer.clear();
-            let read = self.source.read_line(&mut self.buffer);
             self.line += 1;
-            match read {
-                Ok(0) => {
+            match self.read_line() {
+                Ok(true) => {}
+                Ok(false) => {
                     self.finished = true;
+                    if self.data_lines == 0 {
+                        return Some(Err(ExportError::Empty { path: self.path.clone() }));
+                    }
                     return None;
                 }
-                Ok(_) => {}
                 Err(error) => {
                     self.finished = true;
-                    return Some(Err(ExportError::Read {
-                        path: self.path.clone(),
-                        line: self.line,
-                        compressed: self.compressed,
-                        error,
-                    }));
+                    return Some(Err(error));
                 }
             }
-            let text = self.buffer.trim_end_matches(['\n', '\r']);
+            let text = match std::str::from_utf8(&self.buffer) {
+                Ok(text) => text.trim_end_matches(['\n', '\r']),
+                Err(error) => {
+                    self.data_lines += 1;
+                    let column = error.valid_up_to() + 1;
+                    return Some(Err(ExportError::NotUtf8 { path: self.path.clone(), line: self.line, column }));
+                }
+            };
             // A final newline is normal; blank lines elsewhere carry nothing.
             if text.trim().is_empty() {
                 continue;
             }
+            self.data_lines += 1;
             return Some(self.parse_line(text));
+        }
+    }
+}
+
+impl ExportReader {
+    /// Reads the next line (with its newline) into `buffer`, refusing one over
+    /// [`MAX_LINE_BYTES`] or holding a NUL byte as soon as it shows. False at the end.
+    fn read_line(&mut self) -> Result<bool, ExportError> {
+        self.buffer.clear();
+        loop {
+            let available = match self.source.fill_buf() {
+                Ok(available) => available,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    return Err(ExportError::Read {
+                        path: self.path.clone(),
+                        line: self.line,
+                        compressed: self.compressed,
+                        error,
+                    });
+                }
+            };
+            if available.is_empty() {
+                return Ok(!self.buffer.is_empty());
+            }
+            let newline = available.iter().position(|&byte| byte == b'\n');
+            let chunk = &available[..newline.map_or(available.len(), |end| end + 1)];
+            if let Some(at) = chunk.iter().position(|&byte| byte == 0) {
+                let column = self.buffer.len() + at + 1;
+                return Err(ExportError::NulByte { path: self.path.clone(), line: self.line, column });
+            }
+            if self.buffer.len() + chunk.len() > MAX_LINE_BYTES {
+                return Err(ExportError::LineTooLong { path: self.path.clone(), line: self.line });
+            }
+            self.buffer.extend_from_slice(chunk);
+            let taken = chunk.len();
+            self.source.consume(taken);
+            if newline.is_some() {
+                return Ok(true);
+            }
         }
     }
 }

@@ -146,6 +146,54 @@ pub fn primary_measurement(run_spec: &Value) -> Result<Option<PrimaryMeasurement
     }))
 }
 
+/// One measurement a run's manifest states, as a measurement row repeats it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatedMeasurement {
+    pub metric: String,
+    pub statistic: String,
+    pub unit: String,
+    pub value: f64,
+    pub sample_count: Option<u64>,
+}
+
+/// Every measurement a run `spec` states (a BenchmarkRun's or a ServingRun's): each latency
+/// of `timing.latencyNs` (metric `latency`, unit `ns`, `timing.samples` samples; the public
+/// index names `minimum` and `maximum` `min` and `max`, and writes no row for the interval
+/// `confidence95`), then each entry of `measurements`. What cannot be read is left out: the
+/// schema check refuses it, and a row repeating it then matches nothing.
+pub fn stated_measurements(run_spec: &Value) -> Vec<StatedMeasurement> {
+    let mut stated = Vec::new();
+    if let Some(timing) = run_spec.get("timing") {
+        let samples = timing.get("samples").and_then(Value::as_u64);
+        for (name, value) in timing.get("latencyNs").and_then(Value::as_object).into_iter().flatten() {
+            let statistic = match name.as_str() {
+                "minimum" => "min",
+                "maximum" => "max",
+                other => other,
+            };
+            if let Some(value) = value.as_f64() {
+                stated.push(StatedMeasurement {
+                    metric: "latency".to_string(),
+                    statistic: statistic.to_string(),
+                    unit: "ns".to_string(),
+                    value,
+                    sample_count: samples,
+                });
+            }
+        }
+    }
+    for entry in run_spec.get("measurements").and_then(Value::as_array).into_iter().flatten() {
+        let text = |field: &str| entry.get(field).and_then(Value::as_str).map(str::to_string);
+        if let (Some(metric), Some(statistic), Some(unit), Some(value)) =
+            (text("metric"), text("statistic"), text("unit"), entry.get("value").and_then(Value::as_f64))
+        {
+            let sample_count = entry.get("sampleCount").and_then(Value::as_u64);
+            stated.push(StatedMeasurement { metric, statistic, unit, value, sample_count });
+        }
+    }
+    stated
+}
+
 /// A latency already normalized to integer nanoseconds.
 fn nanoseconds(value: &Value) -> Result<Number, String> {
     match value {

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::identity::object_digest;
 use crate::normalize::normalize;
-use crate::parse::{MAX_INPUT_BYTES, parse_documents_with};
+use crate::parse::{MAX_INPUT_BYTES, nul_byte_problem, parse_documents_with};
 use crate::problem::Problem;
 use crate::records::{Kind, Manifest};
 use crate::schema::check_manifest;
@@ -245,12 +245,19 @@ pub fn read_manifest_file(path: &Path) -> Result<Vec<ValidManifest>, Vec<Problem
     let mut bytes = Vec::new();
     // One byte past the limit is enough to know the input is too large.
     file.take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(io_problem)?;
+    // Binary input is named as such before its size: `/dev/zero` is NUL bytes, not "too long".
+    if let Some(problem) = nul_byte_problem(&bytes) {
+        return Err(vec![problem]);
+    }
     if bytes.len() > MAX_INPUT_BYTES {
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(bytes.len() as u64);
-        return Err(vec![Problem::new(
-            "",
-            format!("input is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes (1 MiB)"),
-        )]);
+        // Only a regular file's metadata gives its size (a device or a pipe says 0).
+        let message = match std::fs::metadata(path) {
+            Ok(metadata) if metadata.is_file() => {
+                format!("input is {} bytes; the limit is {MAX_INPUT_BYTES} bytes (1 MiB)", metadata.len())
+            }
+            _ => format!("input is longer than the limit of {MAX_INPUT_BYTES} bytes (1 MiB)"),
+        };
+        return Err(vec![Problem::new("", message)]);
     }
     parse_manifests(&bytes)
 }

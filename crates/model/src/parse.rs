@@ -81,6 +81,9 @@ pub fn parse_documents_with(bytes: &[u8], record_positions: bool) -> Result<Vec<
             return Err(vec![Problem::new("", format!("input is not valid UTF-8 (byte {offset})")).at(Some(location))]);
         }
     };
+    if let Some(problem) = nul_byte_problem(bytes) {
+        return Err(vec![problem]);
+    }
     parse_text(text, record_positions)
 }
 
@@ -123,6 +126,16 @@ fn parse_text(text: &str, record_positions: bool) -> Result<Vec<ParsedDocument>,
 
 fn location(m: &Marker) -> Location {
     Location { line: m.line(), column: m.col() + 1 }
+}
+
+/// The first NUL byte of `bytes`, as a problem: YAML and JSON text never holds one, so the
+/// input is binary (or `/dev/zero`) and saying so beats a parser's message about it.
+pub fn nul_byte_problem(bytes: &[u8]) -> Option<Problem> {
+    let offset = bytes.iter().position(|&byte| byte == 0)?;
+    Some(
+        Problem::new("", format!("byte {offset} is a NUL byte: a manifest is YAML or JSON text, not binary data"))
+            .at(Some(location_of_byte(bytes, offset))),
+    )
 }
 
 fn location_of_byte(bytes: &[u8], offset: usize) -> Location {

@@ -1,7 +1,8 @@
 //! Verifying a catalog export: recompute every digest and key of every row from the
 //! manifests it carries and compare with the stored columns, including the
 //! cross-references between rows (a run's manifest names the digests of the
-//! implementation and workload rows it points at).
+//! implementation and workload rows it points at), and every measurement row against
+//! the measurements its run's manifest states.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -41,6 +42,7 @@ pub const FIELDS: &[Field] = &[
     RUN_METRIC_KEY,
     RUN_PRIMARY_VALUE,
     RUN_COMPARISON_KEY,
+    MEASUREMENT_OF_RUN,
     EVENT_COMPARISON_KEY,
     MODEL_DIGEST,
     STACK_DIGEST,
@@ -54,6 +56,7 @@ pub const FIELDS: &[Field] = &[
     SERVING_RUN_PROTOCOL_KEY,
     SERVING_RUN_METRIC_SET_KEY,
     SERVING_RUN_COHORT_KEY,
+    SERVING_MEASUREMENT_OF_RUN,
 ];
 
 const OPERATION_DIGEST: Field = field("operations", "semanticDigest");
@@ -72,6 +75,7 @@ const RUN_CORRECTNESS_KEY: Field = field("benchmark_runs", "correctnessKey");
 const RUN_METRIC_KEY: Field = field("benchmark_runs", "metric key (primaryMetric:Statistic:Unit)");
 const RUN_PRIMARY_VALUE: Field = field("benchmark_runs", "primaryValue + sampleCount");
 const RUN_COMPARISON_KEY: Field = field("benchmark_runs", "comparisonKey");
+const MEASUREMENT_OF_RUN: Field = field("measurements", "metric, value, sampleCount → run manifest");
 const EVENT_COMPARISON_KEY: Field = field("record_events", "comparisonKey → benchmark_runs");
 const MODEL_DIGEST: Field = field("model_revisions", "modelDigest");
 const STACK_DIGEST: Field = field("serving_stack_revisions", "stackDigest");
@@ -85,6 +89,8 @@ const SERVING_RUN_WORKLOAD: Field = field("serving_runs", "manifest → serving_
 const SERVING_RUN_PROTOCOL_KEY: Field = field("serving_runs", "protocolKey");
 const SERVING_RUN_METRIC_SET_KEY: Field = field("serving_runs", "metricSetKey");
 const SERVING_RUN_COHORT_KEY: Field = field("serving_runs", "cohortKey");
+const SERVING_MEASUREMENT_OF_RUN: Field =
+    field("serving_measurements", "metric, value, sampleCount → serving run manifest");
 
 /// The first row where a field did not reproduce.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +184,7 @@ struct Index<'a> {
     workloads: HashMap<&'a str, &'a ExportLine>,
     implementations: HashMap<&'a str, &'a ExportLine>,
     runs: HashMap<&'a str, &'a ExportLine>,
+    serving_runs: HashMap<&'a str, &'a ExportLine>,
     models: HashMap<&'a str, &'a ExportLine>,
     stacks: HashMap<&'a str, &'a ExportLine>,
     configurations: HashMap<&'a str, &'a ExportLine>,
@@ -191,6 +198,7 @@ impl<'a> Index<'a> {
             workloads: HashMap::new(),
             implementations: HashMap::new(),
             runs: HashMap::new(),
+            serving_runs: HashMap::new(),
             models: HashMap::new(),
             stacks: HashMap::new(),
             configurations: HashMap::new(),
@@ -202,6 +210,7 @@ impl<'a> Index<'a> {
                 "workloads" => &mut index.workloads,
                 "implementations" => &mut index.implementations,
                 "benchmark_runs" => &mut index.runs,
+                "serving_runs" => &mut index.serving_runs,
                 "model_revisions" => &mut index.models,
                 "serving_stack_revisions" => &mut index.stacks,
                 "serving_configurations" => &mut index.configurations,
@@ -345,6 +354,14 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
             );
         }
         "benchmark_runs" => check_benchmark_run(line, index, record),
+        "measurements" => {
+            let run = referenced(row, "runId", "benchmark_runs", &index.runs);
+            let stated = run.map(|run| {
+                let spec = run.row.get("manifest").and_then(|m| m.pointer("/run/spec"));
+                spec.map(identity::stated_measurements).unwrap_or_default()
+            });
+            record(MEASUREMENT_OF_RUN, check_measurement(line, stated));
+        }
         "record_events" => {
             let run =
                 referenced(row, "runId", "benchmark_runs", &index.runs).map(|run| stored(&run.row, "comparisonKey"));
@@ -370,8 +387,48 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
             compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")),
         ),
         "serving_runs" => check_serving_run(line, index, record),
+        "serving_measurements" => {
+            let run = referenced(row, "runId", "serving_runs", &index.serving_runs);
+            let stated = run.map(|run| {
+                let spec = run.row.get("manifest").and_then(|m| m.get("spec"));
+                spec.map(identity::stated_measurements).unwrap_or_default()
+            });
+            record(SERVING_MEASUREMENT_OF_RUN, check_measurement(line, stated));
+        }
         _ => {}
     }
+}
+
+/// A measurement row repeats one measurement of its run: the run's manifest must state the
+/// same metric, statistic and unit with the same value and sample count. (The row need not
+/// be the only one: the public index writes a row per statement, our runner only the
+/// primary one.)
+fn check_measurement(
+    line: &ExportLine,
+    stated: Result<Vec<identity::StatedMeasurement>, String>,
+) -> Result<(), Mismatch> {
+    let row = &line.row;
+    let text = |column: &str| row.get(column).and_then(Value::as_str).unwrap_or("null");
+    let (metric, statistic, unit) = (text("metric"), text("statistic"), text("unit"));
+    let show = |value: Option<f64>, samples: Option<u64>| {
+        format!(
+            "{metric}:{statistic}:{unit} = {} ({} samples)",
+            value.map_or("null".to_string(), |v| v.to_string()),
+            samples.map_or("null".to_string(), |s| s.to_string())
+        )
+    };
+    let stored = show(row.get("value").and_then(Value::as_f64), row.get("sampleCount").and_then(Value::as_u64));
+    let recomputed = stated.and_then(|stated| {
+        let same_kind: Vec<_> =
+            stated.iter().filter(|s| s.metric == metric && s.statistic == statistic && s.unit == unit).collect();
+        if same_kind.is_empty() {
+            return Err(format!("the run's manifest states no {metric}:{statistic}:{unit}"));
+        }
+        // Equal when any statement agrees (a latency may be stated twice, in timing and in measurements).
+        let shown: Vec<String> = same_kind.iter().map(|s| show(Some(s.value), s.sample_count)).collect();
+        Ok(shown.iter().find(|s| **s == stored).unwrap_or(&shown[0]).clone())
+    });
+    compare(line, stored, recomputed)
 }
 
 /// A manifest names a digest; the row it points at by id must carry that digest.

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ki_model::export::{ExportError, open_export, read_export};
+use ki_model::export::{ExportError, MAX_LINE_BYTES, open_export, read_export};
 
 fn shared_export() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
@@ -167,4 +167,79 @@ fn a_missing_file_is_an_open_error() {
     let error = read_export("/nonexistent/export.jsonl.zst").unwrap_err();
     assert!(matches!(error, ExportError::Open { .. }));
     assert!(error.to_string().starts_with("/nonexistent/export.jsonl.zst: cannot open:"), "{error}");
+}
+
+/// Issue 17: `ki catalog import /dev/zero` allocated until it aborted. The first byte is NUL,
+/// which no JSON text holds: refused at once, naming the file and line, and the reader stops.
+#[test]
+fn dev_zero_is_refused_at_its_first_byte() {
+    let mut reader = open_export("/dev/zero").unwrap();
+    let error = reader.next().unwrap().unwrap_err();
+    assert!(matches!(error, ExportError::NulByte { line: 1, column: 1, .. }), "{error:?}");
+    assert_eq!(error.to_string(), "/dev/zero:1: byte 1 is a NUL byte: not a catalog export (JSON lines)");
+    assert!(reader.next().is_none(), "nothing is read after it");
+    assert!(reader.progress().0 <= 1 << 17, "read one buffer, not the stream: {:?}", reader.progress());
+}
+
+#[test]
+fn a_nul_byte_is_named_by_line_and_byte_in_a_compressed_file_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{GOOD_LINES}{{\"table\":\u{0}}}\n");
+    let path = write_file(dir.path(), "nul.jsonl.zst", &zstd_bytes(&text));
+    let error = read_export(&path).unwrap_err();
+    assert!(matches!(error, ExportError::NulByte { line: 3, column: 10, .. }), "{error:?}");
+    assert!(error.to_string().starts_with(&format!("{}:3: byte 10 is a NUL byte", path.display())), "{error}");
+}
+
+/// A line may be 4 MiB long (newline included), not a byte more; a longer one ends the reading.
+#[test]
+fn a_line_over_4_mib_is_refused_without_reading_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let line_of = |length: usize| {
+        let head = r#"{"table":"sources","row":{"id":"s1","slug":""#;
+        let tail = "\"}}\n";
+        format!("{head}{}{tail}", "a".repeat(length - head.len() - tail.len()))
+    };
+    let longest = write_file(dir.path(), "longest.jsonl", line_of(MAX_LINE_BYTES).as_bytes());
+    let read = read_export(&longest).unwrap();
+    assert_eq!(read[0].row["slug"].as_str().unwrap().len(), MAX_LINE_BYTES - 48);
+
+    let text = format!("{}{GOOD_LINES}", line_of(MAX_LINE_BYTES + 1));
+    let too_long = write_file(dir.path(), "too-long.jsonl", text.as_bytes());
+    let outcomes: Vec<_> = open_export(&too_long).unwrap().collect();
+    assert_eq!(outcomes.len(), 1, "the reader stops at the long line");
+    let error = outcomes.into_iter().next().unwrap().unwrap_err();
+    assert!(matches!(error, ExportError::LineTooLong { line: 1, .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        format!("{}:1: the line is longer than 4194304 bytes (4 MiB): not a catalog export", too_long.display())
+    );
+}
+
+/// Issue 17: an empty file imported as a valid snapshot ("nothing new").
+#[test]
+fn an_empty_file_is_not_an_export() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in
+        [("empty.jsonl", Vec::new()), ("blank.jsonl", b"\n \n\r\n".to_vec()), ("empty.jsonl.zst", zstd_bytes(""))]
+    {
+        let path = write_file(dir.path(), name, &bytes);
+        let error = read_export(&path).unwrap_err();
+        assert!(matches!(error, ExportError::Empty { .. }), "{name}: {error:?}");
+        assert_eq!(error.to_string(), format!("{}: empty: not a catalog export", path.display()));
+    }
+}
+
+#[test]
+fn text_that_is_not_utf8_is_named_by_line_and_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = GOOD_LINES.as_bytes().to_vec();
+    bytes.extend_from_slice(b"{\"table\":\"sources\",\"row\":{\"id\":\"\xff\"}}\n");
+    bytes.extend_from_slice(GOOD_LINES.as_bytes());
+    let path = write_file(dir.path(), "latin1.jsonl", &bytes);
+    let outcomes: Vec<_> = open_export(&path).unwrap().collect();
+    let error = outcomes[2].as_ref().unwrap_err();
+    assert!(matches!(error, ExportError::NotUtf8 { line: 3, column: 33, .. }), "{error:?}");
+    assert!(error.to_string().ends_with(":3: byte 33 is not UTF-8 text"), "{error}");
+    assert_eq!(outcomes.len(), 5, "a line-level problem: the reader goes on to the lines after it");
 }

@@ -101,10 +101,79 @@ fn an_edited_serving_measurement_breaks_run_digest_metric_set_and_cohort() {
     manifest["spec"]["measurements"][0]["statistic"] = Value::from("p50");
 
     let report = verify_export(&lines);
-    let mismatched: Vec<&str> = report.fields.iter().filter(|t| t.mismatched > 0).map(|t| t.field.name).collect();
-    assert_eq!(mismatched, ["runDigest", "metricSetKey", "cohortKey"]);
-    assert!(
-        report.fields.iter().filter(|t| t.mismatched > 0).all(|t| t.field.table == "serving_runs" && t.mismatched == 1)
+    let mismatched: Vec<(&str, &str)> =
+        report.fields.iter().filter(|t| t.mismatched > 0).map(|t| (t.field.table, t.field.name)).collect();
+    assert_eq!(
+        mismatched,
+        [
+            ("serving_runs", "runDigest"),
+            ("serving_runs", "metricSetKey"),
+            ("serving_runs", "cohortKey"),
+            // The measurement row still says `reported`, which the manifest no longer states.
+            ("serving_measurements", "metric, value, sampleCount → serving run manifest"),
+        ]
+    );
+    assert!(report.fields.iter().all(|t| t.mismatched <= 1));
+}
+
+/// Issue 17: a changed `measurements.value` verified clean. Each measurement row must repeat a
+/// measurement its run's manifest states (metric, statistic, unit, value, sample count).
+#[test]
+fn an_altered_measurement_value_is_a_mismatch_naming_what_the_manifest_states() {
+    let mut lines = export().to_vec();
+    let position = lines.iter().position(|l| l.table == "measurements").unwrap();
+    let original = lines[position].row["value"].as_f64().unwrap();
+    lines[position].row.insert("value".into(), Value::from(original + 1.0));
+
+    let report = verify_export(&lines);
+    assert_eq!(report.mismatches(), 1, "only the measurement row: the run's columns are untouched");
+    let tally = report.tally(field_named("measurements", "metric, value, sampleCount → run manifest")).unwrap();
+    let mismatch = tally.first_mismatch.as_ref().unwrap();
+    assert_eq!((mismatch.line, mismatch.id.as_str()), (lines[position].line, lines[position].id()));
+    let row = &lines[position].row;
+    let kind = format!(
+        "{}:{}:{}",
+        row["metric"].as_str().unwrap(),
+        row["statistic"].as_str().unwrap(),
+        row["unit"].as_str().unwrap()
+    );
+    assert!(mismatch.stored.starts_with(&format!("{kind} = {}", original + 1.0)), "{mismatch:?}");
+    assert!(mismatch.recomputed.starts_with(&format!("{kind} = {original}")), "{mismatch:?}");
+}
+
+#[test]
+fn measurement_rows_with_another_statistic_sample_count_or_run_are_mismatches() {
+    let find = |lines: &[ExportLine], table: &str| lines.iter().position(|l| l.table == table).unwrap();
+    let tally_of = |lines: &[ExportLine], table: &str, name: &str| {
+        let report = verify_export(lines);
+        report.tally(field_named(table, name)).unwrap().clone()
+    };
+    let kernel = "metric, value, sampleCount → run manifest";
+    // A statistic the run never states.
+    let mut lines = export().to_vec();
+    let position = find(&lines, "measurements");
+    lines[position].row.insert("statistic".into(), Value::from("p99"));
+    let tally = tally_of(&lines, "measurements", kernel);
+    assert_eq!(tally.mismatched, 1);
+    assert!(tally.first_mismatch.unwrap().recomputed.contains("the run's manifest states no latency:p99:ns"));
+    // Another sample count.
+    let mut lines = export().to_vec();
+    let position = find(&lines, "measurements");
+    lines[position].row.insert("sampleCount".into(), Value::from(7));
+    assert_eq!(tally_of(&lines, "measurements", kernel).mismatched, 1);
+    // A run that is not there.
+    let mut lines = export().to_vec();
+    let position = find(&lines, "measurements");
+    lines[position].row.insert("runId".into(), Value::from("no-such-run"));
+    let tally = tally_of(&lines, "measurements", kernel);
+    assert_eq!(tally.first_mismatch.unwrap().recomputed, "error: no benchmark_runs row with id no-such-run");
+    // A serving measurement's value.
+    let mut lines = export().to_vec();
+    let position = find(&lines, "serving_measurements");
+    lines[position].row.insert("value".into(), Value::from(1.5));
+    assert_eq!(
+        tally_of(&lines, "serving_measurements", "metric, value, sampleCount → serving run manifest").mismatched,
+        1
     );
 }
 

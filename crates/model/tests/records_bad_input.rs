@@ -39,6 +39,42 @@ fn ten_megabyte_manifest_is_refused_by_size() {
     assert!(found[0].message.starts_with(&format!("input is {} bytes", text.len())), "{}", found[0]);
 }
 
+/// Issue 17: `ki manifest validate /dev/zero` said "input is 0 bytes" (a device's metadata
+/// has no size). Binary input is named as such, with where its first NUL byte is.
+#[test]
+fn dev_zero_is_named_binary_not_zero_bytes() {
+    let found = read_manifest_file(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        found[0].to_string(),
+        "/: byte 0 is a NUL byte: a manifest is YAML or JSON text, not binary data (line 1, column 1)"
+    );
+    // And in the middle of text, with its line and column.
+    let found = parse_manifests(b"apiVersion: kernelindex.dev/v1alpha1\nkind: Oper\0ationSpec\n").unwrap_err();
+    assert_eq!(found[0].message, "byte 47 is a NUL byte: a manifest is YAML or JSON text, not binary data");
+    assert_eq!(found[0].location.map(|l| (l.line, l.column)), Some((2, 11)));
+}
+
+/// Too much text from a pipe (no size in its metadata): over the limit, without a made-up size.
+#[test]
+fn too_long_input_from_a_pipe_is_refused_by_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            // The reader stops at the limit and closes its end: a broken pipe is expected.
+            let _ = pipe.write_all(format!("a: \"{}\"\n", "x".repeat(2 * MAX_INPUT_BYTES)).as_bytes());
+        })
+    };
+    let found = read_manifest_file(&fifo).unwrap_err();
+    writer.join().unwrap();
+    assert_eq!(found[0].message, format!("input is longer than the limit of {MAX_INPUT_BYTES} bytes (1 MiB)"));
+}
+
 #[test]
 fn wrong_type_deep_in_a_spec_is_located() {
     let text = example("workload-case.yaml").replace("seed: 230486", "seed: \"230486\"");

@@ -1,14 +1,25 @@
 //! Resolve latency over the full shared catalog: one request per measured workload
 //! (its full axes, its hardware), each timed alone; prints the build time and the
-//! p50 / p90 / p99 / max latency. Run: `cargo bench -p ki-ranking --bench resolve`.
+//! p50 / p90 / p99 / max latency. Run: `cargo bench -p ki-ranking --bench resolve [-- EXPORT]`.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::Parser;
 use ki_ranking::{CatalogRows, Index, ResolveRequest};
 
+/// Resolve latency over a catalog export.
+#[derive(Parser)]
+struct Args {
+    /// The export to index (default: the bundled public snapshot in data/).
+    export: Option<PathBuf>,
+    /// Passed by `cargo bench`; nothing to do with it.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 fn main() {
-    let path = std::env::args().skip(1).find(|a| !a.starts_with('-')).map(PathBuf::from).unwrap_or_else(|| {
+    let path = Args::parse().export.unwrap_or_else(|| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst")
     });
     let read_start = Instant::now();

@@ -9,6 +9,7 @@ pub mod feed;
 pub mod index;
 pub mod ledger;
 pub mod licence;
+pub mod query;
 pub mod rank;
 pub mod resolve;
 pub mod reverify;

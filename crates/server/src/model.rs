@@ -323,7 +323,7 @@ impl Tables {
 
     /// Entries whose text holds every word of the query; operations first.
     pub fn search(&self, query: &str, limit: usize) -> Vec<&SearchEntry> {
-        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).take(8).collect();
+        let words = ki_ranking::query::search_words(query);
         if words.is_empty() {
             return Vec::new();
         }

@@ -444,3 +444,18 @@ async fn published_traces_get_their_record_events() {
     assert!(again.record_events.is_empty() && again.inserted() == 0, "{again:?}");
     catalog.close().await;
 }
+
+/// Every file read from a data set is bounded: a definition over 16 MiB is refused, naming
+/// the file, without being read whole.
+#[test]
+fn an_oversized_definition_is_refused_by_size() {
+    let dir = full_dataset();
+    // A definition no workload names, so that its refusal is the only problem.
+    let relative = "definitions/gqa_paged/gqa_paged_decode_h6_kv1_d128_ps64.json";
+    let placed = dir.path().join(relative);
+    let mut text = std::fs::read_to_string(&placed).unwrap();
+    text.push_str(&" ".repeat(17 << 20));
+    std::fs::write(&placed, text).unwrap();
+    let message = refused(dir.path(), relative);
+    assert!(message.contains("larger than 16777216 bytes (16 MiB)"), "{message}");
+}

@@ -54,7 +54,10 @@ async fn the_fixture_bundle_publishes_once() {
     let catalog = Catalog::open(&format!("sqlite://{}", directory.path().join("c.db").display())).await.unwrap();
     let fixture = manifests("submissions/example-fixture.yaml");
     // The public index already has an operation named rmsnorm-h4096 (a different one).
-    let export = ki_model::export::read_export(registry("exports/catalog-2026-08-16-0022af0b.jsonl.zst")).unwrap();
+    let export = ki_model::export::read_export(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/catalog-2026-08-16-0022af0b.jsonl.zst"),
+    )
+    .unwrap();
     let namesake: Vec<_> =
         export.into_iter().filter(|l| l.table == "operations" && l.row["slug"] == "rmsnorm-h4096").collect();
     catalog.import_lines(&namesake, &ImportOptions::default()).await.unwrap();

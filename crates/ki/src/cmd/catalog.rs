@@ -16,7 +16,7 @@ pub enum CatalogCommand {
     Verify { export: PathBuf },
     /// Import an export into the catalog in one transaction (verified first; re-importing inserts nothing).
     Import(super::catalog_store::ImportArgs),
-    /// Write the published catalog as a zstd JSONL export.
+    /// Write the published catalog as an export (`.jsonl` plain, `.jsonl.zst` compressed).
     Export(super::catalog_store::ExportArgs),
     /// Write a synthetic export shaped like the public one (operations, workloads,
     /// implementations, comparison groups of realistic sizes, record events as ranking-v1

@@ -32,7 +32,7 @@ pub struct ImportArgs {
 pub struct ExportArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// Where to write the zstd-compressed JSONL export.
+    /// Where to write the export: `NAME.jsonl` (JSON lines) or `NAME.jsonl.zst` (zstd-compressed).
     #[arg(long)]
     pub out: PathBuf,
 }

@@ -1,14 +1,11 @@
 //! Resolve (`/resolve`, `POST /api/v1/resolve/kernel[/batch]`): the fastest compatible
 //! kernels for an exact workload.
 
-use std::collections::BTreeMap;
-
 use axum::body::Bytes;
 use axum::extract::Query;
 use axum::extract::State;
 use maud::{Markup, html};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::{Answer, Shared, html_response, json_response, layout, parse_json};
 use crate::problem::Problem;
@@ -78,30 +75,6 @@ pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, 
 
 // ---------- resolve ----------
 
-/// Parses "batch_size=16, num_pages=1070" (commas, semicolons or whitespace between).
-pub fn parse_axes(text: &str) -> Result<BTreeMap<String, Value>, String> {
-    let mut axes = BTreeMap::new();
-    for part in text.split([',', ';', '\n', ' ', '\t', '\r']).map(str::trim).filter(|p| !p.is_empty()) {
-        let (name, value) = part.split_once('=').ok_or_else(|| format!("{part:?} is not name=value"))?;
-        let (name, value) = (name.trim(), value.trim());
-        if name.is_empty() || value.is_empty() {
-            return Err(format!("{part:?} is not name=value"));
-        }
-        let parsed = if let Ok(i) = value.parse::<i64>() {
-            json!(i)
-        } else if let Ok(f) = value.parse::<f64>() {
-            if f.is_finite() { json!(f) } else { json!(value) }
-        } else {
-            json!(value)
-        };
-        axes.insert(name.to_string(), parsed);
-        if axes.len() > 32 {
-            return Err("at most 32 axes".into());
-        }
-    }
-    Ok(axes)
-}
-
 pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) -> Answer {
     let model = state.model();
     let trimmed = |text: &str| text.trim().to_string();
@@ -115,21 +88,14 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
     if form.operation.is_empty() {
         return Ok(html_response(render(&form, None, None)));
     }
-    let axes = match parse_axes(&form.axes) {
+    let axes = match ki_ranking::query::parse_axes(&form.axes) {
         Ok(axes) => axes,
         Err(message) => return Ok(html_response(render(&form, None, Some(&message)))),
     };
     let request = ki_ranking::ResolveRequest {
         operation: form.operation.clone(),
         axes,
-        dtypes: form
-            .dtypes
-            .split([',', ' '])
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(str::to_string)
-            .take(16)
-            .collect(),
+        dtypes: ki_ranking::query::parse_dtypes(&form.dtypes),
         hardware: Some(form.hardware.clone()).filter(|h| !h.is_empty()),
         framework: Some(form.framework.clone()).filter(|f| !f.is_empty()),
     };
@@ -161,20 +127,4 @@ pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     let answers =
         state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&BatchAnswer { responses: answers }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn axes_text_parses_numbers_and_refuses_junk() {
-        let axes = parse_axes("batch_size=16, num_pages=1070; ratio=0.5 name=x").unwrap();
-        assert_eq!(axes["batch_size"], json!(16));
-        assert_eq!(axes["ratio"], json!(0.5));
-        assert_eq!(axes["name"], json!("x"));
-        assert!(parse_axes("batch_size").is_err());
-        assert!(parse_axes("=3").is_err());
-    }
 }

@@ -268,8 +268,28 @@ fn files_under(dir: &Path, ext: &str, errors: &mut Vec<SourceError>) -> Vec<Path
     found
 }
 
+/// The largest definition or solution file read: ki verify's Solution intake takes 16 MiB
+/// (sources inline); the samples' largest file is 40 KB.
+const MAX_JSON_FILE_BYTES: u64 = 16 << 20;
+/// The largest workload or trace list read; the largest trace file of FlashInfer-Bench's PR 221
+/// is 1.1 MB.
+const MAX_JSONL_FILE_BYTES: u64 = 64 << 20;
+
+/// A file's text, refused past `limit` bytes without reading further.
+fn read_bounded(path: &Path, limit: u64) -> Result<String, SourceError> {
+    use std::io::Read;
+    let refuse = |message: String| Origin::file(path).error("", message);
+    let file = std::fs::File::open(path).map_err(|e| refuse(format!("cannot read: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(refuse(format!("larger than {limit} bytes ({} MiB)", limit >> 20)));
+    }
+    String::from_utf8(bytes).map_err(|e| refuse(format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
+}
+
 fn read_json(path: &Path) -> Result<(Origin, Value), SourceError> {
-    let text = std::fs::read_to_string(path).map_err(|e| Origin::file(path).error("", format!("cannot read: {e}")))?;
+    let text = read_bounded(path, MAX_JSON_FILE_BYTES)?;
     match serde_json::from_str::<Value>(&text) {
         Ok(value) => Ok((Origin::document(path, text), value)),
         Err(e) => Err(SourceError {
@@ -287,10 +307,10 @@ fn for_each_line(
     errors: &mut Vec<SourceError>,
     mut each: impl FnMut(Origin, &Value) -> Result<(), SourceError>,
 ) {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_bounded(path, MAX_JSONL_FILE_BYTES) {
         Ok(text) => text,
-        Err(e) => {
-            errors.push(Origin::file(path).error("", format!("cannot read: {e}")));
+        Err(error) => {
+            errors.push(error);
             return;
         }
     };
