@@ -72,7 +72,7 @@ fn enqueue_job(directory: &Path, database: &str) -> String {
     let solution = directory.join("solution.json");
     std::fs::write(&solution, r#"{"name": "mcp-test-solution", "definition": "gqa_paged_decode_h32_kv4_d128_ps1", "spec": {"language": "python", "entry_point": "main.py::run"}, "sources": [{"path": "main.py", "content": "def run(): pass\n"}]}"#).unwrap();
     let enqueued = common::ki()
-        .args(["verify-queue", "enqueue", "--database", database])
+        .args(["verify", "--enqueue", "--database", database])
         .arg(&solution)
         .args(["--workload", &workload, "--protocol", "kernelindex-rerun-v2-realistic", "--json"])
         .output()
