@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 mod corrections;
 mod error;
 mod export;
+mod feed;
 mod import;
 pub mod json_text;
 mod ledger;

@@ -270,16 +270,6 @@ const KEY_COLUMNS: [(&str, Kind); 8] = [
     ("created_at", Kind::Timestamp),
     ("revoked_at", Kind::Timestamp),
 ];
-const KEY_STORAGE: [Storage; 8] = [
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Int,
-    Storage::Text,
-    Storage::Text,
-];
 
 const ATTESTATION_COLUMNS: [(&str, Kind); 9] = [
     ("id", Kind::Uuid),
@@ -292,17 +282,6 @@ const ATTESTATION_COLUMNS: [(&str, Kind); 9] = [
     ("key_id", Kind::Uuid),
     ("created_at", Kind::Timestamp),
 ];
-const ATTESTATION_STORAGE: [Storage; 9] = [
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Int,
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-    Storage::Text,
-];
 
 const SUBMISSION_COLUMNS: [(&str, Kind); 8] = [
     ("id", Kind::Uuid),
@@ -314,7 +293,11 @@ const SUBMISSION_COLUMNS: [(&str, Kind); 8] = [
     ("created_at", Kind::Timestamp),
     ("published_at", Kind::Timestamp),
 ];
-const SUBMISSION_STORAGE: [Storage; 8] = [Storage::Text; 8];
+
+/// How each column of a state table is read back (by its kind, as every catalog table).
+fn storages_of(columns: &[(&str, Kind)]) -> Vec<Storage> {
+    crate::store::storages(columns.iter().map(|(_, kind)| *kind))
+}
 
 fn select(backend: Backend, table: &str, columns: &[(&str, Kind)], filter: &str) -> String {
     let list: Vec<String> = columns.iter().map(|(name, kind)| read(backend, name, *kind)).collect();
@@ -421,7 +404,7 @@ async fn active_key(session: &mut Session, presented: &str) -> Result<Option<Api
         &format!(" WHERE key_hash = {} AND revoked_at IS NULL", placeholder(backend, 1, Kind::Text)),
     );
     let rows = session
-        .fetch_all(&sql, &[text(hash_key(presented))], &KEY_STORAGE)
+        .fetch_all(&sql, &[text(hash_key(presented))], &storages_of(&KEY_COLUMNS))
         .await
         .context(|| "cannot read the API keys".into())?;
     rows.into_iter().next().map(key_from).transpose()
@@ -527,7 +510,7 @@ impl Catalog {
         let mut session = begin_state_write(&self.pool).await?;
         let backend = session.backend();
         let rows = session
-            .fetch_all(&select(backend, "api_keys", &KEY_COLUMNS, ""), &[], &KEY_STORAGE)
+            .fetch_all(&select(backend, "api_keys", &KEY_COLUMNS, ""), &[], &storages_of(&KEY_COLUMNS))
             .await
             .context(|| "cannot read the API keys".into())?;
         let mut found = None;
@@ -559,7 +542,10 @@ impl Catalog {
     pub async fn api_keys(&self) -> Result<Vec<ApiKey>> {
         let mut session = Session::begin(&self.pool, false).await?;
         let sql = select(session.backend(), "api_keys", &KEY_COLUMNS, "");
-        let rows = session.fetch_all(&sql, &[], &KEY_STORAGE).await.context(|| "cannot read the API keys".into())?;
+        let rows = session
+            .fetch_all(&sql, &[], &storages_of(&KEY_COLUMNS))
+            .await
+            .context(|| "cannot read the API keys".into())?;
         session.rollback().await.context(|| "cannot end a read transaction".into())?;
         rows.into_iter().map(key_from).collect()
     }
@@ -618,7 +604,7 @@ impl Catalog {
             .fetch_all(
                 &select(backend, "attestations", &ATTESTATION_COLUMNS, &filter),
                 &[text(run_id)],
-                &ATTESTATION_STORAGE,
+                &storages_of(&ATTESTATION_COLUMNS),
             )
             .await
             .context(|| "cannot read the attestations".into())?;
@@ -649,7 +635,11 @@ impl Catalog {
         let backend = session.backend();
         let filter = format!(" WHERE id = {}", placeholder(backend, 1, Kind::Uuid));
         let rows = session
-            .fetch_all(&select(backend, "submissions", &SUBMISSION_COLUMNS, &filter), &[text(id)], &SUBMISSION_STORAGE)
+            .fetch_all(
+                &select(backend, "submissions", &SUBMISSION_COLUMNS, &filter),
+                &[text(id)],
+                &storages_of(&SUBMISSION_COLUMNS),
+            )
             .await
             .context(|| "cannot read the submissions".into())?;
         session.rollback().await.context(|| "cannot end a read transaction".into())?;

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
-use ki_catalog::queue::{JobQuery, JobState};
-use ki_ranking::feed::{CorrectionChange, FeedEvent, FeedItem, PageRequest, RunFilter, VerificationChange};
+use ki_ranking::feed::{FeedItem, PageRequest, RunFilter};
 use ki_ranking::{CompareError, LookupError, ResolveRequest};
 use ki_server::model::ReadModel;
 use serde_json::{Value, json};
@@ -24,9 +23,6 @@ use crate::term::errln;
 /// Permalinks in an answer read from a catalog here name the public index; a running index
 /// names its own `--base-url`.
 pub const PUBLIC_BASE_URL: &str = "https://kernelindex.dev";
-
-/// Most ended verification jobs of each final state the feed reads (as the index does).
-const MAX_FEED_JOBS: u32 = 10_000;
 
 /// The longest search query the index reads (as `/api/v1/search` does).
 const MAX_QUERY_CHARS: usize = 200;
@@ -288,53 +284,17 @@ impl CatalogReader {
         })
     }
 
-    /// The feed's events kept in the catalog beside the index's rows, as the index reads them:
-    /// corrections, and verification jobs that ended (done or parked). An export has none.
+    /// The feed's events the catalog keeps beside the index's rows (`Catalog::feed_events`, as
+    /// the index reads them); an export has none.
     fn catalog_events(&self) -> anyhow::Result<Vec<FeedItem>> {
         if self.data.export.is_some() {
             return Ok(Vec::new());
         }
         runtime()?.block_on(async {
             let catalog = self.data.database.open().await?;
-            let mut events = Vec::new();
-            let read = async {
-                for correction in catalog.corrections().await? {
-                    events.push(FeedItem {
-                        at: correction.at.clone(),
-                        event: FeedEvent::Correction(CorrectionChange {
-                            correction_id: correction.id,
-                            action: correction.action.as_str().to_string(),
-                            run_id: correction.run_id,
-                            by_run_id: correction.by_run_id,
-                            reason: correction.reason,
-                            actor: correction.actor,
-                        }),
-                    });
-                }
-                for state in [JobState::Done, JobState::Parked] {
-                    let query = JobQuery { state: Some(state), limit: Some(MAX_FEED_JOBS), ..JobQuery::default() };
-                    for job in catalog.jobs(&query).await? {
-                        let Some(at) = job.finished_at.clone() else { continue };
-                        events.push(FeedItem {
-                            at,
-                            event: FeedEvent::Verification(VerificationChange {
-                                href: format!("/verifications/{}", job.id),
-                                state: job.state.as_str().to_string(),
-                                subject: job.spec.subject.label().to_string(),
-                                verdict: job.verdict.as_ref().map(|v| v.status.as_str().to_string()),
-                                summary: job.verdict.as_ref().map(|v| v.summary.clone()).or(job.parked_reason.clone()),
-                                run_ids: job.published.as_ref().map(|p| p.run_ids.clone()).unwrap_or_default(),
-                                job_id: job.id,
-                            }),
-                        });
-                    }
-                }
-                anyhow::Ok(())
-            }
-            .await
-            .context("cannot read the catalog's corrections and verifications");
+            let events = catalog.feed_events().await.context("cannot read the catalog's corrections and verifications");
             catalog.close().await;
-            read.map(|()| events)
+            events
         })
     }
 

@@ -1,6 +1,7 @@
 //! Every route against a real server on loopback, over the shared catalog export.
 
 mod common;
+mod serving;
 
 use std::collections::BTreeSet;
 

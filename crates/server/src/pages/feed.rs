@@ -6,17 +6,13 @@
 
 use axum::extract::Query;
 use axum::extract::State;
-use ki_catalog::queue::{JobQuery, JobState};
-use ki_ranking::feed::{CorrectionChange, FeedEvent, FeedItem, FeedPage, PageRequest, VerificationChange};
+use ki_ranking::feed::{FeedItem, FeedPage, PageRequest};
 use serde::Deserialize;
 
 use super::run_list::feed_problem;
-use super::{Answer, Shared, code_of, json_response};
+use super::{Answer, Shared, json_response};
 use crate::AppState;
 use crate::problem::Problem;
-
-/// Most finished jobs of each final state the feed reads.
-const MAX_JOBS: u32 = 10_000;
 
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -39,37 +35,7 @@ pub struct FeedQuery {
 pub async fn all_events(state: &AppState) -> Result<Vec<FeedItem>, Problem> {
     let mut events = ki_ranking::feed::index_events(&state.model().judgement);
     let internal = |e: &dyn std::fmt::Display| Problem::internal(format!("cannot read the catalog: {e}"));
-    for correction in state.catalog.corrections().await.map_err(|e| internal(&e))? {
-        events.push(FeedItem {
-            at: correction.at.clone(),
-            event: FeedEvent::Correction(CorrectionChange {
-                correction_id: correction.id,
-                action: code_of(&correction.action),
-                run_id: correction.run_id,
-                by_run_id: correction.by_run_id,
-                reason: correction.reason,
-                actor: correction.actor,
-            }),
-        });
-    }
-    for state_wanted in [JobState::Done, JobState::Parked] {
-        let query = JobQuery { state: Some(state_wanted), limit: Some(MAX_JOBS), ..JobQuery::default() };
-        for job in state.catalog.jobs(&query).await.map_err(|e| internal(&e))? {
-            let Some(at) = job.finished_at.clone() else { continue };
-            events.push(FeedItem {
-                at,
-                event: FeedEvent::Verification(VerificationChange {
-                    href: format!("/verifications/{}", job.id),
-                    state: job.state.as_str().to_string(),
-                    subject: job.spec.subject.label().to_string(),
-                    verdict: job.verdict.as_ref().map(|v| v.status.as_str().to_string()),
-                    summary: job.verdict.as_ref().map(|v| v.summary.clone()).or(job.parked_reason.clone()),
-                    run_ids: job.published.as_ref().map(|p| p.run_ids.clone()).unwrap_or_default(),
-                    job_id: job.id,
-                }),
-            });
-        }
-    }
+    events.extend(state.catalog.feed_events().await.map_err(|e| internal(&e))?);
     Ok(events)
 }
 

@@ -9,6 +9,9 @@ use ki_catalog::Scope;
 use ki_server::AppState;
 use ki_server::model::ReadModel;
 
+// One reply type and reader for every server test (the binary declares `mod serving;` too).
+pub use crate::serving::{Reply, reply};
+
 pub const SEED_WORKLOAD_RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
 
 /// A file of this repository (fixtures/, data/), by its path from the root.
@@ -57,31 +60,6 @@ pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
     let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().new_agent();
     TestServer { base, state, agent, runtime, _state_dir: state_dir }
 });
-
-pub struct Reply {
-    pub status: u16,
-    pub content_type: String,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(500)]))
-    }
-}
-
-fn reply(mut response: ureq::http::Response<ureq::Body>) -> Reply {
-    let headers: Vec<(String, String)> =
-        response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
-    let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let body = response.body_mut().with_config().limit(50 * 1024 * 1024).read_to_string().unwrap_or_default();
-    Reply { status: response.status().as_u16(), content_type, headers, body }
-}
 
 pub fn get(path: &str) -> Reply {
     let server = &*SERVER;
