@@ -2,18 +2,16 @@
 //! sockets: revoked keys, slow and half-open connections, error bodies, the order of the key
 //! check, and what exports and feeds let through.
 
-mod serving;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use crate::serving::{Database, Live, SEED_WORKLOAD_RUN, block_on, serve_rows};
 use ki_catalog::Scope;
 use ki_server::connections::Limits;
 use ki_server::model::CatalogRow;
 use serde_json::{Value, json};
-use serving::{Database, Live, SEED_WORKLOAD_RUN, block_on, serve_rows};
 
 /// The bundled public snapshot's rows, read once (the runs the attestations name).
 static BUNDLED_ROWS: LazyLock<Vec<CatalogRow>> = LazyLock::new(|| {

@@ -5,18 +5,16 @@
 //! completed with the queue's fixture executor (which re-issues catalog runs and measures
 //! nothing: this is a test of what the server shows, not of verification).
 
-mod serving;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::serving::{Database, block_on, serve};
 use ki_catalog::Scope;
 use ki_catalog::queue::{
     EnqueueRequest, EnvironmentFailure, Executor, FixtureExecutor, JobSpec, Origin, Requirement, Subject, WorkloadSet,
 };
 use ki_ranking::reverify::EnvironmentFacts;
 use serde_json::{Value, json};
-use serving::{Database, block_on, serve};
 
 const OPERATION: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
 const HOSTILE_NAME: &str = "<script>alert('queue')</script>";

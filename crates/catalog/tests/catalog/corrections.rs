@@ -4,15 +4,13 @@
 //! entry, and leave the stored ledger equal to the recomputed one; repeated or bad
 //! corrections are refused with nothing written.
 
-mod support;
-
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 
+use crate::support::{TestDb, export_text, shared_lines};
 use ki_catalog::{Catalog, CatalogError, CorrectionAction, ExportLine, ImportOptions, Refusal};
 use ki_ranking::{CatalogRows, Index, Ineligibility};
 use serde_json::{Map, Value};
-use support::{TestDb, export_text, shared_lines};
 
 fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
     row.get(column).and_then(Value::as_str).unwrap_or("")

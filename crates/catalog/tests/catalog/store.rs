@@ -2,13 +2,11 @@
 //! concurrent readers, migrations. Every test body runs on SQLite (a temporary file) and on
 //! PostgreSQL (a fresh schema in the `test` database).
 
-mod support;
-
 use std::collections::HashMap;
 
+use crate::support::{TestDb, counts_of, export_text, lines_of, shared_export_text, shared_lines};
 use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions};
 use serde_json::Value;
-use support::{TestDb, counts_of, export_text, lines_of, shared_export_text, shared_lines};
 
 /// Full life of a snapshot: a partial import, the overlapping full snapshot adds only the
 /// rest, a re-import adds nothing, the export reproduces the shared file byte for byte, and
@@ -284,7 +282,7 @@ on_both_backends!(files_that_are_not_exports_are_refused);
 /// `.jsonl.zst` compressed; any other name is refused and nothing is written.
 async fn export_file_names_say_the_format(db: TestDb) {
     let catalog = db.open().await;
-    catalog.import_lines(&lines_of(support::PARENT_TABLES), &ImportOptions::default()).await.unwrap();
+    catalog.import_lines(&lines_of(crate::support::PARENT_TABLES), &ImportOptions::default()).await.unwrap();
     let expected = export_text(&catalog).await;
     let directory = tempfile::tempdir().unwrap();
 
@@ -478,9 +476,9 @@ on_both_backends!(later_columns_round_trip);
 async fn version_1_catalog_is_migrated(db: TestDb) {
     use sha2::Digest;
     let (sql, backend_dir) = if db.name == "sqlite" {
-        (include_str!("../migrations/sqlite/0001_catalog.sql"), "sqlite")
+        (include_str!("../../migrations/sqlite/0001_catalog.sql"), "sqlite")
     } else {
-        (include_str!("../migrations/postgres/0001_catalog.sql"), "postgres")
+        (include_str!("../../migrations/postgres/0001_catalog.sql"), "postgres")
     };
     let checksum = hex::encode(sha2::Sha256::digest(sql.as_bytes()));
     let ledger = format!(

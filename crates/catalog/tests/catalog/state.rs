@@ -2,10 +2,8 @@
 //! scope and quota enforced in the writing transaction, a revocation seen by a second
 //! handle at once, and an older JSON-lines state file migrated once.
 
-mod support;
-
+use crate::support::TestDb;
 use ki_catalog::{AttestationKind, CatalogError, KeyRefusal, NewAttestation, Scope, SubmittedDocument};
-use support::TestDb;
 
 const RUN: &str = "01a00b1d-572d-7e7b-a36c-fbdbf71869ae";
 

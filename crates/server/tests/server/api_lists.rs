@@ -2,14 +2,12 @@
 //! SQLite file, as `ki serve` makes on first start): the run list and its cursor, the change
 //! feed, the catalog export, CORS for reads, ETags.
 
-mod serving;
-
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::LazyLock;
 
+use crate::serving::{Database, Live, block_on, serve};
 use serde_json::Value;
-use serving::{Database, Live, block_on, serve};
 
 struct Bundled {
     server: Live,
@@ -89,7 +87,7 @@ fn the_run_list_filters_and_names_what_is_wrong() {
     assert_eq!(verified["total"], expected);
     assert!(verified["runs"].as_array().unwrap().iter().all(|r| r["evidence"] == "verified"));
 
-    let seed = &index.runs[index.find_run(serving::SEED_WORKLOAD_RUN).unwrap()];
+    let seed = &index.runs[index.find_run(crate::serving::SEED_WORKLOAD_RUN).unwrap()];
     let implementation = &index.implementations.iter().find(|i| i.id == seed.implementation_id).unwrap().slug;
     let by_all = server
         .get(&format!(
@@ -97,7 +95,7 @@ fn the_run_list_filters_and_names_what_is_wrong() {
             seed.workload_id, seed.status
         ))
         .json();
-    assert!(run_ids(&by_all).contains(&serving::SEED_WORKLOAD_RUN.to_string()), "{by_all}");
+    assert!(run_ids(&by_all).contains(&crate::serving::SEED_WORKLOAD_RUN.to_string()), "{by_all}");
 
     let problem = server.get("/api/v1/runs?evidence=trusted").problem(400);
     assert_eq!(problem["errors"][0]["pointer"], "/evidence");
@@ -135,7 +133,7 @@ fn the_feed_returns_an_event_written_after_since_and_none_before() {
     let report = block_on(catalog.retract_run(&holder, "feed test: measured on a throttled GPU", "api-test")).unwrap();
     assert!(!report.events.is_empty(), "the record moved");
     // The read model follows the catalog, as `ki serve --reload-every` does.
-    let rows = serving::catalog_rows(&catalog);
+    let rows = crate::serving::catalog_rows(&catalog);
     server.state.replace_model(ki_server::model::ReadModel::build(rows).unwrap());
 
     let page = server.get(&format!("/api/v1/feed?since={since}")).json();
@@ -181,7 +179,7 @@ fn the_feed_returns_an_event_written_after_since_and_none_before() {
 fn the_latest_export_streams_the_catalog_with_its_sha256_and_row_count() {
     let server = &BUNDLED.server;
     let url = format!("{}/api/v1/exports/latest", server.base);
-    let mut response = serving::agent().get(&url).call().unwrap();
+    let mut response = crate::serving::agent().get(&url).call().unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     assert_eq!(header("content-type").as_deref(), Some("application/zstd"));
@@ -213,8 +211,8 @@ fn reads_are_open_to_any_origin_and_writes_are_not() {
     let read = server.get_with("/api/v1/operations", &[("origin", "https://example.org")]);
     assert_eq!(read.header("access-control-allow-origin"), Some("*"));
     assert!(read.header("access-control-expose-headers").unwrap().contains("etag"));
-    let preflight = serving::reply(
-        serving::agent()
+    let preflight = crate::serving::reply(
+        crate::serving::agent()
             .run(
                 ureq::http::Request::builder()
                     .method("OPTIONS")
@@ -240,7 +238,7 @@ fn pages_and_json_carry_etags_and_answer_304_when_unchanged() {
     for path in [
         "/api/v1/operations",
         "/operations",
-        &format!("/runs/{}", serving::SEED_WORKLOAD_RUN),
+        &format!("/runs/{}", crate::serving::SEED_WORKLOAD_RUN),
         "/api/v1/runs?limit=5",
         "/api/v1/feed?limit=5",
     ] {

@@ -10,11 +10,10 @@
 //! queue, not of the verifier. Process-level concurrency (several worker processes, one
 //! SIGKILLed) is in `crates/ki/tests/queue_workers.rs`.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crate::support::TestDb;
 use ki_catalog::queue::{
     self, AttemptOutcome, EnqueueRequest, Enqueued, EnvironmentFailure, Executor, FixtureExecutor, JobQuery, JobSpec,
     JobState, Origin, QueueError, Requirement, ReverifyOptions, StopWhen, Subject, WorkerOptions, WorkloadSet,
@@ -23,7 +22,6 @@ use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions, KeyRefusal, S
 use ki_ranking::reverify::{EnvironmentFacts, Policy};
 use ki_ranking::{CatalogRows, Index};
 use serde_json::{Map, Value};
-use support::TestDb;
 
 const RUNS_FILE: &str = "kernelindex-verified-h200-2026-11-30.jsonl.zst";
 const OPERATION: &str = "gqa_paged_decode_h32_kv4_d128_ps1";

@@ -1,11 +1,8 @@
 //! Every route against a real server on loopback, over the shared catalog export.
 
-mod common;
-mod serving;
-
 use std::collections::BTreeSet;
 
-use common::{SEED_WORKLOAD_RUN, SERVER, get, get_html, post, repository};
+use crate::common::{SEED_WORKLOAD_RUN, SERVER, get, get_html, post, repository};
 use ki_catalog::Scope;
 use ki_server::openapi::{Method, Produces};
 use serde_json::{Value, json};
@@ -13,7 +10,7 @@ use serde_json::{Value, json};
 const FIXTURE_RUN_TITLE: &str = "title: Fixture benchmark run (fictional)";
 
 fn key(scopes: Vec<Scope>, quota: u32) -> String {
-    common::key(&scopes, quota)
+    crate::common::key(&scopes, quota)
 }
 
 fn fixture_bundle() -> String {

@@ -1,0 +1,12 @@
+//! The catalog's integration tests, one module per feature, in one test binary: the crate is
+//! optimized in tests (imports of the 40,795-row export), and one binary compiles and links
+//! the shared code once instead of once per file.
+
+#[macro_use]
+mod support;
+
+mod corrections;
+mod queue;
+mod state;
+mod store;
+mod typed_rows;

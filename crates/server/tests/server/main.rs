@@ -1,0 +1,10 @@
+//! The server crate's integration tests, one module per feature, in one test binary (compiled and
+//! linked once, not once per file).
+
+mod common;
+mod serving;
+
+mod api_lists;
+mod hardening;
+mod routes;
+mod verifications;
