@@ -118,11 +118,11 @@ macro_rules! on_both_backends {
         mod $body {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                super::$body(crate::support::TestDb::sqlite()).await;
+                super::$body($crate::support::TestDb::sqlite()).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                super::$body(crate::support::TestDb::postgres().await).await;
+                super::$body($crate::support::TestDb::postgres().await).await;
             }
         }
     };
