@@ -30,29 +30,47 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Renders the chart, or None when there is nothing to draw.
-pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
+/// Latency ticks inside `[lo, hi]` at 1, 2 and 5 of each decade (only the decades when that
+/// gives too many).
+fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = lo.log10().floor() as i32;
+    while 10f64.powi(decade) <= hi {
+        for step in [1.0, 2.0, 5.0] {
+            let t = step * 10f64.powi(decade);
+            if t >= lo && t <= hi {
+                ticks.push(t);
+            }
+        }
+        decade += 1;
+    }
+    if ticks.len() > 8 {
+        ticks.retain(|t| (t.log10() - t.log10().round()).abs() < 1e-9);
+    }
+    ticks
+}
+
+/// Renders one sweep chart (`index` keeps ids unique on a page), or None when there is nothing
+/// to draw. The latency axis (log) spans the data with a little margin; the swept axis is
+/// labelled at its measured values when they are few; every point is a link to its run with
+/// a hover title.
+pub fn sweep_svg(sweep: &Sweep, index: usize) -> Option<String> {
     let all: Vec<(f64, f64)> =
-        sweep.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
+        sweep.series.iter().flat_map(|s| s.points.iter().map(|p| (p.x, p.ns))).filter(|p| p.1 > 0.0).collect();
     if all.is_empty() {
         return None;
     }
-    let (mut x_min, mut x_max) = all.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
+    let (x_lo, x_hi) = all.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
     let (y_lo, y_hi) = all.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)));
     // A log x axis when the axis spans more than two decades of positive values.
-    let x_log = x_min > 0.0 && x_max / x_min > 100.0;
+    let x_log = x_lo > 0.0 && x_hi / x_lo > 100.0;
     let tx = |x: f64| if x_log { x.log10() } else { x };
-    let (a, b) = (tx(x_min), tx(x_max));
-    x_min = a;
-    x_max = b;
+    let (x_min, mut x_max) = (tx(x_lo), tx(x_hi));
     if x_max == x_min {
         x_max = x_min + 1.0;
     }
-    let (mut y_min, mut y_max) = (y_lo.log10().floor(), y_hi.log10().ceil());
-    if y_max == y_min {
-        y_max = y_min + 1.0;
-        y_min -= 0.0;
-    }
+    // A 15 % margin either side of the data, in log space.
+    let (y_min, y_max) = ((y_lo / 1.15).log10(), (y_hi * 1.15).log10());
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let px = |x: f64| LEFT + (tx(x) - x_min) / (x_max - x_min) * plot_w;
@@ -62,37 +80,45 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
     let title = format!("{} against {} on {}", sweep.metric, sweep.axis, sweep.hardware);
     let _ = write!(
         svg,
-        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="sweep-title"><title id="sweep-title">{}</title>"#,
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="sweep-title-{index}"><title id="sweep-title-{index}">{}</title>"#,
         escape(&title)
     );
     let _ = write!(
         svg,
         r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#ffffff" stroke="#888888"/>"##
     );
-    // Decade grid lines on the latency axis.
-    let mut decade = y_min as i32;
-    while decade as f64 <= y_max {
-        let y = py(10f64.powi(decade));
+    for tick in latency_ticks(10f64.powf(y_min), 10f64.powf(y_max)) {
+        let y = py(tick);
         let _ = write!(
             svg,
             r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#dddddd"/><text x="{}" y="{:.1}" text-anchor="end" font-size="12" fill="#1a1a1a">{}</text>"##,
             LEFT + plot_w,
             LEFT - 6.0,
             y + 4.0,
-            escape(&ki_model::units::duration_ns(10f64.powi(decade)))
+            escape(&ki_model::units::duration_ns(tick))
         );
-        decade += 1;
     }
-    // Five ticks on the swept axis.
-    for i in 0..=4 {
-        let t = x_min + (x_max - x_min) * i as f64 / 4.0;
-        let value = if x_log { 10f64.powf(t) } else { t };
-        let x = LEFT + plot_w * i as f64 / 4.0;
+    // The swept axis: its measured values when there are few, else five even ticks.
+    let mut measured: Vec<f64> = all.iter().map(|p| p.0).collect();
+    measured.sort_by(f64::total_cmp);
+    measured.dedup();
+    let x_ticks: Vec<f64> = if measured.len() <= 10 {
+        measured
+    } else {
+        (0..=4)
+            .map(|i| {
+                let t = x_min + (x_max - x_min) * i as f64 / 4.0;
+                if x_log { 10f64.powf(t) } else { t }
+            })
+            .collect()
+    };
+    for value in x_ticks {
         let _ = write!(
             svg,
-            r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#1a1a1a">{}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#1a1a1a">{}</text>"##,
+            px(value),
             TOP + plot_h + 18.0,
-            escape(&ki_model::units::plain_number(value.round()))
+            escape(&ki_model::units::plain_number(value))
         );
     }
     let _ = write!(
@@ -105,20 +131,34 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
     );
     for (i, series) in sweep.series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        let points: Vec<String> =
-            series.points.iter().filter(|p| p.1 > 0.0).map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1))).collect();
+        let drawn: Vec<_> = series.points.iter().filter(|p| p.ns > 0.0).collect();
+        let line: Vec<String> = drawn.iter().map(|p| format!("{:.1},{:.1}", px(p.x), py(p.ns))).collect();
         let _ = write!(
             svg,
             r#"<g><title>{}</title><polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
-            escape(&series.implementation),
-            points.join(" ")
+            escape(&series.label),
+            line.join(" ")
         );
-        for p in series.points.iter().filter(|p| p.1 > 0.0) {
-            let _ = write!(svg, r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"/>"#, px(p.0), py(p.1));
+        for p in drawn {
+            let hover = format!(
+                "{} · {} = {} · {}",
+                series.label,
+                sweep.axis,
+                ki_model::units::plain_number(p.x),
+                ki_model::units::duration_ns(p.ns)
+            );
+            let _ = write!(
+                svg,
+                r#"<a href="{}"><circle cx="{:.1}" cy="{:.1}" r="4" fill="{colour}"><title>{}</title></circle></a>"#,
+                escape(&p.run_href),
+                px(p.x),
+                py(p.ns),
+                escape(&hover)
+            );
         }
         svg.push_str("</g>");
         let ly = TOP + 14.0 + i as f64 * 18.0;
-        let label: String = series.implementation.chars().take(26).collect();
+        let label: String = series.label.chars().take(30).collect();
         let _ = write!(
             svg,
             r##"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#1a1a1a">{}</text>"##,
@@ -136,26 +176,47 @@ pub fn sweep_svg(sweep: &Sweep) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pages::operation::SweepSeries;
+    use crate::pages::operation::{SweepPoint, SweepSeries};
+
+    fn point(x: f64, ns: f64) -> SweepPoint {
+        SweepPoint { x, ns, run_href: format!("/runs/r-{x}") }
+    }
 
     #[test]
-    fn chart_escapes_names_and_draws_each_series() {
+    fn chart_escapes_names_and_draws_each_series_with_linked_points() {
         let sweep = Sweep {
             axis: "batch_size".into(),
             metric: "latency (mean)".into(),
             hardware: "GPU <X>".into(),
             series: vec![
                 SweepSeries {
-                    implementation: "<script>alert(1)</script>".into(),
-                    points: vec![(1.0, 1000.0), (64.0, 90_000.0)],
+                    label: "<script>alert(1)</script>".into(),
+                    points: vec![point(1.0, 7_000.0), point(64.0, 90_000.0)],
                 },
-                SweepSeries { implementation: "b".into(), points: vec![(1.0, 2000.0), (16.0, 3000.0)] },
+                SweepSeries { label: "b".into(), points: vec![point(1.0, 8_000.0), point(16.0, 30_000.0)] },
             ],
+            series_total: 2,
         };
-        let svg = sweep_svg(&sweep).unwrap();
+        let svg = sweep_svg(&sweep, 3).unwrap();
         assert!(!svg.contains("<script>"));
         assert!(svg.contains("&lt;script&gt;"));
         assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<a href=\"/runs/r-").count(), 4, "every point links to its run");
         assert!(svg.contains("GPU &lt;X&gt;"));
+        assert!(svg.contains("id=\"sweep-title-3\""));
+        // The swept axis is labelled at its measured values, not at 16.75 and 32.5.
+        for label in [">1<", ">16<", ">64<"] {
+            assert!(svg.contains(label), "{label}");
+        }
+        // 7–90 µs of data: ticks inside the data's span, none at 1 µs or 1 ms.
+        assert!(svg.contains(">10.0 µs<") && svg.contains(">50.0 µs<"), "{svg}");
+        assert!(!svg.contains(">1.00 µs<") && !svg.contains(">1.00 ms<"));
+    }
+
+    #[test]
+    fn latency_ticks_stay_inside_the_range() {
+        assert_eq!(latency_ticks(6_000.0, 110_000.0), vec![10_000.0, 20_000.0, 50_000.0, 100_000.0]);
+        let wide = latency_ticks(1.0, 1e9);
+        assert!(wide.len() <= 10 && wide.iter().all(|t| (t.log10() - t.log10().round()).abs() < 1e-9));
     }
 }

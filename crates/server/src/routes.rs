@@ -143,12 +143,15 @@ fn table() -> Routes {
         .add(
             page(
                 "/operations/{slug}",
-                "Operation: current records, leaderboard, sweep chart, implementations, semantics",
-            ),
+                "Operation: current records, leaderboard of a chosen group, every group, sweep charts per GPU, implementations, semantics",
+            )
+            .query::<operation::OperationQuery>(),
             operation::page,
         )
         .add(
-            api("/api/v1/operations/{slug}", "Operation as JSON").answers::<operation::OperationView>(),
+            api("/api/v1/operations/{slug}", "Operation as JSON")
+                .query::<operation::OperationQuery>()
+                .answers::<operation::OperationView>(),
             operation::api,
         )
         .add(page("/resolve", "Resolve form and answer").query::<resolve::ResolveForm>(), resolve::page)

@@ -6,5 +6,6 @@ mod serving;
 
 mod api_lists;
 mod hardening;
+mod operation_page;
 mod routes;
 mod verifications;
