@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::implementation::ImplementationItem;
 use super::{
-    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, html_response, json_response, layout, pager,
-    pages_for, runs_table, scalar, section, trusted, workload_label,
+    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
+    pager, pages_for, runs_table, scalar, section, trusted, workload_label,
 };
 use crate::model::{ReadModel, Row, number, pointer, text};
 
@@ -417,7 +417,7 @@ pub fn render(v: &OperationView) -> Markup {
                     caption { "Rank-1 run of every comparison group (" (v.records_total) " groups" @if v.records_total > v.records.len() { ", first " (v.records.len()) " shown" } ")" }
                     thead { tr { th scope="col" { "workload" } th scope="col" { "hardware" } th scope="col" { "holder" } th scope="col" class="num" { "value" } th scope="col" class="num" { "runs" } } }
                     tbody { @for r in &v.records { tr {
-                        td { (r.workload) } td { (r.hardware) }
+                        td { (r.workload) } td { (gpu_link(&r.hardware)) }
                         td { a href=(r.holder.href) { (r.holder.implementation) } }
                         td.num { (r.holder.display) }
                         td.num { (r.eligible_runs) }
@@ -427,7 +427,7 @@ pub fn render(v: &OperationView) -> Markup {
         }))
         (section("leaderboard", "Leaderboard", html! {
             @if let Some(l) = &v.leaderboard {
-                p { "The largest comparison group: " (l.workload) " on " (l.hardware) ", protocol " (l.protocol) ". "
+                p { "The largest comparison group: " (l.workload) " on " (gpu_link(&l.hardware)) ", protocol " (l.protocol) ". "
                     "Other protocols and hardware are ranked apart below." }
                 (runs_table(&format!("{} eligible runs, best first", l.eligible_runs), &l.entries))
             } @else { p { "No eligible runs yet." } }
@@ -435,7 +435,7 @@ pub fn render(v: &OperationView) -> Markup {
                 details { summary { "Other comparison groups (" (v.other_groups.len()) ")" }
                     table { thead { tr { th scope="col" { "workload" } th scope="col" { "hardware" } th scope="col" { "protocol" } th scope="col" { "#1" } th scope="col" class="num" { "runs" } } }
                         tbody { @for g in &v.other_groups { tr {
-                            td { (g.workload) } td { (g.hardware) } td { (g.protocol) }
+                            td { (g.workload) } td { (gpu_link(&g.hardware)) } td { (g.protocol) }
                             td { @if let Some(first) = g.entries.first() { a href=(first.href) { (first.implementation) " · " (first.display) } } }
                             td.num { (g.eligible_runs) }
                         } } } }
