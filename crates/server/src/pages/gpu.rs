@@ -83,6 +83,8 @@ pub struct GpuView {
     pub architectures: Vec<String>,
     /// Every run on this GPU, eligible or not.
     pub runs: usize,
+    /// Of them, runs the ranking does not rank (failed, retracted, superseded, …).
+    pub unranked_runs: usize,
     pub first_observed_at: Option<String>,
     pub latest_observed_at: Option<String>,
     /// Runs at each evidence level, weakest first; they add up to `runs`.
@@ -186,6 +188,7 @@ impl ReadModel {
             vendor: runs.first().map(|&r| text(&self.runs.rows[r], "hardwareVendor")).unwrap_or("").into(),
             architectures,
             runs: runs.len(),
+            unranked_runs: runs.iter().filter(|&&r| !facts[r].eligible()).count(),
             first_observed_at,
             latest_observed_at,
             evidence,
@@ -199,7 +202,7 @@ impl ReadModel {
 pub fn best_cell(best: Option<&BestRun>) -> Markup {
     html! {
         @if let Some(b) = best {
-            a href=(b.run.href) { (b.run.display) " · " (b.run.implementation) }
+            a href=(b.run.href) { (b.run.display) @if !b.run.implementation.is_empty() { " · " (b.run.implementation) } }
             br;
             span.muted { (b.workload) " · " (b.group_runs) " in its group" @if b.groups > 1 { ", " (b.groups) " groups" } }
         } @else { "—" }
@@ -219,6 +222,7 @@ pub fn render(v: &GpuView) -> Markup {
         (section("activity", "Activity", html! {
             dl.fields {
                 div { dt { "runs" } dd { (v.runs) } }
+                div { dt { "not ranked" } dd { (v.unranked_runs) } }
                 div { dt { "operations" } dd { (v.operations_total) } }
                 div { dt { "first observed" } dd { (date(v.first_observed_at.as_deref())) } }
                 div { dt { "latest observed" } dd { (date(v.latest_observed_at.as_deref())) } }

@@ -114,6 +114,10 @@ fn every_gpu_page_adds_up_to_its_line_on_the_gpu_list() {
         let view = json(&format!("/api/v1/gpus/{slug}"));
         assert_eq!(view["model"], gpu["model"]);
         assert_eq!(view["runs"], gpu["runs"]);
+        let model = BUNDLED.server.state.model();
+        let runs = &model.runs_by_gpu[model.find_gpu(&slug).unwrap()].1;
+        let unranked = runs.iter().filter(|&&r| !model.judgement.facts[r].eligible()).count();
+        assert_eq!(view["unrankedRuns"], unranked);
         let levels: Vec<&str> =
             view["evidence"].as_array().unwrap().iter().map(|e| e["level"].as_str().unwrap()).collect();
         assert_eq!(levels, ["reported", "reproducible", "verified", "replicated"]);
@@ -154,6 +158,7 @@ fn the_gpu_page_shows_the_figures_of_its_json_form() {
         assert!(body.contains(&format!("<h1>{}</h1>", view["model"].as_str().unwrap())));
         assert!(body.contains(&format!("<dt>runs</dt><dd>{}</dd>", view["runs"])));
         assert!(body.contains(&format!("<dt>operations</dt><dd>{}</dd>", view["operationsTotal"])));
+        assert!(body.contains(&format!("<dt>not ranked</dt><dd>{}</dd>", view["unrankedRuns"])));
         for (label, key) in [("first observed", "firstObservedAt"), ("latest observed", "latestObservedAt")] {
             let date = ki_model::utc::date_of(view[key].as_str().unwrap());
             assert!(body.contains(&format!("<dt>{label}</dt><dd>{date}</dd>")), "{slug}: {label} {date}");
