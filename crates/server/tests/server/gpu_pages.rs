@@ -298,3 +298,26 @@ fn the_model_page_lists_its_operations_and_its_gaps() {
     assert_eq!(opt_text(&model.runs.rows[run], "hardwareModel"), Some(H200));
     assert!(html("/models/llama-3-1-8b").body.contains(&format!("/runs/{id}")));
 }
+
+/// Where a page prints a GPU's name it links to the GPU's page: the operation page's records
+/// and leaderboard, a run's dossier, the search box's hardware entries.
+#[test]
+fn gpu_names_on_other_pages_link_to_the_gpu_page() {
+    let link = "<a href=\"/gpus/nvidia-h200\">NVIDIA H200</a>";
+    let operation = html(&format!("/operations/{SEED_OPERATION}"));
+    assert!(operation.body.contains(link), "the operation page does not link the H200");
+    let view = json("/api/v1/gpus/nvidia-h200");
+    let best = view["operations"][0]["bestVerified"]["run"]["href"].as_str().unwrap();
+    let dossier = html(best);
+    assert_eq!(dossier.status, 200);
+    assert!(
+        dossier.body.contains("<a href=\"/gpus/nvidia-h200\">NVIDIA H200 (sm_90)</a>"),
+        "the dossier does not link its GPU"
+    );
+    let search = json("/api/v1/search?q=H200");
+    let hardware: Vec<&Value> =
+        search["results"].as_array().unwrap().iter().filter(|r| r["kind"] == "hardware").collect();
+    assert_eq!(hardware.len(), 1, "{search}");
+    assert_eq!(hardware[0]["href"], "/gpus/nvidia-h200");
+    assert_eq!(BUNDLED.server.get(hardware[0]["href"].as_str().unwrap()).status, 200);
+}
