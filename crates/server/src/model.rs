@@ -314,7 +314,7 @@ impl Tables {
                 kind: "hardware",
                 label: gpu.clone(),
                 detail: format!("{} runs", runs.len()),
-                href: format!("/gpus#{}", slugify(gpu)),
+                href: format!("/gpus/{}", slugify(gpu)),
                 haystack: gpu.to_lowercase(),
             });
         }

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::openapi::{Link, Method, Produces, RouteDoc};
 use crate::pages::{
-    PageQuery, Shared, compare, docs, exports, feed, gpus, home, implementation, operation, project, records, resolve,
-    run, run_list, serving, submission, verifications,
+    PageQuery, Shared, compare, docs, exports, feed, gpu, gpus, home, implementation, models, operation, project,
+    records, resolve, run, run_list, serving, submission, verifications,
 };
 
 /// Request bodies above this are refused (413) before a handler sees them: the largest
@@ -205,6 +205,24 @@ fn table() -> Routes {
         )
         .add(page("/gpus", "Hardware in the index"), gpus::page)
         .add(api("/api/v1/gpus", "Hardware as JSON").answers::<gpus::GpuList>(), gpus::api)
+        .add(
+            page(
+                "/gpus/{slug}",
+                "One GPU model: best verified and best reported run per operation, activity, evidence mix",
+            ),
+            gpu::page,
+        )
+        .add(api("/api/v1/gpus/{slug}", "One GPU model as JSON").answers::<gpu::GpuView>(), gpu::api)
+        .add(
+            page("/models", "Models named by operation tags, with how many of their operations are measured"),
+            models::list_page,
+        )
+        .add(api("/api/v1/models", "Models as JSON").answers::<models::ModelList>(), models::api_list)
+        .add(
+            page("/models/{slug}", "One model: its operations, the best kernels per operation and GPU, its gaps"),
+            models::page,
+        )
+        .add(api("/api/v1/models/{slug}", "One model as JSON").answers::<models::ModelView>(), models::api)
         .add(
             page("/serving", "Serving (end-to-end inference) runs").query::<serving::ServingQuery>(),
             serving::list_page,

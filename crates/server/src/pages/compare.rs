@@ -31,7 +31,7 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
             tbody { @for r in &c.runs { tr {
                 td { a href={ "/runs/" (r.summary.run_id) } { (crate::pages::short_id(&r.summary.run_id)) } }
                 td { (r.summary.implementation) } td { (r.summary.project) }
-                td { (r.summary.hardware.as_deref().unwrap_or("")) }
+                td { (crate::pages::gpu_link(r.summary.hardware.as_deref().unwrap_or(""))) }
                 td.num { (summary_value(&r.summary)) " " span.muted { (r.summary.statistic.as_deref().unwrap_or("")) } }
                 td.num { (r.relative_to_best_in_group.map(|x| format!("{x:.3}")).unwrap_or_else(|| "—".into())) }
                 td.num { (r.summary.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) }

@@ -12,6 +12,8 @@ use crate::model::{ReadModel, opt_text, slugify, text};
 pub struct GpuItem {
     pub model: String,
     pub anchor: String,
+    /// The GPU's page, `/gpus/{slug}`.
+    pub href: String,
     pub vendor: String,
     pub architectures: Vec<String>,
     pub runs: usize,
@@ -43,6 +45,7 @@ impl ReadModel {
                 GpuItem {
                     model: model.clone(),
                     anchor: slugify(model),
+                    href: crate::pages::gpu_href(model),
                     vendor: runs.first().map(|&r| text(&self.runs.rows[r], "hardwareVendor")).unwrap_or("").into(),
                     architectures,
                     runs: runs.len(),
@@ -62,7 +65,7 @@ pub fn render(gpus: &[GpuItem]) -> Markup {
             p { "Hardware with benchmark runs in the index. A run is ranked only against runs on the same environment." }
             table { thead { tr { th scope="col" { "GPU" } th scope="col" { "vendor" } th scope="col" { "architectures" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "operations" } th scope="col" class="num" { "#1 runs" } } }
                 tbody { @for g in gpus { tr id=(g.anchor) {
-                    td { a href={ "/?q=" (crate::pages::percent_encode(&g.model)) } { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
+                    td { a href=(g.href) { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
                     td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
                 } } } }
         },

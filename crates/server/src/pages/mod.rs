@@ -25,9 +25,11 @@ pub mod compare;
 pub mod docs;
 pub mod exports;
 pub mod feed;
+pub mod gpu;
 pub mod gpus;
 pub mod home;
 pub mod implementation;
+pub mod models;
 pub mod operation;
 pub mod project;
 pub mod records;
@@ -71,6 +73,7 @@ pub fn layout(title: &str, main: Markup) -> Markup {
                             li { a href="/records" { "Records" } }
                             li { a href="/projects" { "Projects" } }
                             li { a href="/gpus" { "GPUs" } }
+                            li { a href="/models" { "Models" } }
                             li { a href="/serving" { "Serving" } }
                             li { a href="/verifications" { "Verifications" } }
                             li { a href="/docs" { "Docs" } }
@@ -169,7 +172,7 @@ pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
                 td.num { @if let Some(rank) = r.rank { (rank) } @else { "—" } }
                 td { a href=(r.href) { (r.short_id) } }
                 td { (r.implementation) }
-                td { (r.hardware) }
+                td { (gpu_link(&r.hardware)) }
                 td.num { (r.display) " " span.muted { (r.statistic) } }
                 td { (r.trust) }
                 td { (ki_model::utc::date_of(&r.observed_at)) }
@@ -296,6 +299,19 @@ pub fn run_title(row: &Row) -> String {
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| format!("Run {}", short_id(text(row, "id"))))
+}
+
+/// A GPU model's page, `/gpus/{slug}`.
+pub fn gpu_href(model: &str) -> String {
+    format!("/gpus/{}", crate::model::slugify(model))
+}
+
+/// A GPU model's name linking to its page; a name with no slug (empty, or no letter or
+/// digit) stays plain text.
+pub fn gpu_link(model: &str) -> Markup {
+    html! {
+        @if crate::model::slugify(model).is_empty() { (model) } @else { a href=(gpu_href(model)) { (model) } }
+    }
 }
 
 pub fn hardware_label(row: &Row) -> String {

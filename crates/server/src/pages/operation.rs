@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::implementation::ImplementationItem;
 use super::{
-    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, html_response, json_response, layout, pager,
-    pages_for, runs_table, scalar, section, trusted, workload_label,
+    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
+    pager, pages_for, runs_table, scalar, section, trusted, workload_label,
 };
 use crate::model::{ReadModel, Row, number, pointer, slugify, text};
 use crate::problem::Problem;
@@ -733,7 +733,7 @@ pub fn render(v: &OperationView) -> Markup {
                         th scope="col" { "group" }
                     } }
                     tbody { @for r in &v.records { tr {
-                        td { (r.workload) } td { (r.hardware) }
+                        td { (r.workload) } td { (gpu_link(&r.hardware)) }
                         td { a href=(r.holder.href) { (r.holder.implementation) } }
                         td.num { (r.holder.display) }
                         td.num { (r.eligible_runs) }
@@ -746,7 +746,7 @@ pub fn render(v: &OperationView) -> Markup {
         (section("leaderboard", "Leaderboard", html! {
             @if let Some(l) = &v.leaderboard {
                 p { @if v.leaderboard_chosen { "The comparison group you picked: " } @else { "The largest comparison group: " }
-                    (l.workload) " on " (l.hardware) ", protocol " (l.protocol) ". "
+                    (l.workload) " on " (gpu_link(&l.hardware)) ", protocol " (l.protocol) ". "
                     "Other protocols and hardware are ranked apart; pick any group below." }
                 (runs_table(&format!("{} eligible runs, best first", l.eligible_runs), &l.entries))
             } @else { p { "No eligible runs yet." } }
@@ -757,7 +757,7 @@ pub fn render(v: &OperationView) -> Markup {
                     caption { (v.groups_total) " groups with an eligible run, largest first; " (first_group) "–" (first_group + v.groups.len() - 1) " shown" }
                     thead { tr { th scope="col" { "workload" } th scope="col" { "hardware" } th scope="col" { "protocol" } th scope="col" { "#1" } th scope="col" class="num" { "runs" } th scope="col" { "group" } } }
                     tbody { @for g in &v.groups { tr {
-                        td { (g.workload) } td { (g.hardware) } td { (g.protocol) }
+                        td { (g.workload) } td { (gpu_link(&g.hardware)) } td { (g.protocol) }
                         td { @if let Some(first) = g.entries.first() { a href=(first.href) { (first.implementation) " · " (first.display) } } }
                         td.num { (g.eligible_runs) }
                         td { @if Some(g.comparison_key.as_str()) == group { "shown above" } @else { a href={ (g.href) "#leaderboard" } { "leaderboard" } } }

@@ -86,7 +86,7 @@ pub fn render(list: &RecordList) -> Markup {
                 tbody { @for r in &list.records { tr {
                     td { (ki_model::utc::date_of(&r.at)) }
                     td { @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } } }
-                    td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (h.hardware) } }
+                    td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (crate::pages::gpu_link(&h.hardware)) } }
                     td.num { @if let Some(h) = &r.holder { (h.display) } }
                     td { @if let Some(p) = &r.previous { a href=(p.href) { (p.label) } " " (r.previous_display.as_deref().unwrap_or("")) } @else { "—" } }
                     td { (r.cause) }

@@ -27,7 +27,7 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
     let axes: Vec<String> = c.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))).collect();
     html! {
         article.cohort {
-            h3 { (c.hardware.as_deref().unwrap_or("unknown hardware")) " · " (c.protocol.as_deref().unwrap_or("")) }
+            h3 { @if let Some(h) = &c.hardware { (crate::pages::gpu_link(h)) } @else { "unknown hardware" } " · " (c.protocol.as_deref().unwrap_or("")) }
             p.muted { (axes.join(", ")) " · " (c.dtypes.join("/")) " · " (c.eligible_runs) " eligible of " (c.runs) " runs" }
             ol { @for r in &c.fastest { li {
                 a href={ "/runs/" (r.run_id) } { (r.implementation) } " — "

@@ -323,7 +323,11 @@ impl ReadModel {
         {
             fields.push(Field::new("source benchmark", benchmark));
         }
-        fields.push(Field::new("hardware", hardware_label(row)));
+        let hardware = Field::new("hardware", hardware_label(row));
+        fields.push(match opt_text(row, "hardwareModel") {
+            Some(model) => hardware.link(crate::pages::gpu_href(model)),
+            None => hardware,
+        });
         fields.push(Field::new("run digest", text(row, "runDigest")).code());
         fields
     }

@@ -45,6 +45,10 @@ fn concrete(path: &str, submission_id: &str, job_id: &str) -> String {
         "{slug}",
         if path.contains("operations") {
             "gqa-paged-decode-h32-kv4-d128-ps1"
+        } else if path.contains("gpus") {
+            "nvidia-b200"
+        } else if path.contains("models") {
+            "deepseek-v3"
         } else if path.contains("projects") {
             text(&model.projects.rows[0], "slug")
         } else {

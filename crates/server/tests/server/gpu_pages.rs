@@ -1,0 +1,323 @@
+//! Issue 18's GPU and model pages (`/gpus/{slug}`, `/models`, `/models/{slug}` and their JSON
+//! twins), against a real server on the bundled catalog (a SQLite file, as `ki serve` makes on
+//! first start: the public export plus our own H200 runs).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use crate::serving::{Database, Live, Reply, serve};
+use ki_ranking::TrustLevel;
+use ki_server::model::{ReadModel, opt_text, text};
+use serde_json::Value;
+
+struct Bundled {
+    server: Live,
+    _database: Database,
+}
+
+static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
+    let database = Database::sqlite();
+    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
+    Bundled { server, _database: database }
+});
+
+const H200: &str = "NVIDIA H200";
+const SEED_OPERATION: &str = "gqa-paged-decode-h32-kv4-d128-ps1";
+
+fn html(path: &str) -> Reply {
+    BUNDLED.server.get_with(path, &[("accept", "text/html")])
+}
+
+fn json(path: &str) -> Value {
+    let reply = BUNDLED.server.get(path);
+    assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+    assert!(reply.content_type.starts_with("application/json"), "{path}: {}", reply.content_type);
+    reply.json()
+}
+
+fn ns(model: &ReadModel, run: usize) -> f64 {
+    let row = &model.runs.rows[run];
+    ki_model::units::to_ns(row["primaryValue"].as_f64().unwrap(), text(row, "primaryUnit")).unwrap()
+}
+
+/// The H200 page's best verified run of the seed operation, checked against the rows: a
+/// verified, eligible run of that operation on the H200, the fastest verified run of its
+/// comparison group, and that group the one with the most eligible verified runs.
+#[test]
+fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
+    let model = BUNDLED.server.state.model();
+    let view = json("/api/v1/gpus/nvidia-h200");
+    assert_eq!(view["model"], H200);
+    let operation = view["operations"].as_array().unwrap().iter().find(|o| o["slug"] == SEED_OPERATION).unwrap();
+    let best = &operation["bestVerified"];
+    let id = best["run"]["id"].as_str().unwrap();
+    let run = model.judgement.find_run(id).unwrap();
+    let row = &model.runs.rows[run];
+    assert_eq!(text(row, "hardwareModel"), H200);
+    assert_eq!(text(&model.operations.rows[model.run_operation(run).unwrap()], "slug"), SEED_OPERATION);
+    assert!(row["reproducedByKernelindex"].as_bool().unwrap(), "a verified run comes from our runner");
+    let facts = &model.judgement.facts;
+    assert!(facts[run].eligible() && facts[run].trust >= TrustLevel::Verified);
+
+    // The seed operation's verified, eligible runs on the H200, by comparison key, from the rows.
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (r, candidate) in model.runs.rows.iter().enumerate() {
+        let on_h200 = text(candidate, "hardwareModel") == H200;
+        let of_seed =
+            model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION);
+        if on_h200 && of_seed && facts[r].eligible() && facts[r].trust >= TrustLevel::Verified {
+            groups.entry(text(candidate, "comparisonKey")).or_default().push(r);
+        }
+    }
+    let group = &groups[text(row, "comparisonKey")];
+    assert_eq!(best["comparisonKey"], text(row, "comparisonKey"));
+    assert_eq!(best["groupRuns"], group.len());
+    assert_eq!(best["groups"], groups.len());
+    assert!(groups.values().all(|g| g.len() <= group.len()), "the best comes from the largest group");
+    assert!(group.iter().all(|&r| ns(&model, r) >= ns(&model, run)), "a faster verified run in its group");
+    // Every verified run of the operation on the H200 counts, eligible or not.
+    let verified = (0..model.runs.len())
+        .filter(|&r| {
+            text(&model.runs.rows[r], "hardwareModel") == H200
+                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION)
+                && facts[r].trust >= TrustLevel::Verified
+        })
+        .count();
+    assert_eq!(operation["verifiedRuns"], verified);
+    assert!(verified >= groups.values().map(Vec::len).sum::<usize>());
+
+    // The page names it: a link to its dossier, its value and implementation.
+    let page = html("/gpus/nvidia-h200");
+    assert_eq!(page.status, 200);
+    assert!(page.content_type.starts_with("text/html"));
+    let display = best["run"]["display"].as_str().unwrap();
+    let implementation = best["run"]["implementation"].as_str().unwrap();
+    assert!(display.ends_with("µs") || display.ends_with("ns"), "{display}");
+    assert!(
+        page.body.contains(&format!("<a href=\"/runs/{id}\">{display} · {implementation}</a>")),
+        "no best run link"
+    );
+}
+
+/// The evidence mix adds up to the GPU's run count, the same count the `/gpus` list shows;
+/// the operation counts agree too; and the list links every GPU to its page.
+#[test]
+fn every_gpu_page_adds_up_to_its_line_on_the_gpu_list() {
+    let list = json("/api/v1/gpus");
+    let list_page = html("/gpus");
+    let gpus = list["gpus"].as_array().unwrap();
+    assert!(gpus.iter().any(|g| g["model"] == H200));
+    for gpu in gpus {
+        let slug = ki_model::slug::slug(gpu["model"].as_str().unwrap());
+        assert_eq!(gpu["href"], format!("/gpus/{slug}"));
+        assert!(list_page.body.contains(&format!("<a href=\"/gpus/{slug}\">")), "the list does not link {slug}");
+        let view = json(&format!("/api/v1/gpus/{slug}"));
+        assert_eq!(view["model"], gpu["model"]);
+        assert_eq!(view["runs"], gpu["runs"]);
+        let model = BUNDLED.server.state.model();
+        let runs = &model.runs_by_gpu[model.find_gpu(&slug).unwrap()].1;
+        let unranked = runs.iter().filter(|&&r| !model.judgement.facts[r].eligible()).count();
+        assert_eq!(view["unrankedRuns"], unranked);
+        let levels: Vec<&str> =
+            view["evidence"].as_array().unwrap().iter().map(|e| e["level"].as_str().unwrap()).collect();
+        assert_eq!(levels, ["reported", "reproducible", "verified", "replicated"]);
+        let mix: u64 = view["evidence"].as_array().unwrap().iter().map(|e| e["runs"].as_u64().unwrap()).sum();
+        assert_eq!(mix, gpu["runs"].as_u64().unwrap(), "{slug}: the evidence mix does not add up");
+        assert_eq!(view["operationsTotal"], gpu["operations"]);
+        let operations = view["operations"].as_array().unwrap();
+        let op_runs: u64 = operations.iter().map(|o| o["runs"].as_u64().unwrap()).sum();
+        assert!(op_runs <= mix);
+        for o in operations {
+            let (verified, reported) = (o["verifiedRuns"].as_u64().unwrap(), o["reportedRuns"].as_u64().unwrap());
+            assert!(verified + reported <= o["runs"].as_u64().unwrap());
+            if verified == 0 {
+                assert!(o["bestVerified"].is_null());
+            }
+            if reported == 0 {
+                assert!(o["bestReported"].is_null());
+            }
+            if !o["bestReported"].is_null() {
+                assert_eq!(o["bestReported"]["run"]["trust"], "reported");
+            }
+            if !o["bestVerified"].is_null() {
+                assert!(["verified", "replicated"].contains(&o["bestVerified"]["run"]["trust"].as_str().unwrap()));
+            }
+        }
+    }
+}
+
+/// The HTML shows the JSON twin's figures: runs, dates, the evidence mix, each operation's
+/// counts and best runs.
+#[test]
+fn the_gpu_page_shows_the_figures_of_its_json_form() {
+    for slug in ["nvidia-h200", "nvidia-b200"] {
+        let view = json(&format!("/api/v1/gpus/{slug}"));
+        let page = html(&format!("/gpus/{slug}"));
+        assert_eq!(page.status, 200);
+        let body = &page.body;
+        assert!(body.contains(&format!("<h1>{}</h1>", view["model"].as_str().unwrap())));
+        assert!(body.contains(&format!("<dt>runs</dt><dd>{}</dd>", view["runs"])));
+        assert!(body.contains(&format!("<dt>operations</dt><dd>{}</dd>", view["operationsTotal"])));
+        assert!(body.contains(&format!("<dt>not ranked</dt><dd>{}</dd>", view["unrankedRuns"])));
+        for (label, key) in [("first observed", "firstObservedAt"), ("latest observed", "latestObservedAt")] {
+            let date = ki_model::utc::date_of(view[key].as_str().unwrap());
+            assert!(body.contains(&format!("<dt>{label}</dt><dd>{date}</dd>")), "{slug}: {label} {date}");
+        }
+        for e in view["evidence"].as_array().unwrap() {
+            let cells = format!("<td>{}</td><td class=\"num\">{}</td>", e["level"].as_str().unwrap(), e["runs"]);
+            assert!(body.contains(&cells), "{slug}: {cells}");
+        }
+        for o in view["operations"].as_array().unwrap() {
+            assert!(body.contains(&format!("<a href=\"/operations/{}\">", o["slug"].as_str().unwrap())));
+            for best in [&o["bestVerified"], &o["bestReported"]] {
+                if let Some(id) = best["run"]["id"].as_str() {
+                    assert!(body.contains(&format!("<a href=\"/runs/{id}\">")), "{slug}: best run {id} not linked");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unknown_gpu_is_a_problem_naming_its_slug_and_hostile_text_comes_back_escaped() {
+    let missing = BUNDLED.server.get("/api/v1/gpus/no-such-gpu");
+    let problem = missing.problem(404);
+    assert!(problem["detail"].as_str().unwrap().contains("no-such-gpu"), "{problem}");
+    let missing = html("/gpus/no-such-gpu");
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("no-such-gpu"));
+    assert_eq!(BUNDLED.server.get("/api/v1/models/no-such-model").problem(404)["detail"], "no model \"no-such-model\"");
+
+    // A slug with markup in the address comes back as text.
+    let hostile = html("/gpus/%3Cscript%3Ealert(1)%3C%2Fscript%3E");
+    assert_eq!(hostile.status, 404);
+    assert!(hostile.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{}", hostile.body);
+    assert!(!hostile.body.contains("<script>alert"));
+
+    // Markup in the catalog's own text (a GPU's name, a model tag) is escaped on both pages.
+    let file = crate::common::repository("data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
+    let mut rows = ki_server::rows_from_export(&file).unwrap();
+    let gpu_name = "<img src=x onerror=alert(1)> & co";
+    let run = rows.iter_mut().find(|r| r.table == "benchmark_runs").unwrap();
+    run.row.insert("hardwareModel".into(), gpu_name.into());
+    let workload = text(&run.row, "workloadId").to_string();
+    let workload = rows.iter().find(|r| r.table == "workloads" && text(&r.row, "id") == workload).unwrap();
+    let operation_id = text(&workload.row, "operationId").to_string();
+    let operation = rows.iter_mut().find(|r| r.table == "operations" && text(&r.row, "id") == operation_id).unwrap();
+    operation.row.insert("tags".into(), serde_json::json!(["model:<b>evil</b>"]));
+    let model = ReadModel::build(rows).unwrap();
+    let gpu = model.find_gpu("img-src-x-onerror-alert-1-co").expect("the hostile GPU has a page");
+    let page = ki_server::pages::gpu::render(&model.gpu_view(gpu)).into_string();
+    assert!(page.contains("&lt;img src=x onerror=alert(1)&gt; &amp; co"), "GPU name not escaped");
+    assert!(!page.contains("<img src=x"));
+    let view = model.model_view("b-evil-b").expect("the hostile model tag has a page");
+    let page = ki_server::pages::models::render(&view).into_string();
+    assert!(page.contains("&lt;b&gt;evil&lt;/b&gt;") && !page.contains("<b>evil"));
+    assert!(page.contains("&lt;img src=x onerror=alert(1)&gt; &amp; co"), "GPU name not escaped on the model page");
+    for page in [
+        ki_server::pages::models::render_list(&model.model_list()).into_string(),
+        ki_server::pages::gpus::render(&model.gpu_list()).into_string(),
+    ] {
+        assert!(!page.contains("<b>evil") && !page.contains("<img src=x"));
+    }
+}
+
+/// A model page lists the operations tagged with the model, the best kernels of the measured
+/// ones per GPU, and the ones with no run (its gaps); the list links it.
+#[test]
+fn the_model_page_lists_its_operations_and_its_gaps() {
+    let model = BUNDLED.server.state.model();
+    for slug in ["llama-3-1-8b", "deepseek-v3"] {
+        let tag = format!("model:{slug}");
+        // From the rows: the tagged operations, and how many runs each has.
+        let tagged: BTreeMap<String, usize> = model
+            .operations
+            .rows
+            .iter()
+            .filter(|op| op["tags"].as_array().is_some_and(|t| t.iter().any(|x| x == tag.as_str())))
+            .map(|op| {
+                let slug = text(op, "slug").to_string();
+                let runs = model
+                    .runs
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, _)| {
+                        model.run_operation(*r).is_some_and(|o| text(&model.operations.rows[o], "slug") == slug)
+                    })
+                    .count();
+                (slug, runs)
+            })
+            .collect();
+        let gaps: BTreeSet<&str> = tagged.iter().filter(|(_, runs)| **runs == 0).map(|(s, _)| s.as_str()).collect();
+        assert!(!gaps.is_empty() && gaps.len() < tagged.len(), "{slug}: the data has measured ops and gaps");
+
+        let view = json(&format!("/api/v1/models/{slug}"));
+        let measured: BTreeSet<&str> =
+            view["operations"].as_array().unwrap().iter().map(|o| o["slug"].as_str().unwrap()).collect();
+        let shown_gaps: BTreeSet<&str> =
+            view["gaps"].as_array().unwrap().iter().map(|o| o["slug"].as_str().unwrap()).collect();
+        assert_eq!(shown_gaps, gaps);
+        assert_eq!(measured.len() + gaps.len(), tagged.len());
+        for o in view["operations"].as_array().unwrap() {
+            let slug = o["slug"].as_str().unwrap();
+            assert_eq!(o["runs"], tagged[slug]);
+            let per_gpu: u64 = o["gpus"].as_array().unwrap().iter().map(|g| g["runs"].as_u64().unwrap()).sum();
+            assert_eq!(per_gpu, o["runs"].as_u64().unwrap());
+        }
+
+        let page = html(&format!("/models/{slug}"));
+        assert_eq!(page.status, 200);
+        for op in tagged.keys() {
+            assert!(page.body.contains(&format!("<a href=\"/operations/{op}\">")), "{slug}: {op} not listed");
+        }
+        let gaps_section = &page.body[page.body.find("id=\"gaps\"").unwrap()..];
+        for gap in &gaps {
+            assert!(gaps_section.contains(&format!("/operations/{gap}")), "{slug}: gap {gap} not shown");
+        }
+        let list = html("/models");
+        assert!(list.body.contains(&format!("<a href=\"/models/{slug}\">")));
+        let item = json("/api/v1/models")["models"].as_array().unwrap().iter().find(|m| m["slug"] == slug).cloned();
+        let item = item.unwrap();
+        assert_eq!(item["operations"], tagged.len());
+        assert_eq!(item["gaps"], gaps.len());
+    }
+
+    // llama-3-1-8b's kv8 decode has our H200 runs: its best verified run there is on the page.
+    let view = json("/api/v1/models/llama-3-1-8b");
+    let decode = view["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["slug"] == "gqa-paged-decode-h32-kv8-d128-ps1")
+        .unwrap();
+    let h200 = decode["gpus"].as_array().unwrap().iter().find(|g| g["gpu"] == H200).unwrap();
+    assert_eq!(h200["gpuHref"], "/gpus/nvidia-h200");
+    let id = h200["bestVerified"]["run"]["id"].as_str().unwrap();
+    let run = model.judgement.find_run(id).unwrap();
+    assert_eq!(opt_text(&model.runs.rows[run], "hardwareModel"), Some(H200));
+    assert!(html("/models/llama-3-1-8b").body.contains(&format!("/runs/{id}")));
+}
+
+/// Where a page prints a GPU's name it links to the GPU's page: the operation page's records
+/// and leaderboard, a run's dossier, the search box's hardware entries.
+#[test]
+fn gpu_names_on_other_pages_link_to_the_gpu_page() {
+    let link = "<a href=\"/gpus/nvidia-h200\">NVIDIA H200</a>";
+    let operation = html(&format!("/operations/{SEED_OPERATION}"));
+    assert!(operation.body.contains(link), "the operation page does not link the H200");
+    let view = json("/api/v1/gpus/nvidia-h200");
+    let best = view["operations"][0]["bestVerified"]["run"]["href"].as_str().unwrap();
+    let dossier = html(best);
+    assert_eq!(dossier.status, 200);
+    assert!(
+        dossier.body.contains("<a href=\"/gpus/nvidia-h200\">NVIDIA H200 (sm_90)</a>"),
+        "the dossier does not link its GPU"
+    );
+    let search = json("/api/v1/search?q=H200");
+    let hardware: Vec<&Value> =
+        search["results"].as_array().unwrap().iter().filter(|r| r["kind"] == "hardware").collect();
+    assert_eq!(hardware.len(), 1, "{search}");
+    assert_eq!(hardware[0]["href"], "/gpus/nvidia-h200");
+    assert_eq!(BUNDLED.server.get(hardware[0]["href"].as_str().unwrap()).status, 200);
+}
