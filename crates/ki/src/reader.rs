@@ -63,16 +63,14 @@ impl Reader {
         })
     }
 
-    /// `GET /api/v1/search?q=`: operations, implementations, projects and hardware whose text
-    /// holds every word.
+    /// `GET /api/v1/search?q=`: the search grammar's answer (ranked answer, runs named, matches).
     pub fn search(&self, query: &str) -> anyhow::Result<Value> {
         let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
         match self {
             Reader::Api(api) => api.get(&["search"], &[("q", &query)]),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                let results = model.search(&query, ki_server::pages::PAGE_LIMIT);
-                Ok(json!({ "query": query, "results": results }))
+                Ok(serde_json::to_value(model.search_answer(&query, ki_server::pages::PAGE_LIMIT))?)
             }
         }
     }

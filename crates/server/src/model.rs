@@ -72,15 +72,29 @@ impl Table {
     }
 }
 
-/// What the search box can find.
+/// What the search box can find (`pages::search` scores and filters them).
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct SearchEntry {
     pub kind: &'static str,
     pub label: String,
     pub detail: String,
     pub href: String,
+    /// Benchmark runs behind the entry.
+    pub runs: usize,
+    /// The GPUs of those runs, most runs first.
+    pub gpus: Vec<String>,
+    /// Lower-cased text the words are looked for in.
     #[serde(skip)]
-    haystack: String,
+    pub haystack: String,
+    /// The names that count as an exact match, lower-cased with `_` and `-` as spaces.
+    #[serde(skip)]
+    pub names: Vec<String>,
+    /// The operation, for operations.
+    #[serde(skip)]
+    pub operation: Option<usize>,
+    /// Indexes of the runs behind the entry, for the filters.
+    #[serde(skip)]
+    pub run_list: Vec<usize>,
 }
 
 /// Every row, indexed for display lookups.
@@ -110,6 +124,8 @@ pub struct Tables {
     pub project_by_slug: HashMap<String, usize>,
     pub implementation_by_slug: HashMap<String, usize>,
     pub run_by_digest: HashMap<String, usize>,
+    /// The source's own id of a run (`submission/555004`), lower-cased.
+    pub runs_by_external_id: HashMap<String, Vec<usize>>,
     pub artifact_by_digest: HashMap<String, usize>,
     pub serving_run_by_digest: HashMap<String, usize>,
 
@@ -234,6 +250,13 @@ impl Tables {
         let mut gpus: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, run) in model.runs.rows.iter().enumerate() {
             model.run_by_digest.insert(text(run, "runDigest").to_string(), i);
+            if let Some(external) = run
+                .get("manifest")
+                .and_then(|m| pointer(m, &["run", "spec", "sourceNative", "externalId"]))
+                .and_then(Value::as_str)
+            {
+                model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(i);
+            }
             if let Some(w) = model.workloads.index_of(text(run, "workloadId")) {
                 model.runs_by_workload.entry(w).or_default().push(i);
             }
@@ -275,6 +298,18 @@ impl Tables {
 
 impl Tables {
     fn build_search(&self) -> Vec<SearchEntry> {
+        let spaced = |name: &str| name.to_lowercase().replace(['_', '-'], " ");
+        let gpus_of = |runs: &[usize]| {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for &r in runs {
+                if let Some(gpu) = opt_text(&self.runs.rows[r], "hardwareModel") {
+                    *counts.entry(gpu).or_default() += 1;
+                }
+            }
+            let mut gpus: Vec<(&str, usize)> = counts.into_iter().collect();
+            gpus.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            gpus.into_iter().map(|(g, _)| g.to_string()).collect::<Vec<_>>()
+        };
         let mut out = Vec::new();
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
@@ -283,30 +318,62 @@ impl Tables {
                 haystack.push(' ');
                 haystack.push_str(a);
             }
+            let run_list: Vec<usize> = self
+                .workloads_by_operation
+                .get(&i)
+                .into_iter()
+                .flatten()
+                .flat_map(|w| self.runs_by_workload.get(w).into_iter().flatten().copied())
+                .collect();
+            let mut names = vec![spaced(text(op, "name")), spaced(text(op, "slug"))];
+            names.extend(aliases.iter().map(|a| spaced(a)));
             out.push(SearchEntry {
                 kind: "operation",
                 label: self.operation_title(i).to_string(),
                 detail: text(op, "family").to_string(),
                 href: format!("/operations/{}", text(op, "slug")),
+                runs: run_list.len(),
+                gpus: gpus_of(&run_list),
                 haystack: haystack.to_lowercase(),
+                names,
+                operation: Some(i),
+                run_list,
             });
         }
-        for imp in &self.implementations.rows {
+        for (i, imp) in self.implementations.rows.iter().enumerate() {
+            let run_list = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
             out.push(SearchEntry {
                 kind: "implementation",
                 label: text(imp, "slug").to_string(),
                 detail: text(imp, "title").to_string(),
                 href: format!("/implementations/{}", text(imp, "slug")),
+                runs: run_list.len(),
+                gpus: gpus_of(&run_list),
                 haystack: format!("{} {}", text(imp, "slug"), text(imp, "title")).to_lowercase(),
+                names: vec![spaced(text(imp, "slug"))],
+                operation: None,
+                run_list,
             });
         }
-        for p in &self.projects.rows {
+        for (i, p) in self.projects.rows.iter().enumerate() {
+            let run_list: Vec<usize> = self
+                .implementations_by_project
+                .get(&i)
+                .into_iter()
+                .flatten()
+                .flat_map(|imp| self.runs_by_implementation.get(imp).into_iter().flatten().copied())
+                .collect();
             out.push(SearchEntry {
                 kind: "project",
                 label: text(p, "name").to_string(),
                 detail: text(p, "slug").to_string(),
                 href: format!("/projects/{}", text(p, "slug")),
+                runs: run_list.len(),
+                gpus: gpus_of(&run_list),
                 haystack: format!("{} {}", text(p, "name"), text(p, "slug")).to_lowercase(),
+                names: vec![spaced(text(p, "name")), spaced(text(p, "slug"))],
+                operation: None,
+                run_list,
             });
         }
         for (gpu, runs) in &self.runs_by_gpu {
@@ -315,19 +382,15 @@ impl Tables {
                 label: gpu.clone(),
                 detail: format!("{} runs", runs.len()),
                 href: format!("/gpus/{}", slugify(gpu)),
+                runs: runs.len(),
+                gpus: vec![gpu.clone()],
                 haystack: gpu.to_lowercase(),
+                names: vec![spaced(gpu)],
+                operation: None,
+                run_list: runs.clone(),
             });
         }
         out
-    }
-
-    /// Entries whose text holds every word of the query; operations first.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<&SearchEntry> {
-        let words = ki_ranking::query::search_words(query);
-        if words.is_empty() {
-            return Vec::new();
-        }
-        self.search.iter().filter(|e| words.iter().all(|w| e.haystack.contains(w.as_str()))).take(limit).collect()
     }
 
     /// A run by uuid, by `sha256:` digest, or by the bare hex of its digest.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::openapi::{Link, Method, Produces, RouteDoc};
 use crate::pages::{
     PageQuery, Shared, compare, docs, exports, feed, gpu, gpus, home, implementation, models, operation, project,
-    records, resolve, run, run_list, serving, submission, verifications,
+    records, resolve, run, run_list, search, serving, submission, verifications,
 };
 
 /// Request bodies above this are refused (413) before a handler sees them: the largest
@@ -73,7 +73,7 @@ fn table() -> Routes {
         .add(
             api("/api/v1/search", "Search results")
                 .query::<home::SearchQuery>()
-                .answers::<home::SearchAnswer<'static>>(),
+                .answers::<search::SearchAnswer<'static>>(),
             home::api_search,
         )
         .add(

@@ -178,7 +178,9 @@ pub fn tools() -> Vec<Value> {
         tool(
             "search",
             "Search the index",
-            "Operations, implementations, projects and hardware whose text holds every word of the query.",
+            "The search grammar of /docs#search: words, filters (gpu:h200 dtype:bf16 arch:sm_90 model: family: source: \
+             trust:verified license: language: installable:yes) and axes (batch_size=16). Answers with the ranked answer \
+             for the best-matching operation, runs named by id, digest or external id, and matches with run counts and GPUs.",
             json!({
                 "type": "object", "required": ["query"], "additionalProperties": false,
                 "properties": { "query": { "type": "string", "minLength": 1, "maxLength": 200 } },

@@ -32,6 +32,27 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                 }
                 p { "Community attestations never change the evidence level." }
             }))
+            (section("search", "Search", html! {
+                p { "One box answers: free words, " code { "filter:value" } " filters and " code { "axis=N" } " workload axes, in any order, e.g. "
+                    code { "gqa decode gpu:h200 batch_size=16" } ", " code { "rmsnorm hidden_size=4096 trust:verified" } ", " code { "gemm n=4096 k=4096 gpu:b200" } ". "
+                    "The same grammar is read by " code { "/api/v1/search?q=" } ", " code { "ki search" } " and the MCP " code { "search" } " tool." }
+                dl.fields {
+                    div { dt { "words" } dd { "every word must be in the operation's, implementation's, project's or GPU's name; whole words and exact names rank first, then the most-run" } }
+                    div { dt { code { "gpu:" } } dd { "a GPU model, e.g. " code { "gpu:h200" } " (part of its name)" } }
+                    div { dt { code { "dtype:" } } dd { "a workload dtype; " code { "bfloat16" } " and " code { "bf16" } " are one" } }
+                    div { dt { code { "arch:" } } dd { "the GPU architecture, e.g. " code { "arch:sm_90" } } }
+                    div { dt { code { "model:" } } dd { "a model whose operations these are (the definitions' model tags), e.g. " code { "model:llama-3-1-8b" } } }
+                    div { dt { code { "family:" } } dd { "the operation family, e.g. " code { "family:gqa-paged-attention" } } }
+                    div { dt { code { "source:" } } dd { "where runs came from, e.g. " code { "source:flashinfer-bench" } } }
+                    div { dt { code { "trust:" } } dd { "least evidence: " code { "reported" } ", " code { "reproducible" } ", " code { "verified" } " or " code { "replicated" } } }
+                    div { dt { code { "license:" } } dd { "part of the implementation's licence expression, e.g. " code { "license:apache-2.0" } } }
+                    div { dt { code { "language:" } } dd { "the implementation's language, e.g. " code { "language:cuda" } } }
+                    div { dt { code { "installable:" } } dd { code { "yes" } " or " code { "no" } } }
+                    div { dt { code { "axis=N" } } dd { "a workload axis at a value: the answer is the ranked runs of that workload (exact), the groups to choose from, or the nearest measured cases" } }
+                    div { dt { "ids" } dd { "a run id or its first 8 characters, a " code { "sha256:" } " digest, or the source's own id (e.g. " code { "submission/555004" } ") finds the run" } }
+                }
+                p { "Filters other than " code { "family:" } " and " code { "model:" } " keep an operation, implementation or GPU when at least one of its runs passes them all. A word that matches nothing gets “did you mean”; a filter that does not exist is named." }
+            }))
             (section("sources", "Sources", html! {
                 dl.fields { @for s in &model.sources.rows {
                     div id={ "source-" (text(s, "slug")) } {

@@ -1,5 +1,5 @@
-//! The home page (`/`): search over operations, aliases, implementations and hardware,
-//! the most-measured operations and the latest records; and `/api/v1/search`.
+//! The home page (`/`): the search box (answered by [`super::search`]), the most-measured
+//! operations and the latest records; and `/api/v1/search`.
 
 use axum::extract::Query;
 use axum::extract::State;
@@ -11,20 +11,17 @@ use crate::model::ReadModel;
 // ---------- home ----------
 
 pub fn render(model: &ReadModel, query: &str) -> Markup {
-    let results = model.search(query, 100);
     let main = html! {
         h1 { "KernelIndex" }
         p { "The fastest verified kernel for your exact workload: " (model.runs.len()) " benchmark runs of "
             (model.operations.len()) " operations on " (model.runs_by_gpu.len()) " GPUs, ranked inside comparison groups that share operation, workload, protocol, environment and correctness rule." }
         form role="search" action="/" method="get" {
-            label for="home-q" { "Search operations, aliases, implementations and hardware" }
-            div { input #home-q type="search" name="q" value=(query) maxlength="200"; " " button type="submit" { "Search" } }
+            label for="home-q" { "Search operations, implementations, GPUs and runs" }
+            div { input #home-q type="search" name="q" value=(query) maxlength="200" placeholder="gqa decode gpu:h200 batch_size=16"; " " button type="submit" { "Search" } }
+            p.muted { "Words, filters (" (ki_ranking::query::Filter::ALL.iter().map(|f| format!("{}:", f.name())).collect::<Vec<_>>().join(" ")) ") and axes (batch_size=16); run ids, digests and external ids find their run. " a href="/docs#search" { "The search grammar" } }
         }
-        @if !query.is_empty() {
-            section aria-labelledby="results-h" {
-                h2 #results-h { (results.len()) " results for “" (query) "”" }
-                ul.results { @for r in &results { li { span.badge { (r.kind) } " " a href=(r.href) { (r.label) } " " span.muted { (r.detail) } } } }
-            }
+        @if !query.trim().is_empty() {
+            (super::search::render_results(&model.search_answer(query, 100)))
         } @else {
             section aria-labelledby="ops-h" {
                 h2 #ops-h { "Most-measured operations" }
@@ -53,13 +50,6 @@ pub struct SearchQuery {
     pub q: Option<String>,
 }
 
-/// What the search found.
-#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
-pub struct SearchAnswer<'a> {
-    pub query: String,
-    pub results: Vec<&'a crate::model::SearchEntry>,
-}
-
 impl SearchQuery {
     fn text(&self) -> String {
         self.q.as_deref().unwrap_or("").chars().take(200).collect()
@@ -73,7 +63,5 @@ pub async fn page(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> 
 
 pub async fn api_search(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> Answer {
     let model = state.model();
-    let query = q.text();
-    let results = model.search(&query, PAGE_LIMIT);
-    Ok(json_response(&SearchAnswer { query, results }))
+    Ok(json_response(&model.search_answer(&q.text(), PAGE_LIMIT)))
 }

@@ -36,6 +36,7 @@ pub mod records;
 pub mod resolve;
 pub mod run;
 pub mod run_list;
+pub mod search;
 pub mod serving;
 pub mod submission;
 pub mod verifications;

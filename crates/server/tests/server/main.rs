@@ -9,4 +9,5 @@ mod gpu_pages;
 mod hardening;
 mod operation_page;
 mod routes;
+mod search;
 mod verifications;

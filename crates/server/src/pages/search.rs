@@ -1,0 +1,392 @@
+//! Search (`/?q=` and `GET /api/v1/search`, and `ki search` through the same function): the
+//! query grammar of `ki_ranking::query` (words, `filter:value`, `axis=N`), answered from the
+//! read model. The answer leads with the ranked answer for the best-matching operation (and the
+//! workload its axes name: exact, the groups to choose from, or the nearest measured cases), then
+//! the records a run id, prefix, digest or external id names, then operations, implementations,
+//! projects and GPUs with their run counts and GPUs, scored: whole-word and exact-name matches
+//! first, then the most-run. A word that matches nothing gets "did you mean".
+
+use std::collections::BTreeSet;
+
+use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance, parse_search};
+use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
+use maud::{Markup, html};
+use serde::Serialize;
+
+use crate::model::{ReadModel, SearchEntry, opt_text, slugify, text};
+
+/// What the search found.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchAnswer<'a> {
+    pub query: String,
+    /// The query as the grammar read it (with notes on what it could not use).
+    pub request: SearchRequest,
+    /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU.
+    pub answer: Option<ResolveResponse>,
+    /// Runs the query names by id, id prefix, digest or external id.
+    pub records: Vec<RunHit>,
+    /// Best match first.
+    pub results: Vec<&'a SearchEntry>,
+    /// Results before the limit.
+    pub total: usize,
+    /// The query with unknown words replaced by the nearest known ones, when that finds more.
+    pub did_you_mean: Option<String>,
+}
+
+/// A run the query names directly.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunHit {
+    pub id: String,
+    /// How the query named it: `id`, `digest` or `external id`.
+    pub matched_by: String,
+    pub label: String,
+    pub hardware: String,
+    pub href: String,
+}
+
+/// Runs listed for an id prefix that several runs share.
+const MAX_PREFIX_RUNS: usize = 10;
+
+const TRUST_NAMES: [(&str, TrustLevel); 4] = [
+    ("reported", TrustLevel::Reported),
+    ("reproducible", TrustLevel::Reproducible),
+    ("verified", TrustLevel::Verified),
+    ("replicated", TrustLevel::Replicated),
+];
+
+/// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20 more
+/// when the words are exactly one of its names; None when a word is missing.
+fn score(entry: &SearchEntry, words: &[String]) -> Option<u32> {
+    let tokens: BTreeSet<&str> = entry.haystack.split(|c: char| !c.is_alphanumeric()).collect();
+    let mut score = 0;
+    for word in words {
+        if tokens.contains(word.as_str()) {
+            score += 3;
+        } else if entry.haystack.contains(word.as_str()) {
+            score += 1;
+        } else {
+            return None;
+        }
+    }
+    let phrase = words.join(" ").replace(['_', '-'], " ");
+    if !words.is_empty() && entry.names.contains(&phrase) {
+        score += 20;
+    }
+    Some(score)
+}
+
+impl ReadModel {
+    /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
+    /// language, installable, dtype).
+    fn run_matches(&self, run: usize, request: &SearchRequest) -> bool {
+        let row = &self.runs.rows[run];
+        let implementation = self.implementations.get(text(row, "implementationId"));
+        let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
+        let contains = |have: &str, wanted: &str| {
+            let have = have.to_lowercase();
+            have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
+        };
+        all(Filter::Gpu, &|g| contains(text(row, "hardwareModel"), g))
+            && all(Filter::Arch, &|a| text(row, "hardwareArchitecture").eq_ignore_ascii_case(a))
+            && all(Filter::Source, &|s| {
+                self.sources
+                    .get(text(row, "sourceId"))
+                    .is_some_and(|src| contains(text(src, "slug"), s) || contains(text(src, "name"), s))
+            })
+            && all(Filter::Trust, &|t| {
+                TRUST_NAMES
+                    .iter()
+                    .find(|(name, _)| *name == t)
+                    .is_some_and(|(_, least)| self.judgement.facts[run].trust >= *least)
+            })
+            && all(Filter::License, &|l| {
+                implementation.and_then(|i| opt_text(i, "licenseExpression")).is_some_and(|e| contains(e, l))
+            })
+            && all(Filter::Language, &|l| implementation.is_some_and(|i| text(i, "language").eq_ignore_ascii_case(l)))
+            && all(Filter::Installable, &|yes| {
+                let wanted = matches!(yes, "yes" | "true" | "1");
+                row.get("installable").and_then(serde_json::Value::as_bool).unwrap_or(false) == wanted
+            })
+            && all(Filter::Dtype, &|d| {
+                self.workloads.get(text(row, "workloadId")).is_some_and(|w| {
+                    w.get("dtypes").and_then(serde_json::Value::as_array).is_some_and(|ds| {
+                        ds.iter().filter_map(|x| x.as_str()).any(|x| dtype_short(x) == dtype_short(d))
+                    })
+                })
+            })
+    }
+
+    /// An entry passes the query's filters: its own (family, model) and, when the query has
+    /// run filters, at least one of its runs passes them all.
+    fn entry_matches(&self, entry: &SearchEntry, request: &SearchRequest) -> bool {
+        let run_filters = request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model));
+        let own = |filter: Filter| request.values(filter).next().is_some();
+        if own(Filter::Family) || own(Filter::Model) {
+            let Some(op) = entry.operation else { return false };
+            let row = &self.operations.rows[op];
+            let family = text(row, "family");
+            if !request.values(Filter::Family).all(|f| family.to_lowercase().contains(f)) {
+                return false;
+            }
+            let tags: Vec<String> = row
+                .get("tags")
+                .and_then(serde_json::Value::as_array)
+                .map(|t| t.iter().filter_map(|x| x.as_str()).map(str::to_lowercase).collect())
+                .unwrap_or_default();
+            let models: Vec<String> = tags.iter().filter_map(|t| t.strip_prefix("model:")).map(slugify).collect();
+            if !request.values(Filter::Model).all(|m| models.iter().any(|have| have.contains(&slugify(m)))) {
+                return false;
+            }
+        }
+        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r, request))
+    }
+
+    /// Whether an operation has every axis of the query at its value: a constant axis of that
+    /// value, or a variable one some workload of it was measured at.
+    fn fits_axes(&self, op: usize, request: &SearchRequest) -> bool {
+        let row = &self.operations.rows[op];
+        let Some(axes) = row.get("manifest").and_then(|m| crate::model::pointer(m, &["spec", "axes"])) else {
+            return false;
+        };
+        let same = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => a == b,
+        };
+        request.axes.iter().all(|(name, wanted)| {
+            let Some(axis) = axes.get(name) else { return false };
+            if let Some(value) = axis.get("value") {
+                return same(value, wanted);
+            }
+            self.workloads_by_operation.get(&op).into_iter().flatten().any(|&w| {
+                self.workloads.rows[w]
+                    .get("manifest")
+                    .and_then(|m| crate::model::pointer(m, &["spec", "axes", name]))
+                    .is_some_and(|v| same(v, wanted))
+            })
+        })
+    }
+
+    /// Runs named by id (or prefix), digest or external id.
+    fn run_hits(&self, request: &SearchRequest) -> Vec<RunHit> {
+        let mut hits = Vec::new();
+        let mut seen = BTreeSet::new();
+        for word in &request.words {
+            let mut found: Vec<(usize, &str)> = Vec::new();
+            match self.judgement.find_run(word) {
+                Ok(run) => {
+                    let by = if word.contains("sha256") || word.len() == 64 { "digest" } else { "id" };
+                    found.push((run, by));
+                }
+                // A prefix several runs share: the first of them, by id.
+                Err(ki_ranking::LookupError::Ambiguous { .. }) => {
+                    let mut runs: Vec<usize> = (0..self.runs.rows.len())
+                        .filter(|&r| text(&self.runs.rows[r], "id").starts_with(word.as_str()))
+                        .collect();
+                    runs.sort_by(|&a, &b| text(&self.runs.rows[a], "id").cmp(text(&self.runs.rows[b], "id")));
+                    found.extend(runs.into_iter().take(MAX_PREFIX_RUNS).map(|r| (r, "id prefix")));
+                }
+                Err(_) => {}
+            }
+            for &run in self.runs_by_external_id.get(word.as_str()).into_iter().flatten() {
+                found.push((run, "external id"));
+            }
+            for (run, by) in found {
+                if seen.insert(run) {
+                    let row = &self.runs.rows[run];
+                    let summary = self.run_summary(run);
+                    hits.push(RunHit {
+                        id: text(row, "id").into(),
+                        matched_by: by.into(),
+                        label: format!("{} · {}", summary.implementation, summary.display),
+                        hardware: text(row, "hardwareModel").into(),
+                        href: summary.href,
+                    });
+                }
+            }
+        }
+        hits
+    }
+
+    fn ranked_entries(&self, request: &SearchRequest) -> Vec<(u32, &SearchEntry)> {
+        let mut scored: Vec<(u32, &SearchEntry)> = self
+            .search
+            .iter()
+            .filter_map(|e| score(e, &request.words).map(|s| (s, e)))
+            .filter(|(_, e)| self.entry_matches(e, request))
+            .map(|(s, e)| {
+                let fits = !request.axes.is_empty() && e.operation.is_some_and(|op| self.fits_axes(op, request));
+                (s + if fits { 10 } else { 0 }, e)
+            })
+            .collect();
+        scored.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then((a.1.kind != "operation").cmp(&(b.1.kind != "operation")))
+                .then(b.1.runs.cmp(&a.1.runs))
+                .then(a.1.label.cmp(&b.1.label))
+        });
+        scored
+    }
+
+    /// The one search: what `/`, `/api/v1/search`, `ki search` and the MCP tool answer.
+    pub fn search_answer(&self, query: &str, limit: usize) -> SearchAnswer<'_> {
+        let request = parse_search(query);
+        let records = self.run_hits(&request);
+        let ranked = if request.words.is_empty() && request.filters.is_empty() {
+            Vec::new()
+        } else {
+            self.ranked_entries(&request)
+        };
+        // The best-ranked operation with runs (ranking already puts operations that fit the axes first).
+        let answer = ranked
+            .iter()
+            .find(|(_, e)| e.kind == "operation" && e.runs > 0)
+            .and_then(|(_, e)| e.operation)
+            .map(|op| self.judgement.resolve(&self.resolve_request(op, &request)));
+        let did_you_mean = if ranked.is_empty() && records.is_empty() { self.did_you_mean(&request) } else { None };
+        let total = ranked.len();
+        SearchAnswer {
+            query: query.to_string(),
+            answer,
+            records,
+            results: ranked.into_iter().take(limit).map(|(_, e)| e).collect(),
+            total,
+            did_you_mean,
+            request,
+        }
+    }
+
+    /// The resolve request a search stands for on one operation.
+    fn resolve_request(&self, op: usize, request: &SearchRequest) -> ResolveRequest {
+        // The GPU filter names one GPU when one GPU of the index matches it (the most-run on a tie).
+        let hardware = request.values(Filter::Gpu).next().and_then(|wanted| {
+            self.runs_by_gpu
+                .iter()
+                .map(|(name, _)| name)
+                .find(|name| slugify(name) == slugify(wanted))
+                .or_else(|| {
+                    self.runs_by_gpu.iter().map(|(name, _)| name).find(|name| slugify(name).contains(&slugify(wanted)))
+                })
+                .cloned()
+        });
+        ResolveRequest {
+            operation: text(&self.operations.rows[op], "name").to_string(),
+            axes: request.axes.clone(),
+            dtypes: request.values(Filter::Dtype).map(str::to_string).collect(),
+            hardware,
+            framework: None,
+        }
+    }
+
+    /// The query with each word that matches nothing replaced by the nearest word of the index's
+    /// names (at most two edits away), when the new query finds something.
+    fn did_you_mean(&self, request: &SearchRequest) -> Option<String> {
+        let vocabulary: BTreeSet<&str> = self
+            .search
+            .iter()
+            .flat_map(|e| e.haystack.split(|c: char| !c.is_alphanumeric()))
+            .filter(|t| t.len() >= 3)
+            .collect();
+        let mut changed = false;
+        let words: Vec<String> = request
+            .words
+            .iter()
+            .map(|word| {
+                if self.search.iter().any(|e| e.haystack.contains(word.as_str())) {
+                    return word.clone();
+                }
+                let best = vocabulary
+                    .iter()
+                    .map(|t| (edit_distance(word, t), *t))
+                    .filter(|(d, _)| *d <= 2 && *d < word.chars().count())
+                    .min();
+                match best {
+                    Some((_, t)) => {
+                        changed = true;
+                        t.to_string()
+                    }
+                    None => word.clone(),
+                }
+            })
+            .collect();
+        if !changed {
+            return None;
+        }
+        let retry = SearchRequest { words: words.clone(), ..request.clone() };
+        if self.ranked_entries(&retry).is_empty() {
+            return None;
+        }
+        let mut parts = words;
+        parts.extend(request.filters.iter().map(|f| format!("{}:{}", f.filter.name(), f.value)));
+        parts.extend(request.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))));
+        Some(parts.join(" "))
+    }
+}
+
+/// The search results page (the home page with a query).
+pub fn render_results(answer: &SearchAnswer<'_>) -> Markup {
+    html! {
+        section aria-labelledby="results-h" {
+            h2 #results-h { (answer.total) " " (if answer.total == 1 { "result" } else { "results" }) " for “" (answer.query) "”" }
+            @for note in &answer.request.notes { p.banner { (note) } }
+            @if let Some(suggestion) = &answer.did_you_mean {
+                p { "Did you mean " a href={ "/?q=" (crate::pages::percent_encode(suggestion)) } { (suggestion) } "?" }
+            }
+            @if !answer.records.is_empty() {
+                h3 { "Runs named by the query" }
+                ul.results { @for r in &answer.records { li {
+                    span.badge { "run" } " " a href=(r.href) { (r.label) } " " span.muted { (r.hardware) " · matched by " (r.matched_by) }
+                } } }
+            }
+            @if let Some(resolved) = &answer.answer { (render_answer(resolved)) }
+            @if !answer.results.is_empty() {
+                h3 { "Matches" }
+                ul.results { @for r in &answer.results { li {
+                    span.badge { (r.kind) } " " a href=(r.href) { (r.label) } " " span.muted { (r.detail) }
+                    @if r.kind != "hardware" {
+                        " · " (r.runs) " runs"
+                        @if !r.gpus.is_empty() { " on " (r.gpus.iter().take(3).cloned().collect::<Vec<_>>().join(", ")) @if r.gpus.len() > 3 { " and " (r.gpus.len() - 3) " more" } }
+                    }
+                } } }
+            }
+        }
+    }
+}
+
+/// The ranked answer for the best-matching operation, leading the results.
+fn render_answer(resolved: &ResolveResponse) -> Markup {
+    let Some(operation) = &resolved.operation else { return html! {} };
+    let mode = match resolved.mode {
+        ki_ranking::ResolveMode::Exact => "the workload you named was measured in one comparison group",
+        ki_ranking::ResolveMode::Chooser => {
+            "the workload you named was measured in several comparison groups: pick one"
+        }
+        ki_ranking::ResolveMode::Browse => "the fastest in each comparison group of this operation",
+        ki_ranking::ResolveMode::None => "nothing measured matches",
+    };
+    html! {
+        section.answer aria-labelledby="answer-h" {
+            h3 #answer-h { "Answer: " a href={ "/operations/" (operation.slug) } { (operation.name) } }
+            p.muted { (mode) @if !resolved.request.axes.is_empty() { " (" (resolved.request.axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(", ")) ")" } "." }
+            @for note in &resolved.notes { p.banner { (note) } }
+            @if !resolved.cohorts.is_empty() {
+                table {
+                    caption { "Fastest per comparison group" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
+                    thead { tr { th scope="col" { "workload" } th scope="col" { "GPU" } th scope="col" { "#1" } th scope="col" class="num" { "value" } th scope="col" { "best verified" } } }
+                    tbody { @for c in resolved.cohorts.iter().take(10) { tr {
+                        td { (c.axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(" · ")) }
+                        td { (c.hardware.as_deref().unwrap_or("—")) }
+                        td { @if let Some(first) = c.fastest.first() { a href={ "/runs/" (first.run_id) } { (first.implementation) } } }
+                        td.num { @if let Some(first) = c.fastest.first() { (ki_model::units::value(first.value, first.unit.as_deref())) } }
+                        td { @if let Some(v) = &c.best_verified { a href={ "/runs/" (v.run_id) } { (v.implementation) } } @else { "none" } }
+                    } } }
+                }
+            }
+            @if !resolved.nearest.is_empty() {
+                p { "Not measured; nearest measured: "
+                    (resolved.nearest.iter().map(|n| format!("{} = {} (asked {})", n.axis, crate::pages::scalar(&n.measured), crate::pages::scalar(&n.requested))).collect::<Vec<_>>().join("; ")) }
+            }
+        }
+    }
+}
