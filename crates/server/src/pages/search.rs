@@ -59,16 +59,14 @@ const TRUST_NAMES: [(&str, TrustLevel); 4] = [
 /// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20 more
 /// when the words are exactly one of its names; None when a word is missing.
 fn score(entry: &SearchEntry, words: &[String]) -> Option<u32> {
-    let tokens: BTreeSet<&str> = entry.haystack.split(|c: char| !c.is_alphanumeric()).collect();
+    // Most entries miss a word: test that before splitting the text into words.
+    if !words.iter().all(|w| entry.haystack.contains(w.as_str())) {
+        return None;
+    }
     let mut score = 0;
     for word in words {
-        if tokens.contains(word.as_str()) {
-            score += 3;
-        } else if entry.haystack.contains(word.as_str()) {
-            score += 1;
-        } else {
-            return None;
-        }
+        let whole = entry.haystack.split(|c: char| !c.is_alphanumeric()).any(|t| t == word);
+        score += if whole { 3 } else { 1 };
     }
     let phrase = words.join(" ").replace(['_', '-'], " ");
     if !words.is_empty() && entry.names.contains(&phrase) {
