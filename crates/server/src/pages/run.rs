@@ -31,6 +31,8 @@ pub const MAX_NOTE_CHARS: usize = 2000;
 pub struct Banner {
     /// `retracted`, `superseded` or `stale`.
     pub kind: &'static str,
+    /// The kind in words, the heading the message follows ("Retracted", "Stale:").
+    pub title: &'static str,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<Link>,
@@ -293,6 +295,7 @@ impl ReadModel {
             let reason = opt_text(row, "retractionReason").unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
+                title: banner_title("retracted"),
                 message: format!("on {}: {reason}", ki_model::utc::date_of(at)),
                 link: None,
             });
@@ -309,6 +312,7 @@ impl ReadModel {
                 };
                 banners.push(Banner {
                     kind: "superseded",
+                    title: banner_title("superseded"),
                     message,
                     link: Some(Link { label: format!("Run {}", short_id(by)), href: format!("/runs/{by}") }),
                 });
@@ -319,6 +323,7 @@ impl ReadModel {
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
                     kind: "stale",
+                    title: banner_title("stale"),
                     message: format!("observed {age} days ago (more than {STALE_AFTER_DAYS}); software and drivers may have moved on."),
                     link: None,
                 });
@@ -1074,7 +1079,7 @@ pub fn render(d: &RunDossier) -> Markup {
         }
         @for b in &d.banners {
             div.banner role="note" data-kind=(b.kind) {
-                strong { (banner_title(b.kind)) " " } (b.message)
+                strong { (b.title) " " } (b.message)
                 @if let Some(l) = &b.link { " " a href=(l.href) { (l.label) } }
             }
         }
