@@ -406,7 +406,8 @@ impl ReadModel {
         {
             fields.push(Field::new("source benchmark", benchmark));
         }
-        fields.push(source_code_field(row, implementation_row));
+        let available = row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false);
+        fields.push(self.source_code(available, implementation_row));
         let hardware = Field::new("hardware", hardware_label(row));
         fields.push(match opt_text(row, "hardwareModel") {
             Some(model) => hardware.link(crate::pages::gpu_href(model)),
@@ -465,6 +466,43 @@ impl ReadModel {
         }
         out.sort_by(|a, b| (&a.metric, &a.statistic).cmp(&(&b.metric, &b.statistic)));
         out
+    }
+
+    /// Where an implementation's source is: its repository, the file the index holds a digest of
+    /// (linked where its artifact row has an https address), or a plain statement that the index
+    /// has neither.
+    pub fn source_code(&self, available: bool, implementation: Option<&Row>) -> Field {
+        let spec = implementation.and_then(|i| i.get("manifest")).and_then(|m| m.get("spec"));
+        let repository = spec
+            .and_then(|s| pointer(s, &["projectRevision", "repository"]))
+            .and_then(Value::as_str)
+            .filter(|u| u.starts_with("https://"));
+        if let Some(repository) = repository {
+            let version = spec.and_then(|s| pointer(s, &["projectRevision", "version"])).and_then(Value::as_str);
+            let label = match version {
+                Some(v) => format!("{repository} at {v}"),
+                None => repository.to_string(),
+            };
+            return Field::new("source code", label).link(repository);
+        }
+        if let Some(source) = spec.and_then(|s| s.get("source")) {
+            let file = source.get("fileName").and_then(Value::as_str).unwrap_or("source file");
+            let digest = source.get("contentDigest").and_then(Value::as_str).unwrap_or("");
+            let view = self.artifact_view("source code", digest, None);
+            let field = Field::new("source code", format!("{file} ({digest})"));
+            return match view.href {
+                Some(href) => field.link(href),
+                None => field,
+            };
+        }
+        Field::new(
+            "source code",
+            if available {
+                "the source reports it available, but the index holds neither a copy nor a link"
+            } else {
+                "not available"
+            },
+        )
     }
 
     /// One evidence reference (`{uri, digest}`) as an artifact, with the catalog's row for its
@@ -761,36 +799,6 @@ fn value_text(key: &str, value: &Value) -> String {
         Value::Bool(false) => "no".into(),
         other => scalar(other),
     }
-}
-
-/// Where the implementation's source is: its repository, the file the index holds a digest of,
-/// or a plain statement that the index has neither.
-fn source_code_field(row: &Row, implementation: Option<&Row>) -> Field {
-    let spec = implementation.and_then(|i| i.get("manifest")).and_then(|m| m.get("spec"));
-    let repository = spec
-        .and_then(|s| pointer(s, &["projectRevision", "repository"]))
-        .and_then(Value::as_str)
-        .filter(|u| u.starts_with("https://"));
-    if let Some(repository) = repository {
-        let version = spec.and_then(|s| pointer(s, &["projectRevision", "version"])).and_then(Value::as_str);
-        let label = match version {
-            Some(v) => format!("{repository} at {v}"),
-            None => repository.to_string(),
-        };
-        return Field::new("source code", label).link(repository);
-    }
-    if let Some(file) = spec.and_then(|s| pointer(s, &["source", "fileName"])).and_then(Value::as_str) {
-        return Field::new("source code", format!("{file} (listed under Artifacts)"));
-    }
-    let available = row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false);
-    Field::new(
-        "source code",
-        if available {
-            "the source reports it available, but the index holds neither a copy nor a link"
-        } else {
-            "not available"
-        },
-    )
 }
 
 fn collect_digests(value: &Value, out: &mut Vec<String>) {

@@ -305,3 +305,47 @@ fn a_derived_reference_time_is_labelled_and_hostile_manifest_text_is_escaped() {
     assert!(page.contains("samples/&lt;script&gt;alert(1)&lt;/script&gt;.json"));
     assert!(page.contains("&lt;img src=x&gt;"));
 }
+
+/// "source available: yes" never stands alone: the implementation page and the run page say
+/// where the source is (its repository or its file, linked where the index has an address), or
+/// that the index holds neither a copy nor a link.
+#[test]
+fn the_source_code_is_named_where_the_index_knows_it() {
+    let model = BUNDLED.server.state.model();
+    let with_file = model
+        .implementations
+        .rows
+        .iter()
+        .find(|i| i["manifest"].pointer("/spec/source/fileName").is_some() && i["sourceAvailable"] == true)
+        .unwrap();
+    let file = with_file["manifest"].pointer("/spec/source/fileName").and_then(Value::as_str).unwrap();
+    let digest = with_file["manifest"].pointer("/spec/source/contentDigest").and_then(Value::as_str).unwrap();
+    let slug = text(with_file, "slug");
+    let page = html(&format!("/implementations/{slug}")).body;
+    assert!(page.contains("<dt>source code</dt>") && page.contains(&format!("{file} ({digest})")), "{slug}");
+    assert!(!page.contains("source available"));
+    let view = json(&format!("/api/v1/implementations/{slug}"));
+    if let Some(href) = view["sourceCode"]["href"].as_str() {
+        assert!(page.contains(&format!("<a href=\"{href}\" rel=\"nofollow noopener\">{file} ({digest})</a>")));
+    }
+
+    let with_repository = model
+        .implementations
+        .rows
+        .iter()
+        .find(|i| i["manifest"].pointer("/spec/projectRevision/repository").is_some())
+        .unwrap();
+    let repository =
+        with_repository["manifest"].pointer("/spec/projectRevision/repository").and_then(Value::as_str).unwrap();
+    let page = html(&format!("/implementations/{}", text(with_repository, "slug"))).body;
+    assert!(page.contains(&format!("<a href=\"{repository}\" rel=\"nofollow noopener\">{repository}")));
+
+    if let Some(bare) = model.implementations.rows.iter().find(|i| {
+        i["sourceAvailable"] == true
+            && i["manifest"].pointer("/spec/source").is_none()
+            && i["manifest"].pointer("/spec/projectRevision/repository").is_none()
+    }) {
+        let page = html(&format!("/implementations/{}", text(bare, "slug"))).body;
+        assert!(page.contains("the index holds neither a copy nor a link"), "{}", text(bare, "slug"));
+    }
+}
