@@ -220,3 +220,130 @@ mod tests {
         assert!(wide.len() <= 10 && wide.iter().all(|t| (t.log10() - t.log10().round()).abs() < 1e-9));
     }
 }
+
+/// The summary of a run's samples that its manifest records, in nanoseconds.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub minimum: Option<f64>,
+    pub p05: Option<f64>,
+    pub median: Option<f64>,
+    pub mean: Option<f64>,
+    pub p95: Option<f64>,
+    pub maximum: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// A one-row strip of a sample summary on a linear time axis: minimum to maximum as a line,
+/// 5th to 95th percentile as a box, the interval as a band, the median as a bar, the mean as
+/// a dot, each with a hover title; ticks at the minimum, median and maximum. None when the
+/// summary has fewer than two distinct values. Text escaped; no script, no inline style.
+pub fn summary_svg(summary: &Summary) -> Option<String> {
+    const W: f64 = 640.0;
+    const H: f64 = 110.0;
+    const PAD: f64 = 40.0;
+    const MID: f64 = 45.0;
+    let values: Vec<f64> = [summary.minimum, summary.p05, summary.median, summary.mean, summary.p95, summary.maximum]
+        .into_iter()
+        .flatten()
+        .chain(summary.interval.into_iter().flat_map(|(l, h)| [l, h]))
+        .filter(|v| v.is_finite())
+        .collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if values.len() < 2 || hi <= lo {
+        return None;
+    }
+    let x = |v: f64| PAD + (v - lo) / (hi - lo) * (W - 2.0 * PAD);
+    let time = ki_model::units::duration_ns;
+    let mut svg = String::with_capacity(2048);
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart summary" viewBox="0 0 {W} {H}" role="img" aria-labelledby="summary-title"><title id="summary-title">{}</title>"#,
+        escape(&format!("Sample summary from {} to {}", time(lo), time(hi)))
+    );
+    if let (Some(min), Some(max)) = (summary.minimum, summary.maximum) {
+        let _ = write!(
+            svg,
+            r##"<line class="range" x1="{:.1}" y1="{MID}" x2="{:.1}" y2="{MID}" stroke="#555" stroke-width="2"><title>{}</title></line>"##,
+            x(min),
+            x(max),
+            escape(&format!("minimum {} – maximum {}", time(min), time(max)))
+        );
+    }
+    if let Some((low, high)) = summary.interval {
+        let _ = write!(
+            svg,
+            r##"<rect class="interval" x="{:.1}" y="{:.1}" width="{:.1}" height="36" fill="#E69F00" fill-opacity="0.35"><title>{}</title></rect>"##,
+            x(low),
+            MID - 18.0,
+            (x(high) - x(low)).max(1.0),
+            escape(&format!("interval {} – {}", time(low), time(high)))
+        );
+    }
+    if let (Some(p05), Some(p95)) = (summary.p05, summary.p95) {
+        let _ = write!(
+            svg,
+            r##"<rect class="box" x="{:.1}" y="{:.1}" width="{:.1}" height="24" fill="#56B4E9" fill-opacity="0.5" stroke="#0072B2"><title>{}</title></rect>"##,
+            x(p05),
+            MID - 12.0,
+            (x(p95) - x(p05)).max(1.0),
+            escape(&format!("5th percentile {} – 95th percentile {}", time(p05), time(p95)))
+        );
+    }
+    if let Some(median) = summary.median {
+        let _ = write!(
+            svg,
+            r##"<line class="median" x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#000" stroke-width="3"><title>{3}</title></line>"##,
+            x(median),
+            MID - 16.0,
+            MID + 16.0,
+            escape(&format!("median {}", time(median)))
+        );
+    }
+    if let Some(mean) = summary.mean {
+        let _ = write!(
+            svg,
+            r##"<circle class="mean" cx="{:.1}" cy="{MID}" r="4" fill="#D55E00"><title>{}</title></circle>"##,
+            x(mean),
+            escape(&format!("mean {}", time(mean)))
+        );
+    }
+    for (v, anchor) in [(summary.minimum, "start"), (summary.median, "middle"), (summary.maximum, "end")] {
+        if let Some(v) = v {
+            let _ = write!(
+                svg,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##,
+                x(v),
+                MID + 40.0,
+                escape(&time(v))
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    Some(svg)
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_strip_draws_each_statistic_it_has() {
+        let summary = Summary {
+            minimum: Some(5771.0),
+            p05: Some(5840.0),
+            median: Some(5929.0),
+            mean: Some(5935.0),
+            p95: Some(6030.0),
+            maximum: Some(6064.0),
+            interval: Some((5920.0, 5958.0)),
+        };
+        let svg = summary_svg(&summary).unwrap();
+        for class in ["range", "interval", "box", "median", "mean"] {
+            assert!(svg.contains(&format!("class=\"{class}\"")), "{class} missing: {svg}");
+        }
+        assert!(svg.contains("<title>median 5.93 µs</title>"));
+        assert!(!svg.contains("<script") && !svg.contains("style="));
+        assert!(summary_svg(&Summary { mean: Some(1.0), ..Summary::default() }).is_none());
+    }
+}

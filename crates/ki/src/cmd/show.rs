@@ -54,7 +54,7 @@ pub fn render(d: &Value) -> String {
     out.push_str(&format!("Run {} · {}\n", text(d, "shortId"), text(d, "title")));
     for banner in list(d, "banners") {
         let link = present(banner, "link").map(|l| format!(" ({})", text(l, "href"))).unwrap_or_default();
-        out.push_str(&format!("! {}{link}\n", text(banner, "message")));
+        out.push_str(&format!("! {} {}{link}\n", text(banner, "title"), text(banner, "message")));
     }
     out.push('\n');
     out.push_str(&format!(
@@ -64,12 +64,18 @@ pub fn render(d: &Value) -> String {
         text(p, "statistic")
     ));
     if let Some(interval) = opt_text(p, "intervalDisplay") {
-        out.push_str(&format!("Interval             {interval}\n"));
+        out.push_str(&format!("Interval             {interval} ({})\n", text(p, "intervalLabel")));
+    }
+    if let Some(count) = d["samples"]["count"].as_u64() {
+        out.push_str(&format!("Samples              {}\n", ki_model::units::count(count)));
     }
     let standing = match p["rank"].as_u64() {
         Some(rank) => format!("Rank {rank} in its comparison group of {} eligible run(s)", scalar(&p["groupSize"])),
         None => {
-            format!("Not ranked: {}", list(p, "ineligibleReasons").iter().map(scalar).collect::<Vec<_>>().join(", "))
+            format!(
+                "Not ranked: {}",
+                list(p, "ineligibleExplanations").iter().map(scalar).collect::<Vec<_>>().join("; ")
+            )
         }
     };
     out.push_str(&format!("{standing} · {} · observed {}\n", text(p, "profile"), text(p, "observedAt")));
@@ -82,7 +88,10 @@ pub fn render(d: &Value) -> String {
         ));
     }
     if let Some(x) = number(p, "referenceSpeedup") {
-        out.push_str(&format!("{x:.2}× reference\n"));
+        let reference = present(p, "reference")
+            .map(|r| format!(" · reference {} ({})", text(r, "display"), text(r, "explanation")))
+            .unwrap_or_default();
+        out.push_str(&format!("{x:.2}× reference{reference}\n"));
     }
     if let Some(x) = number(p, "baselineSpeedup") {
         out.push_str(&format!("{x:.2}× baseline\n"));
@@ -96,7 +105,7 @@ pub fn render(d: &Value) -> String {
     let deployable = if deployability["deployable"].as_bool() == Some(true) {
         "yes".to_string()
     } else {
-        format!("no ({})", list(deployability, "reasons").iter().map(scalar).collect::<Vec<_>>().join(", "))
+        format!("no: {}", list(deployability, "explanations").iter().map(scalar).collect::<Vec<_>>().join(" "))
     };
     line(&mut out, "deployable", &deployable);
     if let Some(source) = present(d, "source") {
@@ -122,8 +131,18 @@ pub fn render(d: &Value) -> String {
     if !measurements.is_empty() {
         out.push_str("\nMeasurements\n");
         for m in measurements {
-            line(&mut out, &format!("{} · {}", text(m, "metric"), text(m, "statistic")), text(m, "display"));
+            line(&mut out, &format!("{} · {}", text(m, "label"), text(m, "statistic")), text(m, "display"));
         }
+    }
+    let statistics = list(d, "statistics");
+    if !statistics.is_empty() {
+        out.push_str("\nStatistics the manifest records\n");
+        for s in statistics {
+            line(&mut out, text(s, "label"), &format!("{} ({})", text(s, "display"), text(s, "origin")));
+        }
+    }
+    if let Some(explanation) = opt_text(&d["samples"], "explanation") {
+        out.push_str(&format!("\nSamples\n  {explanation}\n"));
     }
     fields(&mut out, "Protocol", list(d, "protocol"));
     fields(&mut out, "Environment", list(d, "environment"));
@@ -133,7 +152,7 @@ pub fn render(d: &Value) -> String {
         out.push_str("  No artifacts published with this run.\n");
     }
     for a in artifacts {
-        line(&mut out, text(a, "kind"), format!("{} {}", text(a, "digest"), text(a, "uri")).trim_end());
+        line(&mut out, text(a, "name"), format!("{} {}", text(a, "digest"), text(a, "uri")).trim_end());
     }
     let attestations = list(d, "attestations");
     if !attestations.is_empty() {

@@ -31,6 +31,8 @@ pub struct ImplementationView {
     pub language: Option<String>,
     pub licence: Option<String>,
     pub source_available: bool,
+    /// Where the source is (a repository, a file by digest), or that the index has neither.
+    pub source_code: super::Field,
     pub installable: bool,
     pub install_command: Option<String>,
     pub runs: Vec<RunSummary>,
@@ -76,6 +78,8 @@ impl ReadModel {
             language: opt_text(row, "language").map(str::to_string),
             licence: opt_text(row, "licenseExpression").map(str::to_string),
             source_available: row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
+            source_code: self
+                .source_code(row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false), Some(row)),
             installable: row.get("installable").and_then(Value::as_bool).unwrap_or(false),
             install_command: opt_text(row, "installCommand").map(str::to_string),
             runs: self.summaries(runs),
@@ -98,7 +102,10 @@ pub fn render(v: &ImplementationView) -> Markup {
                 @if let Some(r) = &v.revision { div { dt { "revision" } dd { code { (r) } } } }
                 @if let Some(l) = &v.language { div { dt { "language" } dd { (l) } } }
                 div { dt { "licence" } dd { (v.licence.as_deref().unwrap_or("none declared")) } }
-                div { dt { "source available" } dd { (if v.source_available { "yes" } else { "no" }) } }
+                div { dt { "source code" } dd {
+                    @if let Some(href) = &v.source_code.href { a href=(href) rel="nofollow noopener" { (v.source_code.value) } }
+                    @else { (v.source_code.value) }
+                } }
                 div { dt { "install" } dd { @if let Some(c) = &v.install_command { code { (c) } } @else { "no install recipe" } } }
                 div { dt { "digest" } dd { code { (v.digest) } } }
             }

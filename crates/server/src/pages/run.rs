@@ -31,6 +31,8 @@ pub const MAX_NOTE_CHARS: usize = 2000;
 pub struct Banner {
     /// `retracted`, `superseded` or `stale`.
     pub kind: &'static str,
+    /// The kind in words, the heading the message follows ("Retracted", "Stale:").
+    pub title: &'static str,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<Link>,
@@ -58,6 +60,56 @@ pub struct Primary {
     pub compare_href: Option<String>,
     pub reference_speedup: Option<f64>,
     pub baseline_speedup: Option<f64>,
+    /// The reference's time beside the speedup, when it can be known.
+    pub reference: Option<ReferenceTime>,
+    /// What the interval is ("95 % confidence interval" when the manifest says so).
+    pub interval_label: String,
+    /// `ineligible_reasons` in words.
+    pub ineligible_explanations: Vec<String>,
+}
+
+/// The reference's time behind "× reference".
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReferenceTime {
+    pub ns: f64,
+    pub display: String,
+    /// `measured` (the source reports the reference's own time) or `derived` (this run's
+    /// time × the factor).
+    pub basis: &'static str,
+    pub explanation: String,
+}
+
+/// One statistic the manifest records (the timing summary, the source's own metrics).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Statistic {
+    /// The manifest's key (`p05`, `mean_ns`).
+    pub key: String,
+    /// The key in words.
+    pub label: String,
+    pub value: f64,
+    pub unit: String,
+    pub display: String,
+    /// `timing` (run.spec.timing) or `source metrics` (run.spec.sourceNative.metrics).
+    pub origin: &'static str,
+}
+
+/// What the index knows about the run's samples.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Samples {
+    pub count: Option<u64>,
+    /// Whether the index holds the sample values (it holds only their artifact's name and
+    /// digest: no catalog table carries sample values).
+    pub values_held: bool,
+    /// The artifact that names them, when the run names one.
+    pub artifact: Option<ArtifactView>,
+    pub explanation: String,
+    /// A server-rendered SVG of the summary the manifest records (minimum, 5th and 95th
+    /// percentile, median, mean, maximum, interval), when it records one.
+    #[serde(skip)]
+    pub summary_svg: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -81,6 +133,8 @@ pub struct WorkloadSection {
 #[serde(rename_all = "camelCase")]
 pub struct Measurement {
     pub metric: String,
+    /// The metric in words.
+    pub label: String,
     pub statistic: String,
     pub value: f64,
     pub unit: String,
@@ -91,12 +145,20 @@ pub struct Measurement {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactView {
+    /// What the run calls it, in words ("raw samples", "logs", "source code").
+    pub name: String,
     pub kind: String,
     pub digest: String,
     pub media_type: String,
     pub size_bytes: Option<i64>,
+    pub size_display: Option<String>,
     pub uri: Option<String>,
+    /// A link to it, when its address is an https URL.
+    pub href: Option<String>,
+    pub storage: Option<String>,
     pub license: Option<String>,
+    /// Whether the catalog has a row describing it (it never holds the content).
+    pub described_in_catalog: bool,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -114,6 +176,8 @@ pub struct Citation {
 pub struct Deployability {
     pub deployable: bool,
     pub reasons: Vec<String>,
+    /// `reasons` in words.
+    pub explanations: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -133,6 +197,9 @@ pub struct RunDossier {
     pub correctness: Vec<Field>,
     pub workload: WorkloadSection,
     pub measurements: Vec<Measurement>,
+    /// Every statistic the manifest records beside the measurements.
+    pub statistics: Vec<Statistic>,
+    pub samples: Samples,
     pub protocol: Vec<Field>,
     pub environment: Vec<Field>,
     pub artifacts: Vec<ArtifactView>,
@@ -184,6 +251,7 @@ impl ReadModel {
             deployability: Deployability {
                 deployable: facts.deployability.deployable,
                 reasons: facts.deployability.reasons.iter().map(code_of).collect(),
+                explanations: facts.deployability.reasons.iter().map(|r| deployability_sentence(*r).into()).collect(),
             },
             banners: self.banners(run),
             primary: self.primary(run),
@@ -191,6 +259,8 @@ impl ReadModel {
             correctness: correctness_fields(row, &manifest),
             workload: workload_section(workload, operation.map(|op| &self.operations.rows[op])),
             measurements: self.measurements(run),
+            statistics: statistics(&run_spec),
+            samples: self.samples(row, &run_spec),
             protocol: protocol_fields(&manifest),
             environment: environment_fields(&manifest),
             artifacts: self.artifacts_of(&run_spec, implementation),
@@ -225,7 +295,8 @@ impl ReadModel {
             let reason = opt_text(row, "retractionReason").unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
-                message: format!("Retracted on {}: {reason}", ki_model::utc::date_of(at)),
+                title: banner_title("retracted"),
+                message: format!("on {}: {reason}", ki_model::utc::date_of(at)),
                 link: None,
             });
         }
@@ -233,14 +304,15 @@ impl ReadModel {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
                 let message = match self.supersessions.get(text(row, "id")) {
                     Some(entry) => format!(
-                        "Superseded on {} by a newer published run: {}",
+                        "on {} by a newer published run: {}",
                         ki_model::utc::date_of(text(entry, "at")),
                         text(entry, "reason")
                     ),
-                    None => "Superseded by a newer published run.".into(),
+                    None => "by a newer published run.".into(),
                 };
                 banners.push(Banner {
                     kind: "superseded",
+                    title: banner_title("superseded"),
                     message,
                     link: Some(Link { label: format!("Run {}", short_id(by)), href: format!("/runs/{by}") }),
                 });
@@ -251,7 +323,8 @@ impl ReadModel {
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
                     kind: "stale",
-                    message: format!("Stale: observed {age} days ago (more than {STALE_AFTER_DAYS}); software and drivers may have moved on."),
+                    title: banner_title("stale"),
+                    message: format!("observed {age} days ago (more than {STALE_AFTER_DAYS}); software and drivers may have moved on."),
                     link: None,
                 });
             }
@@ -270,7 +343,17 @@ impl ReadModel {
         };
         let leader_run = cohort.ranking.first().map(|e| e.run).filter(|&leader| leader != run);
         let id = text(row, "id");
+        let manifest = row.get("manifest").unwrap_or(&Value::Null);
+        let reference = facts.reference_speedup.and_then(|factor| reference_time(row, manifest, factor));
+        let interval_label = if pointer(manifest, &["run", "spec", "timing", "latencyNs", "confidence95"]).is_some() {
+            "95 % confidence interval"
+        } else {
+            "interval"
+        };
         Primary {
+            reference,
+            interval_label: interval_label.into(),
+            ineligible_explanations: facts.ineligibility.iter().map(ineligibility_sentence).collect(),
             metric: text(row, "primaryMetric").into(),
             statistic: text(row, "primaryStatistic").into(),
             value: number(row, "primaryValue"),
@@ -323,6 +406,8 @@ impl ReadModel {
         {
             fields.push(Field::new("source benchmark", benchmark));
         }
+        let available = row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false);
+        fields.push(self.source_code(available, implementation_row));
         let hardware = Field::new("hardware", hardware_label(row));
         fields.push(match opt_text(row, "hardwareModel") {
             Some(model) => hardware.link(crate::pages::gpu_href(model)),
@@ -342,6 +427,7 @@ impl ReadModel {
                         let value = number(m, "value")?;
                         let unit = text(m, "unit").to_string();
                         Some(Measurement {
+                            label: metric_label(text(m, "metric")),
                             metric: text(m, "metric").into(),
                             statistic: text(m, "statistic").into(),
                             display: ki_model::units::measured(value, &unit),
@@ -353,34 +439,365 @@ impl ReadModel {
                     .collect()
             })
             .unwrap_or_default();
+        // The manifest's own measurements the table does not carry (the catalog keeps the primary
+        // one as a row; eager, graph replay and speed of light live in the manifest only).
+        let row = &self.runs.rows[run];
+        let listed = row.get("manifest").and_then(|m| pointer(m, &["run", "spec", "measurements"]));
+        for m in listed.and_then(Value::as_array).into_iter().flatten() {
+            let (Some(metric), Some(value)) =
+                (m.get("metric").and_then(Value::as_str), m.get("value").and_then(Value::as_f64))
+            else {
+                continue;
+            };
+            let statistic = m.get("statistic").and_then(Value::as_str).unwrap_or("");
+            if out.iter().any(|o| o.metric == metric && o.statistic == statistic) {
+                continue;
+            }
+            let unit = m.get("unit").and_then(Value::as_str).unwrap_or("").to_string();
+            out.push(Measurement {
+                label: metric_label(metric),
+                metric: metric.into(),
+                statistic: statistic.into(),
+                display: ki_model::units::measured(value, &unit),
+                value,
+                unit,
+                sample_count: m.get("sampleCount").and_then(Value::as_i64),
+            });
+        }
         out.sort_by(|a, b| (&a.metric, &a.statistic).cmp(&(&b.metric, &b.statistic)));
         out
     }
 
+    /// Where an implementation's source is: its repository, the file the index holds a digest of
+    /// (linked where its artifact row has an https address), or a plain statement that the index
+    /// has neither.
+    pub fn source_code(&self, available: bool, implementation: Option<&Row>) -> Field {
+        let spec = implementation.and_then(|i| i.get("manifest")).and_then(|m| m.get("spec"));
+        let repository = spec
+            .and_then(|s| pointer(s, &["projectRevision", "repository"]))
+            .and_then(Value::as_str)
+            .filter(|u| u.starts_with("https://"));
+        if let Some(repository) = repository {
+            let version = spec.and_then(|s| pointer(s, &["projectRevision", "version"])).and_then(Value::as_str);
+            let label = match version {
+                Some(v) => format!("{repository} at {v}"),
+                None => repository.to_string(),
+            };
+            return Field::new("source code", label).link(repository);
+        }
+        if let Some(source) = spec.and_then(|s| s.get("source")) {
+            let file = source.get("fileName").and_then(Value::as_str).unwrap_or("source file");
+            let digest = source.get("contentDigest").and_then(Value::as_str).unwrap_or("");
+            let view = self.artifact_view("source code", digest, None);
+            let field = Field::new("source code", format!("{file} ({digest})"));
+            return match view.href {
+                Some(href) => field.link(href),
+                None => field,
+            };
+        }
+        Field::new(
+            "source code",
+            if available {
+                "the source reports it available, but the index holds neither a copy nor a link"
+            } else {
+                "not available"
+            },
+        )
+    }
+
+    /// One evidence reference (`{uri, digest}`) as an artifact, with the catalog's row for its
+    /// digest when there is one.
+    fn artifact_view(&self, name: &str, digest: &str, uri: Option<&str>) -> ArtifactView {
+        let row = self.artifact_by_digest.get(digest).map(|&a| &self.artifacts.rows[a]);
+        let uri = row.and_then(|a| opt_text(a, "uri")).or(uri).map(str::to_string);
+        let size_bytes = row.and_then(|a| a.get("sizeBytes")).and_then(Value::as_i64);
+        ArtifactView {
+            name: name.into(),
+            kind: row.map(|a| text(a, "kind").to_string()).unwrap_or_else(|| name.into()),
+            digest: digest.into(),
+            media_type: row.map(|a| text(a, "mediaType").to_string()).unwrap_or_default(),
+            size_display: size_bytes.and_then(|s| u64::try_from(s).ok()).map(ki_model::units::bytes),
+            size_bytes,
+            href: uri.clone().filter(|u| u.starts_with("https://")),
+            uri,
+            storage: row.and_then(|a| opt_text(a, "storage")).map(str::to_string),
+            license: row.and_then(|a| opt_text(a, "license")).map(str::to_string),
+            described_in_catalog: row.is_some(),
+        }
+    }
+
+    /// The run's evidence (raw samples, logs: `run.spec.evidence` and `run.spec.timing.rawSamples`)
+    /// and its implementation's source, each once.
     fn artifacts_of(&self, run_spec: &Value, implementation: Option<&Row>) -> Vec<ArtifactView> {
-        let mut digests = Vec::new();
-        if let Some(evidence) = run_spec.get("evidence") {
-            collect_digests(evidence, &mut digests);
+        let mut out: Vec<ArtifactView> = Vec::new();
+        let mut push = |view: ArtifactView| {
+            if !out.iter().any(|a| a.digest == view.digest && a.name == view.name) {
+                out.push(view);
+            }
+        };
+        let mut references: Vec<(String, &Value)> = Vec::new();
+        for (key, reference) in run_spec.get("evidence").and_then(Value::as_object).into_iter().flatten() {
+            references.push((words(key), reference));
+        }
+        if let Some(raw) = pointer(run_spec, &["timing", "rawSamples"]) {
+            references.push(("raw samples".into(), raw));
+        }
+        for (name, reference) in references {
+            let mut digests = Vec::new();
+            collect_digests(reference, &mut digests);
+            let uri = reference.get("uri").and_then(Value::as_str);
+            for digest in digests.into_iter().take(1) {
+                push(self.artifact_view(&name, &digest, uri));
+            }
         }
         if let Some(source) =
             implementation.and_then(|i| i.get("manifest")).and_then(|m| pointer(m, &["spec", "source"]))
         {
+            let mut digests = Vec::new();
             collect_digests(source, &mut digests);
+            let file = source.get("fileName").and_then(Value::as_str);
+            for digest in digests {
+                let mut view = self.artifact_view("source code", &digest, None);
+                if view.uri.is_none() {
+                    view.uri = file.map(str::to_string);
+                }
+                push(view);
+            }
         }
-        digests.sort();
-        digests.dedup();
-        digests
-            .iter()
-            .filter_map(|d| self.artifact_by_digest.get(d).map(|&a| &self.artifacts.rows[a]))
-            .map(|a| ArtifactView {
-                kind: text(a, "kind").into(),
-                digest: text(a, "contentDigest").into(),
-                media_type: text(a, "mediaType").into(),
-                size_bytes: a.get("sizeBytes").and_then(Value::as_i64),
-                uri: opt_text(a, "uri").map(str::to_string),
-                license: opt_text(a, "license").map(str::to_string),
+        out
+    }
+
+    /// The samples: their count, the artifact that names them, and the manifest's summary.
+    fn samples(&self, row: &Row, run_spec: &Value) -> Samples {
+        let timing = run_spec.get("timing");
+        let count = timing
+            .and_then(|t| t.get("samples"))
+            .and_then(Value::as_u64)
+            .or_else(|| row.get("sampleCount").and_then(Value::as_u64));
+        let reference =
+            pointer(run_spec, &["evidence", "rawSamples"]).or_else(|| timing.and_then(|t| t.get("rawSamples")));
+        let artifact = reference.and_then(|r| {
+            let digest = r.get("digest").and_then(Value::as_str)?;
+            Some(self.artifact_view("raw samples", digest, r.get("uri").and_then(Value::as_str)))
+        });
+        let explanation = match &artifact {
+            Some(a) => format!(
+                "The run names its raw samples ({}, digest {}), but the index does not hold their values: no \
+                 catalog table carries them, so there is no histogram of the samples here.{}",
+                a.uri.as_deref().unwrap_or("no address"),
+                a.digest,
+                if a.href.is_some() {
+                    " Follow the link to read them."
+                } else {
+                    " Their address is relative to the session that produced the run, not a link."
+                }
+            ),
+            None => "The run names no raw samples; only the summary below is known.".into(),
+        };
+        let summary = timing.and_then(|t| t.get("latencyNs")).and_then(Value::as_object);
+        let summary_svg = summary.and_then(|s| {
+            let get = |key: &str| s.get(key).and_then(Value::as_f64);
+            let interval = s.get("confidence95").and_then(Value::as_array).and_then(|pair| match pair.as_slice() {
+                [low, high] => Some((low.as_f64()?, high.as_f64()?)),
+                _ => None,
+            });
+            crate::chart::summary_svg(&crate::chart::Summary {
+                minimum: get("minimum"),
+                p05: get("p05"),
+                median: get("median"),
+                mean: get("mean"),
+                p95: get("p95"),
+                maximum: get("maximum"),
+                interval,
             })
-            .collect()
+        });
+        Samples { count, values_held: false, artifact, explanation, summary_svg }
+    }
+}
+
+/// The reference's time: the source's own measurement of it when the manifest has one,
+/// else this run's time × the factor.
+fn reference_time(row: &Row, manifest: &Value, factor: f64) -> Option<ReferenceTime> {
+    let metrics = pointer(manifest, &["run", "spec", "sourceNative", "metrics"]);
+    if let Some(ms) = metrics.and_then(|m| m.get("reference_latency_ms")).and_then(Value::as_f64) {
+        let ns = ms * 1e6;
+        return Some(ReferenceTime {
+            ns,
+            display: ki_model::units::duration_ns(ns),
+            basis: "measured",
+            explanation: "the reference's own time, as the source measured it".into(),
+        });
+    }
+    let own_ns = metrics
+        .and_then(|m| m.get("latency_ms"))
+        .and_then(Value::as_f64)
+        .map(|ms| ms * 1e6)
+        .or_else(|| ki_model::units::to_ns(number(row, "primaryValue")?, text(row, "primaryUnit")))?;
+    let ns = own_ns * factor;
+    ns.is_finite().then(|| ReferenceTime {
+        ns,
+        display: ki_model::units::duration_ns(ns),
+        basis: "derived",
+        explanation: "derived: this run's time × the factor".into(),
+    })
+}
+
+/// The timing summary (`run.spec.timing.latencyNs`, in nanoseconds) and the source's own metrics
+/// (`run.spec.sourceNative.metrics`, their unit read from the key's suffix), each in words.
+fn statistics(run_spec: &Value) -> Vec<Statistic> {
+    let mut out = Vec::new();
+    if let Some(summary) = pointer(run_spec, &["timing", "latencyNs"]).and_then(Value::as_object) {
+        let order = ["median", "mean", "p05", "p95", "minimum", "maximum"];
+        let mut keys: Vec<&String> = summary.keys().collect();
+        keys.sort_by_key(|k| order.iter().position(|o| o == k).unwrap_or(order.len()));
+        for key in keys {
+            if let Some(value) = summary[key.as_str()].as_f64() {
+                out.push(Statistic {
+                    key: key.clone(),
+                    label: words(key),
+                    value,
+                    unit: "ns".into(),
+                    display: ki_model::units::duration_ns(value),
+                    origin: "timing",
+                });
+            }
+        }
+    }
+    if let Some(metrics) = pointer(run_spec, &["sourceNative", "metrics"]).and_then(Value::as_object) {
+        for (key, v) in metrics {
+            let Some(value) = v.as_f64() else { continue };
+            let (stem, unit) = match key.rsplit_once('_') {
+                Some((stem, unit @ ("ns" | "us" | "ms" | "s"))) => (stem, unit),
+                _ => (key.as_str(), ""),
+            };
+            out.push(Statistic {
+                key: key.clone(),
+                label: words(stem),
+                value,
+                unit: unit.into(),
+                display: if unit.is_empty() {
+                    ki_model::units::number(value)
+                } else {
+                    ki_model::units::measured(value, unit)
+                },
+                origin: "source metrics",
+            });
+        }
+    }
+    out
+}
+
+/// A metric's name in words (`latency_graph_replay` → "latency, one-call graph replay").
+pub fn metric_label(metric: &str) -> String {
+    match metric {
+        "latency_in_graph" => "latency inside one captured graph".into(),
+        "latency_eager" => "latency, eager launches".into(),
+        "latency_graph_replay" => "latency, one-call graph replay".into(),
+        "speed_of_light" => "share of the speed of light".into(),
+        other => words(other),
+    }
+}
+
+/// A manifest key in words: camelCase and snake_case split, known abbreviations spelled as
+/// people write them (`harnessVersion` → "harness version", `l2_cache_bytes` → "L2 cache bytes",
+/// `p05` → "5th percentile").
+pub fn words(key: &str) -> String {
+    match key {
+        "p05" => return "5th percentile".into(),
+        "p50" => return "50th percentile".into(),
+        "p95" => return "95th percentile".into(),
+        "p99" => return "99th percentile".into(),
+        "confidence95" => return "95 % confidence interval".into(),
+        _ => {}
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if c == '_' || c == '-' || c == ' ' || c == '.' {
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !current.is_empty() {
+            parts.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
+        .iter()
+        .map(|w| match w.as_str() {
+            "cuda" => "CUDA".to_string(),
+            "gpu" => "GPU".to_string(),
+            "cpu" => "CPU".to_string(),
+            "sm" => "SM".to_string(),
+            "l2" => "L2".to_string(),
+            "id" => "ID".to_string(),
+            "khz" => "kHz".to_string(),
+            "mhz" => "MHz".to_string(),
+            "gbps" => "GB/s".to_string(),
+            "w" => "W".to_string(),
+            "ns" => "ns".to_string(),
+            "os" => "OS".to_string(),
+            _ => w.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Why a run is not deployable, in a sentence.
+pub fn deployability_sentence(reason: ki_ranking::index::DeployabilityReason) -> &'static str {
+    use ki_ranking::index::DeployabilityReason as R;
+    match reason {
+        R::NoPublicSource => "Its source code is not public.",
+        R::NoLicense => "It declares no licence.",
+        R::LicenseNotPermissive => "Its licence is not a permissive one.",
+        R::LicenseUnparseable => "Its licence expression cannot be read.",
+        R::NoInstallRecipe => "There is no install recipe: the index does not know how to install it.",
+    }
+}
+
+/// Why a run is not ranked, in words.
+pub fn ineligibility_sentence(reason: &ki_ranking::rank::Ineligibility) -> String {
+    use ki_ranking::rank::Ineligibility as I;
+    match reason {
+        I::Unpublished => "it is not published".into(),
+        I::Status(status) => format!("its result is {}", words(status)),
+        I::Retracted => "it was retracted".into(),
+        I::Superseded { .. } => "a newer run supersedes it".into(),
+        I::MissingPrimaryMetric => "it has no primary measurement".into(),
+    }
+}
+
+/// A key as a label: in words, less a trailing "bytes" (the value says it: `139.8 GiB (… bytes)`).
+fn label_of(key: &str) -> String {
+    let label = words(key);
+    match label.strip_suffix(" bytes") {
+        Some(stem) if key.to_ascii_lowercase().ends_with("bytes") => stem.to_string(),
+        _ => label,
+    }
+}
+
+/// A manifest value as people read it: numbers through the one formatter (sizes in bytes for
+/// keys that say so), booleans as yes / no.
+fn value_text(key: &str, value: &Value) -> String {
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            Some(v) if key.to_ascii_lowercase().ends_with("bytes") && v >= 0.0 && v.fract() == 0.0 => {
+                ki_model::units::bytes(v as u64)
+            }
+            Some(v) => ki_model::units::number(v),
+            None => n.to_string(),
+        },
+        Value::Bool(true) => "yes".into(),
+        Value::Bool(false) => "no".into(),
+        other => scalar(other),
     }
 }
 
@@ -416,19 +833,19 @@ fn correctness_fields(row: &Row, manifest: &Value) -> Vec<Field> {
             [("maximumAbsoluteError", "max absolute error"), ("maximumRelativeError", "max relative error")]
         {
             if let Some(v) = c.get(key) {
-                fields.push(Field::new(label, scalar(v)));
+                fields.push(Field::new(label, value_text(key, v)));
             }
         }
         for (key, v) in c {
             if !matches!(key.as_str(), "comparator" | "maximumAbsoluteError" | "maximumRelativeError") {
-                fields.push(Field::new(key.clone(), scalar(v)));
+                fields.push(Field::new(words(key), value_text(key, v)));
             }
         }
     }
     if protocol_comparator.is_some() && run_comparator.is_some() && protocol_comparator != run_comparator {
         fields.push(Field::new("run comparator", run_comparator.unwrap_or_default()));
     }
-    fields.push(Field::new("result", text(row, "status")));
+    fields.push(Field::new("result", words(text(row, "status"))));
     fields
 }
 
@@ -477,8 +894,11 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<Field>) {
                 flatten(&label, v, out);
             }
         }
-        Value::Array(items) => out.push(Field::new(prefix, items.iter().map(scalar).collect::<Vec<_>>().join(", "))),
-        other => out.push(Field::new(prefix, scalar(other))),
+        Value::Array(items) => out.push(Field::new(
+            words(prefix),
+            items.iter().map(|v| value_text(prefix, v)).collect::<Vec<_>>().join(", "),
+        )),
+        other => out.push(Field::new(label_of(prefix), value_text(prefix, other))),
     }
 }
 
@@ -501,7 +921,7 @@ fn protocol_fields(manifest: &Value) -> Vec<Field> {
         }
         fields.push(field);
         if let Some(version) = harness.get("version") {
-            fields.push(Field::new("harnessVersion", scalar(version)));
+            fields.push(Field::new("harness version", scalar(version)));
         }
     }
     // Measurement and correctness keys read as the seed page prints them: timer,
@@ -530,7 +950,7 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
         let product = hw.get("product").map(scalar).unwrap_or_else(|| "unknown".into());
         let arch = hw.get("architecture").map(scalar);
         fields.push(Field::new(
-            "gpu",
+            "GPU",
             match arch {
                 Some(a) => format!("{product} ({a})"),
                 None => product,
@@ -557,7 +977,7 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
                 )),
                 ("libraries", Value::Object(libs)) => {
                     for (name, version) in libs {
-                        fields.push(Field::new(name.clone(), scalar(version)));
+                        fields.push(Field::new(words(name), scalar(version)));
                     }
                 }
                 _ => flatten(key, v, &mut fields),
@@ -568,6 +988,14 @@ fn environment_fields(manifest: &Value) -> Vec<Field> {
         if !matches!(key.as_str(), "hardware" | "software") {
             flatten(key, v, &mut fields);
         }
+    }
+    // What the runner read off the device at the start (its labels are text: numbers parsed back).
+    for (key, v) in
+        pointer(manifest, &["environment", "metadata", "labels"]).and_then(Value::as_object).into_iter().flatten()
+    {
+        let parsed = v.as_str().and_then(|t| t.parse::<f64>().ok()).and_then(serde_json::Number::from_f64);
+        let value = parsed.map(Value::Number).unwrap_or_else(|| v.clone());
+        fields.push(Field::new(label_of(key), value_text(key, &value)));
     }
     fields
 }
@@ -587,6 +1015,16 @@ fn citation(id: &str, digest: &str, title: &str, base_url: &str, observed_at: &s
         permalink,
         digest: digest.into(),
         accessed,
+    }
+}
+
+/// The banner's heading: the kind in words.
+fn banner_title(kind: &str) -> &'static str {
+    match kind {
+        "retracted" => "Retracted",
+        "superseded" => "Superseded",
+        "stale" => "Stale:",
+        _ => "Note:",
     }
 }
 
@@ -641,7 +1079,7 @@ pub fn render(d: &RunDossier) -> Markup {
         h1 { "Run " (d.short_id) }
         p.subtitle { (d.title) }
         p.badges {
-            span.badge.status data-status=(d.status) { "status: " (d.status) }
+            span.badge.status data-status=(d.status) { "status: " (words(&d.status)) }
             " "
             span.badge.evidence { "evidence: " (d.evidence_level) }
             " "
@@ -649,7 +1087,7 @@ pub fn render(d: &RunDossier) -> Markup {
         }
         @for b in &d.banners {
             div.banner role="note" data-kind=(b.kind) {
-                strong { (b.kind) ": " } (b.message)
+                strong { (b.title) " " } (b.message)
                 @if let Some(l) = &b.link { " " a href=(l.href) { (l.label) } }
             }
         }
@@ -659,20 +1097,29 @@ pub fn render(d: &RunDossier) -> Markup {
                 @if let (Some(rank), true) = (p.rank, p.group_size > 0) {
                     "Rank " (rank) " of " (p.group_size) " in its comparison group"
                 } @else {
-                    "Not ranked: " (p.ineligible_reasons.join(", "))
+                    "Not ranked: " (p.ineligible_explanations.join("; "))
                 }
                 " · " (p.profile) " · observed " (p.observed_at)
             }
-            @if let Some(n) = p.sample_count { p { (n) " samples" } }
-            @if let Some(i) = &p.interval_display { p { "interval " (i) } }
+            @if let Some(n) = d.samples.count.or(p.sample_count.and_then(|n| u64::try_from(n).ok())) {
+                p { (ki_model::units::count(n)) " samples" }
+            }
+            @if let Some(i) = &p.interval_display { p { (p.interval_label) " " (i) } }
             @if let (Some(href), Some(leader)) = (&p.compare_href, &p.leader) {
                 p { a.cta href=(href) { "Compare with #1 →" } " " span.muted { "(" (leader.implementation) ", " (leader.display) ")" } }
             } @else if p.rank == Some(1) {
                 p { "This run holds #1 in its comparison group." }
             }
-            @if let Some(x) = p.reference_speedup { p { (ki_model::units::factor(x)) "× reference" } }
+            @if let Some(x) = p.reference_speedup {
+                p.reference {
+                    (ki_model::units::factor(x)) "× reference"
+                    @if let Some(r) = &p.reference { " · reference " strong { (r.display) } " (" (r.explanation) ")" }
+                }
+            }
             @if let Some(x) = p.baseline_speedup { p { (ki_model::units::factor(x)) "× baseline" } }
-            @if !d.deployability.deployable { p.muted { "Not deployable: " (d.deployability.reasons.join(", ")) } }
+            @if !d.deployability.deployable {
+                div.muted { "Not deployable:" ul { @for e in &d.deployability.explanations { li { (e) } } } }
+            }
         }))
         (section("identity", "Identity", field_list(&d.identity)))
         (section("correctness", "Correctness", field_list(&d.correctness)))
@@ -691,19 +1138,47 @@ pub fn render(d: &RunDossier) -> Markup {
         (section("measurements", "Measurements", html! {
             @if d.measurements.is_empty() { p { "No measurements recorded." } }
             ul { @for m in &d.measurements {
-                li { (m.metric) " · " (m.statistic) " " strong { (m.display) }
-                    @if let Some(n) = m.sample_count { " (" (n) " samples)" } }
+                li.measurement { (m.label) " · " (words(&m.statistic)) " " strong { (m.display) }
+                    @if let Some(n) = m.sample_count.and_then(|n| u64::try_from(n).ok()) { " (" (ki_model::units::count(n)) " samples)" } }
             } }
+            @if !d.statistics.is_empty() {
+                table.statistics {
+                    caption { "Every statistic the manifest records" }
+                    thead { tr { th scope="col" { "statistic" } th scope="col" { "value" } th scope="col" { "from" } } }
+                    tbody { @for st in &d.statistics {
+                        tr { td { (st.label) } td.num { (st.display) } td { (st.origin) } }
+                    } }
+                }
+            }
+        }))
+        (section("samples", "Samples", html! {
+            @if let Some(n) = d.samples.count { p { (ki_model::units::count(n)) " samples" } }
+            p { (d.samples.explanation) }
+            @if let Some(svg) = &d.samples.summary_svg {
+                figure.distribution {
+                    (maud::PreEscaped(svg))
+                    figcaption { "The spread the manifest records: minimum to maximum (line), 5th to 95th percentile (box), median (bar), mean (dot) and the interval (band). A summary, not the samples." }
+                }
+            }
         }))
         (section("protocol", "Protocol", field_list(&d.protocol)))
         (section("environment", "Environment", field_list(&d.environment)))
         (section("artifacts", "Artifacts", html! {
             @if d.artifacts.is_empty() { p { "No artifacts published with this run." } }
-            @else { ul { @for a in &d.artifacts {
-                li { (a.kind) " · " code { (a.digest) } " · " (a.media_type)
-                    @if let Some(s) = a.size_bytes { " · " (s) " bytes" }
+            @else { ul.artifacts { @for a in &d.artifacts {
+                li.artifact {
+                    strong { (a.name) }
+                    @if let Some(u) = &a.uri {
+                        " · "
+                        @if let Some(href) = &a.href { a href=(href) rel="nofollow noopener" { (u) } } @else { code { (u) } }
+                    }
+                    " · digest " code { (a.digest) }
+                    @if !a.media_type.is_empty() { " · " (a.media_type) }
+                    @if let Some(s) = &a.size_display { " · " (s) }
+                    @if let Some(st) = &a.storage { " · stored " (words(st)) }
                     @if let Some(l) = &a.license { " · " (l) }
-                    @if let Some(u) = &a.uri { @if u.starts_with("https://") { " · " a href=(u) rel="nofollow noopener" { "source" } } }
+                    @if !a.described_in_catalog { " · " span.muted { "named by the run only; the catalog has no row for it" } }
+                    @if a.href.is_none() { " · " span.muted { "no link: the index holds its name and digest, not its content" } }
                 }
             } } }
         }))

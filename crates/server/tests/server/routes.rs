@@ -234,10 +234,10 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
         "[1070, 1, 4, 128]".to_string(),
         "definition comparator".to_string(),
         "harness_reported".to_string(),
-        "comparabilityFamily".to_string(),
-        "correctnessReference".to_string(),
+        "comparability family".to_string(),
+        "correctness reference".to_string(),
         "NVIDIA B200 (unknown)".to_string(),
-        "cudaToolkit".to_string(),
+        "CUDA toolkit".to_string(),
         "pytorch 2.8.0+cu128".to_string(),
         // The implementation's source artifact, which the export holds.
         model
