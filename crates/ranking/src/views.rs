@@ -152,7 +152,9 @@ impl Index {
         }
         let mut stale = |label: &str, summary: &RunSummary| {
             let Some(run) = self.run_index(&summary.run_id) else { return };
-            let days = now.0.saturating_sub(self.runs[run].observed_at.instant.0) / 86_400_000_000_000;
+            // Calendar days in UTC, as the run page counts them.
+            const DAY: i64 = 86_400_000_000_000;
+            let days = now.0.div_euclid(DAY) - self.runs[run].observed_at.instant.0.div_euclid(DAY);
             if days > STALE_AFTER_DAYS
                 && !out.iter().any(|c| c.kind == CaveatKind::Stale && c.run_id.as_deref() == Some(&summary.run_id))
             {

@@ -4,10 +4,12 @@
 //! and count honestly; previous holders are named; the Atom feed names workload and GPU.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use serde_json::Value;
 
 use crate::common::{SERVER, get, get_html, post};
+use crate::serving::{Database, Live, Reply, serve};
 
 /// The run indexes of the ranked runs of the largest group whose ranked runs all have a value.
 fn big_group() -> Vec<usize> {
@@ -229,9 +231,30 @@ fn resolve_of_a_reported_only_workload_says_best_verified_none_and_stale_where_i
     assert!(!page.body.contains("style="));
 }
 
+/// The bundled catalog as `ki serve` makes it on first start: the public export plus our own
+/// H200 runs (verified), so that the verified filter has rows to keep.
+struct Bundled {
+    server: Live,
+    _database: Database,
+}
+
+static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
+    let database = Database::sqlite();
+    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
+    Bundled { server, _database: database }
+});
+
+fn bundled_get(path: &str) -> Reply {
+    BUNDLED.server.get(path)
+}
+
+fn bundled_html(path: &str) -> Reply {
+    BUNDLED.server.get_with(path, &[("accept", "text/html")])
+}
+
 /// Independently: which record events pass the filters, newest first as stored.
 fn expected_records(gpu: Option<&str>, verified: bool, source: bool) -> Vec<String> {
-    let model = SERVER.state.model();
+    let model = BUNDLED.server.state.model();
     let mut out = Vec::new();
     for event in &model.record_events {
         let run_id = event["runId"].as_str().unwrap();
@@ -252,12 +275,12 @@ fn expected_records(gpu: Option<&str>, verified: bool, source: bool) -> Vec<Stri
 }
 
 fn all_record_pages(query: &str) -> (Vec<Value>, Value) {
-    let first = get(&format!("/api/v1/records?{query}"));
+    let first = bundled_get(&format!("/api/v1/records?{query}"));
     assert_eq!(first.status, 200, "{}", first.body);
     let first = first.json();
     let mut records = Vec::new();
     for page in 1..=first["pages"].as_u64().unwrap() {
-        let view = get(&format!("/api/v1/records?{query}&page={page}")).json();
+        let view = bundled_get(&format!("/api/v1/records?{query}&page={page}")).json();
         records.extend(view["records"].as_array().unwrap().iter().cloned());
     }
     (records, first)
@@ -265,7 +288,7 @@ fn all_record_pages(query: &str) -> (Vec<Value>, Value) {
 
 /// The GPU with the most record events, by name and slug.
 fn busiest_gpu() -> (String, String) {
-    let model = SERVER.state.model();
+    let model = BUNDLED.server.state.model();
     let (name, _) =
         model.runs_by_gpu.iter().max_by_key(|(name, _)| expected_records(Some(name), false, false).len()).unwrap();
     (name.clone(), ki_model::slug::slug(name))
@@ -273,7 +296,7 @@ fn busiest_gpu() -> (String, String) {
 
 #[test]
 fn records_filters_live_in_the_url_and_count_honestly() {
-    let model = SERVER.state.model();
+    let model = BUNDLED.server.state.model();
     let (gpu, slug) = busiest_gpu();
     for (query, gpu_filter, verified, source) in [
         (String::new(), None, false, false),
@@ -281,8 +304,12 @@ fn records_filters_live_in_the_url_and_count_honestly() {
         ("verified=1".to_string(), None, true, false),
         ("source=1".to_string(), None, false, true),
         (format!("gpu={slug}&verified=1&source=1"), Some(gpu.as_str()), true, true),
+        ("gpu=nvidia-h200&verified=1".to_string(), Some("NVIDIA H200"), true, false),
     ] {
         let expected = expected_records(gpu_filter, verified, source);
+        if query == "verified=1" || query.starts_with("gpu=nvidia-h200") {
+            assert!(!expected.is_empty(), "{query}: the runner's H200 runs hold records");
+        }
         let (records, first) = all_record_pages(&query);
         assert_eq!(first["total"].as_u64().unwrap() as usize, expected.len(), "{query}");
         assert_eq!(first["all"].as_u64().unwrap() as usize, model.record_events.len());
@@ -302,7 +329,7 @@ fn records_filters_live_in_the_url_and_count_honestly() {
             }
         }
         // The page says the same count and keeps the filters in its pager and feed links.
-        let page = get_html(&format!("/records?{query}"));
+        let page = bundled_html(&format!("/records?{query}"));
         assert_eq!(page.status, 200);
         if query.is_empty() {
             assert!(page.body.contains(&format!("{} events, newest first", expected.len())));
@@ -319,19 +346,19 @@ fn records_filters_live_in_the_url_and_count_honestly() {
         );
     }
     // Unknown GPU: 404 naming it.
-    let reply = get("/api/v1/records?gpu=no-such-gpu");
+    let reply = bundled_get("/api/v1/records?gpu=no-such-gpu");
     assert_eq!(reply.status, 404);
     assert!(reply.body.contains("no-such-gpu"));
 }
 
 #[test]
 fn previous_holders_are_named_by_implementation_with_a_link() {
-    let model = SERVER.state.model();
-    let list = get("/api/v1/records").json();
+    let model = BUNDLED.server.state.model();
+    let list = bundled_get("/api/v1/records").json();
     let records = list["records"].as_array().unwrap();
     let with_previous: Vec<&Value> = records.iter().filter(|r| r["previous"].is_object()).collect();
     assert!(!with_previous.is_empty());
-    let page = get_html("/records");
+    let page = bundled_html("/records");
     for r in with_previous {
         let href = r["previous"]["href"].as_str().unwrap();
         let previous = model.judgement.run_index(href.trim_start_matches("/runs/")).unwrap();
@@ -347,7 +374,7 @@ fn the_atom_feed_names_workload_and_gpu_under_the_filters() {
     let reply = get(&format!("/records.atom?gpu={slug}"));
     assert_eq!(reply.status, 200);
     let feed: atom_syndication::Feed = reply.body.parse().expect("the feed parses");
-    let list = get(&format!("/api/v1/records?gpu={slug}")).json();
+    let list = bundled_get(&format!("/api/v1/records?gpu={slug}")).json();
     let records = list["records"].as_array().unwrap();
     assert_eq!(feed.entries.len(), records.len().min(50));
     for (entry, record) in feed.entries.iter().zip(records) {
