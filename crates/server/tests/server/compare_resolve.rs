@@ -177,13 +177,31 @@ fn request_for(run: usize) -> Value {
 fn resolve_of_a_reported_only_workload_says_best_verified_none_and_stale_where_it_applies() {
     let model = SERVER.state.model();
     let index = &model.judgement;
-    // A group whose eligible runs are all reported: no verified run.
-    let cohort = index
+    let age = |run: usize| ki_model::utc::today() - ki_model::utc::day_of(&index.runs[run].observed_at.text).unwrap();
+    // Groups whose eligible runs are all reported (no verified run): one whose #1 is stale, and
+    // one whose #1 is not, when the catalog has one.
+    let reported_only = |c: &&ki_ranking::Cohort| {
+        c.ranking.len() >= 2 && c.ranking.iter().all(|e| index.facts[e.run].trust == ki_ranking::TrustLevel::Reported)
+    };
+    let stale = index
         .cohorts
         .iter()
-        .filter(|c| c.ranking.len() >= 2)
-        .find(|c| c.ranking.iter().all(|e| index.facts[e.run].trust == ki_ranking::TrustLevel::Reported))
-        .expect("a reported-only group");
+        .filter(reported_only)
+        .find(|c| age(c.ranking[0].run) > ki_ranking::views::STALE_AFTER_DAYS + 1)
+        .expect("a reported-only group with a stale #1");
+    let fresh = index
+        .cohorts
+        .iter()
+        .filter(reported_only)
+        .find(|c| age(c.ranking[0].run) < ki_ranking::views::STALE_AFTER_DAYS - 1);
+    for cohort in std::iter::once(stale).chain(fresh) {
+        resolve_shows_the_caveats_of(cohort);
+    }
+}
+
+fn resolve_shows_the_caveats_of(cohort: &ki_ranking::Cohort) {
+    let model = SERVER.state.model();
+    let index = &model.judgement;
     let first = cohort.ranking[0].run;
     let answer = post("/api/v1/resolve/kernel", "application/json", None, &request_for(first).to_string());
     assert_eq!(answer.status, 200, "{}", answer.body);
