@@ -42,7 +42,8 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
         p { "Fastest first: #1 is the run listed first; “× #1” is how many times slower each run is." }
         @if c.same_comparison_group { p { "All runs share one comparison group: their values compare directly." } }
         @else { p.banner role="note" { "These runs are in different comparison groups: they differ in "
-            (differing.join(", ")) ". Compare values with care; “× best in group” is within each group only." } }
+            @if differing.is_empty() { "their comparison keys" } @else { (differing.join(", ")) }
+            ". Compare values with care; “× best in group” is within each group only." } }
         @if !c.differing_axes.is_empty() { p { "Workload axes that differ: " (c.differing_axes.join(", ")) } }
         table {
             caption { "Side by side, fastest first" }
