@@ -86,7 +86,7 @@ pub struct RecordList {
     pub page: usize,
     pub pages: usize,
     pub filter: RecordFilter,
-    /// GPUs the filter can pick, with their slugs, most runs first.
+    /// GPUs the filter can pick, most runs first, each linking to the ledger filtered by it.
     pub gpus: Vec<Link>,
 }
 
@@ -191,7 +191,10 @@ impl ReadModel {
                 .runs_by_gpu
                 .iter()
                 .filter(|(name, _)| !crate::model::slugify(name).is_empty())
-                .map(|(name, _)| Link { label: name.clone(), href: crate::model::slugify(name) })
+                .map(|(name, _)| Link {
+                    label: name.clone(),
+                    href: format!("/records?gpu={}", crate::model::slugify(name)),
+                })
                 .collect(),
         }
     }
@@ -216,7 +219,10 @@ pub fn render(list: &RecordList) -> Markup {
                 div.row { label for="rec-gpu" { "GPU" }
                     select #rec-gpu name="gpu" {
                         option value="" selected[list.filter.gpu.is_none()] { "all" }
-                        @for g in &list.gpus { option value=(g.href) selected[list.filter.gpu_slug.as_deref() == Some(g.href.as_str())] { (g.label) } }
+                        @for g in &list.gpus {
+                            @let slug = crate::model::slugify(&g.label);
+                            option value=(slug) selected[list.filter.gpu_slug.as_deref() == Some(slug.as_str())] { (g.label) }
+                        }
                     } }
                 div.row { input #rec-verified type="checkbox" name="verified" value="1" checked[list.filter.verified]; label for="rec-verified" { "verified holders only" } }
                 div.row { input #rec-source type="checkbox" name="source" value="1" checked[list.filter.source]; label for="rec-source" { "holders with public source only" } }

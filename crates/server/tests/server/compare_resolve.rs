@@ -362,6 +362,14 @@ fn records_filters_live_in_the_url_and_count_honestly() {
         assert!(
             page.body.contains("<th scope=\"col\">workload</th>") && page.body.contains("<th scope=\"col\">GPU</th>")
         );
+        if let Some(g) = gpu_filter {
+            let slug = ki_model::slug::slug(g);
+            assert!(
+                page.body.contains(&format!("<option value=\"{slug}\" selected>")),
+                "{query}: the form keeps the GPU"
+            );
+            assert!(first["gpus"].as_array().unwrap().iter().any(|l| l["href"] == format!("/records?gpu={slug}")));
+        }
     }
     // Unknown GPU: 404 naming it.
     let reply = bundled_get("/api/v1/records?gpu=no-such-gpu");
