@@ -80,10 +80,12 @@ impl Reader {
         match self {
             Reader::Api(api) => api.post(&["resolve", "kernel"], &serde_json::to_value(request)?),
             Reader::Catalog(catalog) => match catalog.kept_model()? {
-                Some(model) => Ok(serde_json::to_value(model.judgement.resolve(request))?),
+                Some(model) => {
+                    Ok(serde_json::to_value(model.judgement.resolve_at(request, ki_server::pages::resolve::now()))?)
+                }
                 None => {
                     let index = load_index_for_operation(&catalog.data, &request.operation)?;
-                    Ok(serde_json::to_value(index.resolve(request))?)
+                    Ok(serde_json::to_value(index.resolve_at(request, ki_server::pages::resolve::now()))?)
                 }
             },
         }
@@ -95,7 +97,7 @@ impl Reader {
             Reader::Api(api) => api.post(&["resolve", "kernel", "batch"], &json!({ "requests": requests })),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                let answers = model.judgement.resolve_batch(requests)?;
+                let answers = model.judgement.resolve_batch_at(requests, ki_server::pages::resolve::now())?;
                 Ok(json!({ "responses": answers }))
             }
         }

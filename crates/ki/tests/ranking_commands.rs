@@ -67,6 +67,15 @@ fn resolve_names_the_flashinfer_wrapper_first_on_b200() {
     assert!(text.contains("mode: exact"), "{text}");
     let first_row = text.lines().find(|l| l.trim_start().starts_with("1 ")).expect("a rank-1 row");
     assert!(first_row.contains("flashinfer-wrapper-78fd04") && first_row.contains("19.5 µs"), "{first_row}");
+    // The caveats of the JSON answer (ki_ranking's, the ones the web's resolve page shows), one
+    // `caveat:` line each; this reported-only case has no verified run.
+    let caveats: Vec<&str> =
+        answer["cohorts"][0]["caveats"].as_array().unwrap().iter().map(|c| c["message"].as_str().unwrap()).collect();
+    assert!(caveats.iter().any(|m| m.starts_with("best verified: none")), "{caveats:?}");
+    for message in &caveats {
+        assert!(text.contains(&format!("    caveat: {message}\n")), "{message} in {text}");
+    }
+    assert!(text.contains("best verified: none"), "{text}");
 
     // show run, by the short id a run page shows.
     let run_id = leader["runId"].as_str().unwrap();

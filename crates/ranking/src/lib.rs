@@ -24,4 +24,6 @@ pub use rank::{CohortProfile, Direction, Ineligibility, POLICY_VERSION, TrustLev
 pub use resolve::{BatchSizeError, NearestCase, ResolveMode, ResolveRequest, ResolveResponse, Side};
 pub use rows::{CatalogRows, RowError};
 pub use time::Instant;
-pub use views::{CohortView, CompareError, Comparison, RecordView, RunDossier, RunSummary};
+pub use views::{
+    Caveat, CaveatKind, CohortView, CompareError, Comparison, KeyPart, RecordView, RunDossier, RunSummary,
+};

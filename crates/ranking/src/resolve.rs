@@ -298,6 +298,29 @@ impl Index {
             .collect()
     }
 
+    /// [`Index::resolve`] with every comparison group's caveats at time `now` (stale evidence
+    /// needs the time): what the web and the CLI answer.
+    pub fn resolve_at(&self, request: &ResolveRequest, now: crate::time::Instant) -> ResolveResponse {
+        let mut response = self.resolve(request);
+        let views = response.cohorts.iter_mut().chain(response.nearest.iter_mut().flat_map(|n| n.cohorts.iter_mut()));
+        for view in views {
+            view.caveats = self.caveats(view, now);
+        }
+        response
+    }
+
+    /// [`Index::resolve_batch`] with caveats at time `now`.
+    pub fn resolve_batch_at(
+        &self,
+        requests: &[ResolveRequest],
+        now: crate::time::Instant,
+    ) -> Result<Vec<ResolveResponse>, BatchSizeError> {
+        if requests.is_empty() || requests.len() > MAX_BATCH {
+            return Err(BatchSizeError { given: requests.len() });
+        }
+        Ok(requests.iter().map(|r| self.resolve_at(r, now)).collect())
+    }
+
     pub fn resolve_batch(&self, requests: &[ResolveRequest]) -> Result<Vec<ResolveResponse>, BatchSizeError> {
         if requests.is_empty() || requests.len() > MAX_BATCH {
             return Err(BatchSizeError { given: requests.len() });

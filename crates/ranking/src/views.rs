@@ -59,6 +59,123 @@ pub struct CohortView {
     pub best_verified: Option<RunSummary>,
     pub best_deployable: Option<RunSummary>,
     pub baseline: Option<RunSummary>,
+    /// What a reader should know before trusting #1 (see [`Caveat`]); filled by the answers
+    /// that know the time ([`Index::resolve_at`]), empty elsewhere.
+    pub caveats: Vec<Caveat>,
+}
+
+/// Runs observed longer ago than this are stale: software and drivers may have moved on.
+pub const STALE_AFTER_DAYS: i64 = 180;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CaveatKind {
+    /// No eligible run of the group is verified or replicated.
+    NoVerified,
+    /// Every eligible run's evidence is only reported by its source.
+    ReportedOnly,
+    /// #1 cannot be deployed as it stands (no public source, licence, install recipe).
+    NotDeployable,
+    /// No eligible run of the group is deployable.
+    NoDeployable,
+    /// #1, or the best verified run, was observed more than [`STALE_AFTER_DAYS`] ago.
+    Stale,
+}
+
+/// One caveat on a comparison group's answer, in the words the CLI prints and the web shows.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Caveat {
+    pub kind: CaveatKind,
+    pub message: String,
+    /// The run it is about, when it is about one.
+    pub run_id: Option<String>,
+}
+
+/// A reason a run is not deployable, in words.
+pub fn deployability_reason(reason: crate::index::DeployabilityReason) -> &'static str {
+    use crate::index::DeployabilityReason as R;
+    match reason {
+        R::NoPublicSource => "no public source",
+        R::NoLicense => "no licence",
+        R::LicenseNotPermissive => "licence not permissive",
+        R::LicenseUnparseable => "licence expression unreadable",
+        R::NoInstallRecipe => "no install recipe",
+    }
+}
+
+impl Index {
+    /// The caveats on a comparison group's view at time `now`: best verified none, reported
+    /// only, #1 not deployable (and why), no deployable run, stale #1 or best verified.
+    pub fn caveats(&self, view: &CohortView, now: crate::time::Instant) -> Vec<Caveat> {
+        let mut out = Vec::new();
+        let Some(&cohort) = self.cohort_by_key.get(&view.comparison_key) else {
+            return out;
+        };
+        let ranking = &self.cohorts[cohort].ranking;
+        let first = view.fastest.first();
+        if view.best_verified.is_none() {
+            out.push(Caveat {
+                kind: CaveatKind::NoVerified,
+                message: "best verified: none (no eligible run here is verified or replicated)".into(),
+                run_id: None,
+            });
+        }
+        if !ranking.is_empty() && ranking.iter().all(|e| self.facts[e.run].trust == TrustLevel::Reported) {
+            out.push(Caveat {
+                kind: CaveatKind::ReportedOnly,
+                message: format!(
+                    "reported only: all {} eligible run(s) are as their source reported them; none was reproduced or verified",
+                    ranking.len()
+                ),
+                run_id: None,
+            });
+        }
+        if let Some(first) = first
+            && let Some(run) = self.run_index(&first.run_id)
+            && !self.facts[run].deployability.deployable
+        {
+            let reasons: Vec<&str> =
+                self.facts[run].deployability.reasons.iter().map(|&r| deployability_reason(r)).collect();
+            out.push(Caveat {
+                kind: CaveatKind::NotDeployable,
+                message: format!("#1 {} is not deployable: {}", first.implementation, reasons.join(", ")),
+                run_id: Some(first.run_id.clone()),
+            });
+        }
+        if !ranking.is_empty() && view.best_deployable.is_none() {
+            out.push(Caveat {
+                kind: CaveatKind::NoDeployable,
+                message: "best deployable: none (no eligible run here is deployable)".into(),
+                run_id: None,
+            });
+        }
+        let mut stale = |label: &str, summary: &RunSummary| {
+            let Some(run) = self.run_index(&summary.run_id) else { return };
+            // Calendar days in UTC, as the run page counts them.
+            const DAY: i64 = 86_400_000_000_000;
+            let days = now.0.div_euclid(DAY) - self.runs[run].observed_at.instant.0.div_euclid(DAY);
+            if days > STALE_AFTER_DAYS
+                && !out.iter().any(|c| c.kind == CaveatKind::Stale && c.run_id.as_deref() == Some(&summary.run_id))
+            {
+                out.push(Caveat {
+                    kind: CaveatKind::Stale,
+                    message: format!(
+                        "stale: {label} {} was observed {days} days ago (more than {STALE_AFTER_DAYS}); software and drivers may have moved on",
+                        summary.implementation
+                    ),
+                    run_id: Some(summary.run_id.clone()),
+                });
+            }
+        };
+        if let Some(first) = first {
+            stale("#1", first);
+        }
+        if let Some(verified) = &view.best_verified {
+            stale("best verified", verified);
+        }
+        out
+    }
 }
 
 impl Index {
@@ -131,6 +248,7 @@ impl Index {
             best_verified,
             best_deployable,
             baseline: cohort_row.baseline.map(|b| self.run_summary(b)),
+            caveats: Vec::new(),
         }
     }
 }
@@ -260,6 +378,37 @@ pub struct Comparison {
     pub same_comparison_group: bool,
     /// Axes whose values differ between the runs' workloads.
     pub differing_axes: Vec<String>,
+    /// The parts of the comparison key (and the GPU) that differ between the runs; empty when
+    /// they share one comparison group.
+    pub differing_keys: Vec<KeyPart>,
+}
+
+/// A part of a run's comparison key, and the GPU (part of its environment, named apart
+/// because it is what readers look at first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyPart {
+    Operation,
+    Workload,
+    Protocol,
+    Environment,
+    Gpu,
+    CorrectnessRule,
+    Metric,
+}
+
+impl KeyPart {
+    pub fn label(self) -> &'static str {
+        match self {
+            KeyPart::Operation => "operation",
+            KeyPart::Workload => "workload",
+            KeyPart::Protocol => "protocol",
+            KeyPart::Environment => "environment",
+            KeyPart::Gpu => "GPU",
+            KeyPart::CorrectnessRule => "correctness rule",
+            KeyPart::Metric => "metric",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -271,6 +420,11 @@ pub struct ComparedRun {
     /// This run's value over the best value among the compared runs of its own group
     /// (1.0 for the best; > 1.0 is slower for lower-is-better metrics).
     pub relative_to_best_in_group: Option<f64>,
+    /// How many times slower than the first compared run (#1, the fastest listed): 1.0 for
+    /// it, >= 1.0 for the others; absent when the values do not share a unit and direction.
+    pub relative_to_first: Option<f64>,
+    /// The measurement's uncertainty interval (low, high) in its unit, when it has one.
+    pub interval: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
@@ -326,15 +480,103 @@ impl Index {
                     }),
                     _ => None,
                 };
+                let row = &self.runs[run];
                 ComparedRun {
                     summary: self.run_summary(run),
                     axes: self.workload_axes[self.run_workload[run]].clone(),
-                    environment: self.runs[run].environment_summary.clone(),
+                    environment: row.environment_summary.clone(),
                     relative_to_best_in_group: relative,
+                    relative_to_first: None,
+                    interval: match (row.uncertainty_low, row.uncertainty_high) {
+                        (Some(low), Some(high)) if low.is_finite() && high.is_finite() => {
+                            Some((low.min(high), low.max(high)))
+                        }
+                        _ => None,
+                    },
                 }
             })
             .collect();
-        Ok(Comparison { runs: compared, same_comparison_group, differing_axes })
+        let mut comparison = Comparison {
+            runs: compared,
+            same_comparison_group,
+            differing_axes,
+            differing_keys: self.differing_keys(&runs),
+        };
+        self.order_best_first(&mut comparison, &runs);
+        Ok(comparison)
+    }
+
+    /// The comparison-key parts (and the GPU) on which the runs do not all agree.
+    fn differing_keys(&self, runs: &[usize]) -> Vec<KeyPart> {
+        let part = |run: usize, part: KeyPart| -> String {
+            let row = &self.runs[run];
+            match part {
+                KeyPart::Operation => self.operation_of(run).id.clone(),
+                KeyPart::Workload => self.workloads[self.run_workload[run]].workload_digest.clone(),
+                KeyPart::Protocol => row.protocol_key.clone(),
+                KeyPart::Environment => row.environment_key.clone(),
+                KeyPart::Gpu => row.hardware_model.clone().unwrap_or_default(),
+                KeyPart::CorrectnessRule => row.correctness_key.clone(),
+                KeyPart::Metric => format!(
+                    "{} {} {}",
+                    row.primary_metric.as_deref().unwrap_or(""),
+                    row.primary_statistic.as_deref().unwrap_or(""),
+                    row.primary_unit.as_deref().unwrap_or("")
+                ),
+            }
+        };
+        [
+            KeyPart::Operation,
+            KeyPart::Workload,
+            KeyPart::Protocol,
+            KeyPart::Environment,
+            KeyPart::Gpu,
+            KeyPart::CorrectnessRule,
+            KeyPart::Metric,
+        ]
+        .into_iter()
+        .filter(|&p| runs.iter().any(|&r| part(r, p) != part(runs[0], p)))
+        .collect()
+    }
+
+    /// Best first: by value in the metric's direction when every run has a value of one unit
+    /// and direction (then `relative_to_first` is each run's factor behind #1), else by the
+    /// factor behind the best of its own group; ties (and runs without a value) keep rank,
+    /// then the order they were named in.
+    fn order_best_first(&self, comparison: &mut Comparison, runs: &[usize]) {
+        let direction = |r: usize| self.cohorts[self.facts[r].cohort].direction;
+        let comparable = runs.iter().all(|&r| {
+            self.primary_value(r).is_some_and(|v| v.is_finite() && v != 0.0)
+                && self.runs[r].primary_unit == self.runs[runs[0]].primary_unit
+                && direction(r) == direction(runs[0])
+        });
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        let rank = |i: usize| comparison.runs[i].summary.rank.unwrap_or(u32::MAX);
+        if comparable {
+            let dir = direction(runs[0]);
+            order.sort_by(|&a, &b| {
+                let (va, vb) = (self.primary_value(runs[a]).unwrap_or(0.0), self.primary_value(runs[b]).unwrap_or(0.0));
+                dir.compare(va, vb).then(rank(a).cmp(&rank(b)))
+            });
+        } else {
+            order.sort_by(|&a, &b| {
+                let factor = |i: usize| comparison.runs[i].relative_to_best_in_group.unwrap_or(f64::INFINITY);
+                factor(a).total_cmp(&factor(b)).then(rank(a).cmp(&rank(b)))
+            });
+        }
+        let mut taken: Vec<Option<ComparedRun>> = comparison.runs.drain(..).map(Some).collect();
+        comparison.runs = order.iter().map(|&i| taken[i].take().expect("each run once")).collect();
+        if comparable {
+            let first_run = runs[order[0]];
+            let first = self.primary_value(first_run).unwrap_or(1.0);
+            for (position, &i) in order.iter().enumerate() {
+                let value = self.primary_value(runs[i]).unwrap_or(first);
+                comparison.runs[position].relative_to_first = Some(match direction(first_run) {
+                    Direction::LowerIsBetter => value / first,
+                    Direction::HigherIsBetter => first / value,
+                });
+            }
+        }
     }
 
     /// Stored record events since `since` (inclusive), oldest first, with their runs.

@@ -184,10 +184,10 @@ fn table() -> Routes {
                 .answers::<ki_ranking::Comparison>(),
             compare::api,
         )
-        .add(page("/records", "Record events, newest first").query::<PageQuery>(), records::page)
-        .add(RouteDoc::new(Get, "/records.atom", Atom, "Record events as an Atom feed"), records::atom_feed)
+        .add(page("/records", "Record events, newest first (gpu=, verified=1, source=1)").query::<records::RecordsQuery>(), records::page)
+        .add(RouteDoc::new(Get, "/records.atom", Atom, "Record events as an Atom feed").query::<records::RecordsQuery>(), records::atom_feed)
         .add(
-            api("/api/v1/records", "Record events as JSON").query::<PageQuery>().answers::<records::RecordList>(),
+            api("/api/v1/records", "Record events as JSON").query::<records::RecordsQuery>().answers::<records::RecordList>(),
             records::api,
         )
         .add(page("/projects", "Projects").query::<PageQuery>(), project::list_page)

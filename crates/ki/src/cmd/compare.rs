@@ -27,7 +27,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
 pub fn render(comparison: &Value) -> String {
     let differing: Vec<&str> = list(comparison, "differingAxes").iter().filter_map(Value::as_str).collect();
-    let mut headers = vec!["run", "implementation", "hardware", "value", "rank", "trust", "× best"];
+    let mut headers = vec!["run", "implementation", "hardware", "value", "interval", "rank", "trust", "× #1", "× best"];
     headers.extend(&differing);
     let mut table = Table::new(&headers);
     for run in list(comparison, "runs") {
@@ -43,18 +43,47 @@ pub fn render(comparison: &Value) -> String {
             text(s, "implementation").to_string(),
             text(s, "hardware").to_string(),
             measure(number(s, "value"), opt_text(s, "unit")),
+            match run["interval"].as_array().map(|pair| (number_at(pair, 0), number_at(pair, 1))) {
+                Some((Some(low), Some(high))) => {
+                    format!(
+                        "{} – {}",
+                        measure(Some(low), opt_text(s, "unit")),
+                        measure(Some(high), opt_text(s, "unit"))
+                    )
+                }
+                _ => "—".into(),
+            },
             rank,
             text(s, "trust").to_string(),
+            number(run, "relativeToFirst").map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into()),
             number(run, "relativeToBestInGroup").map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into()),
         ];
         cells.extend(differing.iter().map(|axis| run["axes"].get(*axis).map(scalar).unwrap_or_default()));
         table.row(cells);
     }
     let mut out = table.render();
-    out.push_str(if comparison["sameComparisonGroup"].as_bool() == Some(true) {
-        "All runs are in one comparison group: values compare directly.\n"
+    if comparison["sameComparisonGroup"].as_bool() == Some(true) {
+        out.push_str("All runs are in one comparison group: values compare directly.\n");
     } else {
-        "The runs are in different comparison groups (workload, hardware, protocol or environment differ): × best is within each group only.\n"
-    });
+        let differing: Vec<String> = list(comparison, "differingKeys").iter().map(key_part).collect();
+        out.push_str(&format!(
+            "The runs are in different comparison groups (they differ in {}): × best is within each group only.\n",
+            differing.join(", ")
+        ));
+    }
+    out.push_str("Fastest first; × #1 is how many times slower than the first run.\n");
     out
+}
+
+fn number_at(pair: &[Value], i: usize) -> Option<f64> {
+    pair.get(i).and_then(Value::as_f64)
+}
+
+/// A comparison-key part as `ki_ranking::KeyPart::label` words it.
+fn key_part(code: &Value) -> String {
+    match code.as_str().unwrap_or("") {
+        "gpu" => "GPU".into(),
+        "correctness_rule" => "correctness rule".into(),
+        other => other.to_string(),
+    }
 }

@@ -76,6 +76,11 @@ fn definitions() -> Value {
                 "bestVerified": { "$ref": "#/$defs/rankedRunOrNull" },
                 "bestDeployable": { "$ref": "#/$defs/rankedRunOrNull" },
                 "baseline": { "$ref": "#/$defs/rankedRunOrNull" },
+                "caveats": { "type": "array", "items": { "type": "object", "required": ["kind", "message"],
+                    "properties": {
+                        "kind": { "enum": ["no_verified", "reported_only", "not_deployable", "no_deployable", "stale"] },
+                        "message": text, "runId": text_or_null,
+                    } } },
             },
         },
         "resolveResponse": {
@@ -117,6 +122,8 @@ fn definitions() -> Value {
                 "holder": { "anyOf": [{ "type": "null" }, { "$ref": "#/$defs/listedRun" }] },
                 "previous": { "anyOf": [{ "type": "null" }, { "$ref": "#/$defs/link" }] },
                 "previousDisplay": text_or_null,
+                "workload": text_or_null,
+                "gpu": { "anyOf": [{ "type": "null" }, { "$ref": "#/$defs/link" }] },
                 "comparisonKey": text,
             },
         },
@@ -259,8 +266,8 @@ pub fn tools() -> Vec<Value> {
         tool(
             "compare",
             "Compare runs",
-            "2 to 8 runs side by side: value, rank, trust, each run's value over the best of its own comparison \
-             group, and the workload axes that differ.",
+            "2 to 8 runs side by side, fastest first: value, interval, rank, trust, each run's value over #1's \
+             and over the best of its own comparison group, the comparison-key parts and workload axes that differ.",
             json!({ "type": "object", "required": ["runs"], "additionalProperties": false,
                 "properties": { "runs": { "type": "array", "minItems": 2, "maxItems": 8, "items": run_reference } } }),
             json!({
@@ -270,9 +277,14 @@ pub fn tools() -> Vec<Value> {
                         "required": ["summary", "axes", "relativeToBestInGroup"],
                         "properties": { "summary": { "$ref": "#/$defs/rankedRun" }, "axes": { "type": "object" },
                             "environment": { "type": ["string", "null"] },
-                            "relativeToBestInGroup": { "type": ["number", "null"] } } } },
+                            "relativeToBestInGroup": { "type": ["number", "null"] },
+                            "relativeToFirst": { "type": ["number", "null"] },
+                            "interval": { "anyOf": [{ "type": "null" },
+                                { "type": "array", "items": { "type": "number" }, "minItems": 2, "maxItems": 2 }] } } } },
                     "sameComparisonGroup": { "type": "boolean" },
                     "differingAxes": { "type": "array", "items": { "type": "string" } },
+                    "differingKeys": { "type": "array", "items": { "enum": ["operation", "workload", "protocol",
+                        "environment", "gpu", "correctness_rule", "metric"] } },
                 },
             }),
         ),

@@ -174,6 +174,9 @@ fn render_cohort(out: &mut String, cohort: &Value) {
         name(present(cohort, "bestVerified")),
         name(present(cohort, "bestDeployable"))
     ));
+    for caveat in list(cohort, "caveats") {
+        out.push_str(&format!("    caveat: {}\n", text(caveat, "message")));
+    }
     if let Some(baseline) = present(cohort, "baseline") {
         out.push_str(&format!(
             "    baseline: {} ({})\n",

@@ -16,26 +16,56 @@ fn summary_value(r: &ki_ranking::RunSummary) -> String {
     ki_model::units::value(r.value, r.unit.as_deref())
 }
 
+/// "unranked (retracted, …)" for a run with no rank, the way `ki compare` prints it.
+fn rank_text(r: &ki_ranking::RunSummary) -> String {
+    match r.rank {
+        Some(rank) => format!("#{rank}"),
+        None => {
+            format!("unranked ({})", r.ineligibility.iter().map(crate::pages::code_of).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+/// The interval as "low – high" in the run's unit, when it has one.
+fn interval_text(r: &ki_ranking::views::ComparedRun) -> Option<String> {
+    let (low, high) = r.interval?;
+    let unit = r.summary.unit.as_deref();
+    Some(format!("{} – {}", ki_model::units::value(Some(low), unit), ki_model::units::value(Some(high), unit)))
+}
+
 pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
     let query: String =
         refs.iter().map(|r| format!("run={}", crate::pages::percent_encode(r))).collect::<Vec<_>>().join("&");
+    let differing: Vec<&str> = c.differing_keys.iter().map(|k| k.label()).collect();
     let main = html! {
         h1 { "Compare " (c.runs.len()) " runs" }
+        p { "Fastest first: #1 is the run listed first; “× #1” is how many times slower each run is." }
         @if c.same_comparison_group { p { "All runs share one comparison group: their values compare directly." } }
-        @else { p.banner role="note" { "These runs are in different comparison groups (workload, protocol, environment or correctness differ); compare values with care." } }
-        @if !c.differing_axes.is_empty() { p { "Axes that differ: " (c.differing_axes.join(", ")) } }
+        @else { p.banner role="note" { "These runs are in different comparison groups: they differ in "
+            @if differing.is_empty() { "their comparison keys" } @else { (differing.join(", ")) }
+            ". Compare values with care; “× best in group” is within each group only." } }
+        @if !c.differing_axes.is_empty() { p { "Workload axes that differ: " (c.differing_axes.join(", ")) } }
         table {
-            caption { "Side by side" }
+            caption { "Side by side, fastest first" }
             thead { tr { th scope="col" { "run" } th scope="col" { "implementation" } th scope="col" { "project" } th scope="col" { "hardware" }
-                th scope="col" class="num" { "value" } th scope="col" class="num" { "× best in group" } th scope="col" class="num" { "rank" } th scope="col" { "evidence" } } }
+                th scope="col" class="num" { "value" } th scope="col" { "interval" } th scope="col" class="num" { "× #1" } th scope="col" { "speed vs #1" }
+                th scope="col" class="num" { "× best in group" } th scope="col" class="num" { "rank" } th scope="col" { "evidence" }
+                @for axis in &c.differing_axes { th scope="col" { (axis) } } } }
             tbody { @for r in &c.runs { tr {
                 td { a href={ "/runs/" (r.summary.run_id) } { (crate::pages::short_id(&r.summary.run_id)) } }
                 td { (r.summary.implementation) } td { (r.summary.project) }
                 td { (crate::pages::gpu_link(r.summary.hardware.as_deref().unwrap_or(""))) }
                 td.num { (summary_value(&r.summary)) " " span.muted { (r.summary.statistic.as_deref().unwrap_or("")) } }
+                td { (interval_text(r).unwrap_or_else(|| "—".into())) }
+                td.num { (r.relative_to_first.map(ki_model::units::factor).unwrap_or_else(|| "—".into())) }
+                td { @if let Some(x) = r.relative_to_first.filter(|x| *x > 0.0) {
+                    @let label = format!("{}% of #1's speed", ki_model::units::plain_number((1000.0 / x).round() / 10.0));
+                    (crate::pages::resolve::speed_bar(1.0 / x, &label)) " " span.muted { (label) }
+                } @else { "—" } }
                 td.num { (r.relative_to_best_in_group.map(|x| format!("{x:.3}")).unwrap_or_else(|| "—".into())) }
-                td.num { (r.summary.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) }
+                td.num { (rank_text(&r.summary)) }
                 td { (crate::pages::code_of(&r.summary.trust)) }
+                @for axis in &c.differing_axes { td { (r.axes.get(axis).map(crate::pages::scalar).unwrap_or_default()) } }
             } } }
         }
         p { "Export: " a href={ "/compare?" (query) "&format=markdown" } { "Markdown" } " · "
@@ -45,7 +75,7 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
     layout("Compare", main)
 }
 
-const COMPARE_COLUMNS: [&str; 10] = [
+const COMPARE_COLUMNS: [&str; 13] = [
     "run",
     "implementation",
     "project",
@@ -55,10 +85,13 @@ const COMPARE_COLUMNS: [&str; 10] = [
     "value",
     "unit",
     "relative_to_best",
+    "relative_to_first",
+    "interval_low",
+    "interval_high",
     "rank",
 ];
 
-fn compare_cells(r: &ki_ranking::views::ComparedRun) -> [String; 10] {
+fn compare_cells(r: &ki_ranking::views::ComparedRun) -> [String; 13] {
     [
         r.summary.run_id.clone(),
         r.summary.implementation.clone(),
@@ -69,6 +102,9 @@ fn compare_cells(r: &ki_ranking::views::ComparedRun) -> [String; 10] {
         r.summary.value.map(|v| v.to_string()).unwrap_or_default(),
         r.summary.unit.clone().unwrap_or_default(),
         r.relative_to_best_in_group.map(|x| format!("{x:.4}")).unwrap_or_default(),
+        r.relative_to_first.map(|x| format!("{x:.4}")).unwrap_or_default(),
+        r.interval.map(|(low, _)| low.to_string()).unwrap_or_default(),
+        r.interval.map(|(_, high)| high.to_string()).unwrap_or_default(),
         r.summary.rank.map(|x| x.to_string()).unwrap_or_default(),
     ]
 }

@@ -16,25 +16,134 @@ pub struct RecordItem {
     pub at: String,
     pub cause: String,
     pub operation: Option<Link>,
+    /// The workload's variable axes and dtypes ("batch_size = 16 · … · bfloat16").
+    pub workload: Option<String>,
+    /// The new holder's GPU, linking to its page.
+    pub gpu: Option<Link>,
     pub holder: Option<RunSummary>,
+    /// The previous holder, by its implementation's name, linking to its run.
     pub previous: Option<Link>,
     pub previous_display: Option<String>,
     pub comparison_key: String,
+}
+
+/// The ledger's filters, as the URL carries them: `gpu=` (a GPU's slug, as in `/gpus/{slug}`),
+/// `verified=1` (the new holder is verified or replicated), `source=1` (the new holder's
+/// implementation has public source), and `page=`.
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct RecordsQuery {
+    #[schemars(extend("maximum" = 18_446_744_073_709_551_615_u64))]
+    pub page: Option<usize>,
+    #[schemars(length(max = 200))]
+    pub gpu: Option<String>,
+    #[schemars(extend("enum" = ["", "0", "1"]))]
+    pub verified: Option<String>,
+    #[schemars(extend("enum" = ["", "0", "1"]))]
+    pub source: Option<String>,
+}
+
+/// The filters a ledger page was asked for, once checked.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordFilter {
+    /// The GPU's name (the slug asked for resolved against the catalog).
+    pub gpu: Option<String>,
+    pub gpu_slug: Option<String>,
+    pub verified: bool,
+    pub source: bool,
+}
+
+impl RecordFilter {
+    pub fn is_empty(&self) -> bool {
+        self.gpu.is_none() && !self.verified && !self.source
+    }
+
+    /// The query string of these filters (without `page`), "" when none.
+    pub fn query(&self) -> String {
+        let mut params = Vec::new();
+        if let Some(slug) = &self.gpu_slug {
+            params.push(format!("gpu={}", crate::pages::percent_encode(slug)));
+        }
+        if self.verified {
+            params.push("verified=1".to_string());
+        }
+        if self.source {
+            params.push("source=1".to_string());
+        }
+        params.join("&")
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordList {
     pub records: Vec<RecordItem>,
+    /// Record events matching the filters.
     pub total: usize,
+    /// Record events in the ledger, filtered or not.
+    pub all: usize,
     pub page: usize,
     pub pages: usize,
+    pub filter: RecordFilter,
+    /// GPUs the filter can pick, most runs first, each linking to the ledger filtered by it.
+    pub gpus: Vec<Link>,
+}
+
+fn on(flag: &Option<String>) -> bool {
+    matches!(flag.as_deref(), Some("1") | Some("true"))
 }
 
 impl ReadModel {
+    /// The filters of a query; an unknown GPU is a 404 naming it.
+    pub fn record_filter(&self, q: &RecordsQuery) -> Result<RecordFilter, crate::problem::Problem> {
+        let wanted = q.gpu.as_deref().map(str::trim).filter(|g| !g.is_empty());
+        let gpu = match wanted {
+            None => None,
+            Some(wanted) => Some(
+                self.runs_by_gpu
+                    .iter()
+                    .map(|(name, _)| name)
+                    .find(|name| {
+                        crate::model::slugify(name) == crate::model::slugify(wanted)
+                            && !crate::model::slugify(wanted).is_empty()
+                    })
+                    .cloned()
+                    .ok_or_else(|| crate::problem::Problem::not_found(format!("no GPU {wanted:?} in the catalog")))?,
+            ),
+        };
+        Ok(RecordFilter {
+            gpu_slug: gpu.as_deref().map(crate::model::slugify),
+            gpu,
+            verified: on(&q.verified),
+            source: on(&q.source),
+        })
+    }
+
+    /// Whether a record event's new holder passes the filters.
+    pub fn record_matches(&self, event: &Row, filter: &RecordFilter) -> bool {
+        if filter.is_empty() {
+            return true;
+        }
+        let Some(h) = self.runs.index_of(text(event, "runId")) else {
+            return false;
+        };
+        let row = &self.runs.rows[h];
+        filter.gpu.as_deref().is_none_or(|g| text(row, "hardwareModel") == g)
+            && (!filter.verified || self.judgement.facts[h].trust.is_verified())
+            && (!filter.source || self.judgement.runs[h].source_available)
+    }
+
     pub fn record_item(&self, event: &Row) -> RecordItem {
         let holder = self.runs.index_of(text(event, "runId"));
         let previous = opt_text(event, "previousRunId").and_then(|p| self.runs.index_of(p));
+        let implementation_name = |run: usize| {
+            self.implementations
+                .get(text(&self.runs.rows[run], "implementationId"))
+                .map(|i| text(i, "slug").to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(text(&self.runs.rows[run], "id"))))
+        };
         RecordItem {
             at: text(event, "at").into(),
             cause: text(event, "cause").into(),
@@ -42,9 +151,17 @@ impl ReadModel {
                 label: self.operation_title(o).into(),
                 href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
             }),
+            workload: holder.and_then(|h| {
+                let workload = self.workloads.get(text(&self.runs.rows[h], "workloadId"))?;
+                let operation = self.run_operation(h).map(|o| &self.operations.rows[o]);
+                Some(crate::pages::workload_label(workload, operation))
+            }),
+            gpu: holder
+                .and_then(|h| opt_text(&self.runs.rows[h], "hardwareModel"))
+                .map(|g| Link { label: g.to_string(), href: crate::pages::gpu_href(g) }),
             holder: holder.map(|h| self.run_summary(h)),
             previous: previous.map(|p| Link {
-                label: format!("Run {}", crate::pages::short_id(text(&self.runs.rows[p], "id"))),
+                label: implementation_name(p),
                 href: format!("/runs/{}", text(&self.runs.rows[p], "id")),
             }),
             previous_display: previous.map(|p| crate::pages::primary_display(&self.runs.rows[p])),
@@ -54,20 +171,31 @@ impl ReadModel {
 
     /// Record events newest first, a page at a time.
     pub fn record_list(&self, page: usize, per_page: usize) -> RecordList {
-        let total = self.record_events.len();
+        self.record_list_filtered(&RecordFilter::default(), page, per_page)
+    }
+
+    /// Record events whose new holder passes `filter`, newest first, a page at a time.
+    pub fn record_list_filtered(&self, filter: &RecordFilter, page: usize, per_page: usize) -> RecordList {
+        let matching: Vec<&Row> = self.record_events.iter().filter(|e| self.record_matches(e, filter)).collect();
+        let total = matching.len();
         let pages = pages_for(total, per_page);
         let page = page.clamp(1, pages);
         RecordList {
-            records: self
-                .record_events
-                .iter()
-                .skip((page - 1) * per_page)
-                .take(per_page)
-                .map(|e| self.record_item(e))
-                .collect(),
+            records: matching.iter().skip((page - 1) * per_page).take(per_page).map(|e| self.record_item(e)).collect(),
             total,
+            all: self.record_events.len(),
             page,
             pages,
+            filter: filter.clone(),
+            gpus: self
+                .runs_by_gpu
+                .iter()
+                .filter(|(name, _)| !crate::model::slugify(name).is_empty())
+                .map(|(name, _)| Link {
+                    label: name.clone(),
+                    href: format!("/records?gpu={}", crate::model::slugify(name)),
+                })
+                .collect(),
         }
     }
 }
@@ -75,24 +203,47 @@ impl ReadModel {
 // ---------- records ----------
 
 pub fn render(list: &RecordList) -> Markup {
+    let query = list.filter.query();
+    let base = if query.is_empty() { "/records".to_string() } else { format!("/records?{query}") };
+    let atom = if query.is_empty() { "/records.atom".to_string() } else { format!("/records.atom?{query}") };
+    let json = if query.is_empty() { "/api/v1/records".to_string() } else { format!("/api/v1/records?{query}") };
     layout(
         "Records",
         html! {
             h1 { "Records" }
-            p { "Every time a comparison group gets a new fastest eligible run, the index records it (policy ranking-v1). " (list.total) " events, newest first. "
-                a href="/records.atom" type="application/atom+xml" { "Atom feed" } " · " a href="/api/v1/records" type="application/json" { "JSON" } }
+            p { "Every time a comparison group gets a new fastest eligible run, the index records it (policy ranking-v1). "
+                @if list.filter.is_empty() { (list.total) " events, newest first. " }
+                @else { (list.total) " of " (list.all) " events match, newest first. " }
+                a href=(atom) type="application/atom+xml" { "Atom feed" } " · " a href=(json) type="application/json" { "JSON" } }
+            form.filters method="get" action="/records" {
+                div.row { label for="rec-gpu" { "GPU" }
+                    select #rec-gpu name="gpu" {
+                        option value="" selected[list.filter.gpu.is_none()] { "all" }
+                        @for g in &list.gpus {
+                            @let slug = crate::model::slugify(&g.label);
+                            option value=(slug) selected[list.filter.gpu_slug.as_deref() == Some(slug.as_str())] { (g.label) }
+                        }
+                    } }
+                div.row { input #rec-verified type="checkbox" name="verified" value="1" checked[list.filter.verified]; label for="rec-verified" { "verified holders only" } }
+                div.row { input #rec-source type="checkbox" name="source" value="1" checked[list.filter.source]; label for="rec-source" { "holders with public source only" } }
+                button type="submit" { "Filter" }
+                @if !list.filter.is_empty() { " " a href="/records" { "clear filters" } }
+            }
             table { caption { "Record events" }
-                thead { tr { th scope="col" { "when" } th scope="col" { "operation" } th scope="col" { "new holder" } th scope="col" class="num" { "value" } th scope="col" { "previous" } th scope="col" { "cause" } } }
+                thead { tr { th scope="col" { "when" } th scope="col" { "operation" } th scope="col" { "workload" } th scope="col" { "GPU" } th scope="col" { "new holder" } th scope="col" class="num" { "value" } th scope="col" { "evidence" } th scope="col" { "previous holder" } th scope="col" { "cause" } } }
                 tbody { @for r in &list.records { tr {
                     td { (ki_model::utc::date_of(&r.at)) }
                     td { @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } } }
-                    td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " on " (crate::pages::gpu_link(&h.hardware)) } }
+                    td { (r.workload.as_deref().unwrap_or("")) }
+                    td { @if let Some(g) = &r.gpu { (crate::pages::gpu_link(&g.label)) } }
+                    td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } } }
                     td.num { @if let Some(h) = &r.holder { (h.display) } }
+                    td { @if let Some(h) = &r.holder { (h.trust) } }
                     td { @if let Some(p) = &r.previous { a href=(p.href) { (p.label) } " " (r.previous_display.as_deref().unwrap_or("")) } @else { "—" } }
                     td { (r.cause) }
                 } } }
             }
-            (pager("/records", list.page, list.pages))
+            (pager(&base, list.page, list.pages))
         },
     )
 }
@@ -121,13 +272,24 @@ pub fn atom(list: &RecordList, base_url: &str) -> String {
             let op = r.operation.as_ref().map(|o| o.label.as_str()).unwrap_or("");
             Some(Entry {
                 title: Text::plain(format!(
-                    "{op}: {} holds the record at {} on {}",
-                    h.implementation, h.display, h.hardware
+                    "{op} ({}) on {}: {} holds the record at {}",
+                    r.workload.as_deref().unwrap_or("workload unknown"),
+                    h.hardware,
+                    h.implementation,
+                    h.display
                 )),
                 id: format!("{base_url}/runs/{}#record-{}", h.id, r.at),
                 updated: atom_date(&r.at),
                 links: vec![atom_link(format!("{base_url}{}", h.href), "alternate")],
-                summary: Some(Text::plain(format!("cause {}; comparison key {}", r.cause, r.comparison_key))),
+                summary: Some(Text::plain(format!(
+                    "workload {}; GPU {}; evidence {}; previous holder {}; cause {}; comparison key {}",
+                    r.workload.as_deref().unwrap_or("unknown"),
+                    h.hardware,
+                    h.trust,
+                    r.previous.as_ref().map(|p| p.label.as_str()).unwrap_or("none"),
+                    r.cause,
+                    r.comparison_key
+                ))),
                 ..Default::default()
             })
         })
@@ -150,15 +312,26 @@ pub fn atom(list: &RecordList, base_url: &str) -> String {
 
 pub const RECORDS_PER_PAGE: usize = 100;
 
-pub async fn page(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
-    Ok(html_response(render(&state.model().record_list(q.number(), RECORDS_PER_PAGE))))
+fn records_page(q: &RecordsQuery) -> usize {
+    PageQuery { page: q.page }.number()
 }
 
-pub async fn api(State(state): State<Shared>, Query(q): Query<PageQuery>) -> Answer {
-    Ok(json_response(&state.model().record_list(q.number(), RECORDS_PER_PAGE)))
+pub async fn page(State(state): State<Shared>, Query(q): Query<RecordsQuery>) -> Answer {
+    let model = state.model();
+    let filter = model.record_filter(&q)?;
+    Ok(html_response(render(&model.record_list_filtered(&filter, records_page(&q), RECORDS_PER_PAGE))))
 }
 
-pub async fn atom_feed(State(state): State<Shared>) -> Answer {
-    let list = state.model().record_list(1, 50);
+pub async fn api(State(state): State<Shared>, Query(q): Query<RecordsQuery>) -> Answer {
+    let model = state.model();
+    let filter = model.record_filter(&q)?;
+    Ok(json_response(&model.record_list_filtered(&filter, records_page(&q), RECORDS_PER_PAGE)))
+}
+
+/// The newest 50 record events (under the same filters as the page) as Atom.
+pub async fn atom_feed(State(state): State<Shared>, Query(q): Query<RecordsQuery>) -> Answer {
+    let model = state.model();
+    let filter = model.record_filter(&q)?;
+    let list = model.record_list_filtered(&filter, 1, 50);
     Ok(([(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")], atom(&list, &state.base_url)).into_response())
 }

@@ -23,19 +23,76 @@ pub struct ResolveForm {
     pub framework: String,
 }
 
+/// The time resolve answers are given at: stale evidence is judged against it.
+pub fn now() -> ki_ranking::Instant {
+    ki_ranking::Instant::parse(&ki_model::utc::now_millis()).unwrap_or(ki_ranking::Instant(0))
+}
+
+/// How fast a run is next to #1 of its group, as a fraction in (0, 1]: #1's value over this
+/// run's for lower-is-better metrics, this run's over #1's for higher-is-better ones.
+pub fn speed_fraction(value: Option<f64>, first: Option<f64>, direction: ki_ranking::Direction) -> Option<f64> {
+    let (value, first) = (value?, first?);
+    if !(value.is_finite() && first.is_finite()) || value <= 0.0 || first <= 0.0 {
+        return None;
+    }
+    Some(match direction {
+        ki_ranking::Direction::LowerIsBetter => first / value,
+        ki_ranking::Direction::HigherIsBetter => value / first,
+    })
+}
+
+/// A horizontal bar, server-rendered SVG (no inline style: the CSP forbids it), `fraction`
+/// of the full width, labelled for screen readers.
+pub fn speed_bar(fraction: f64, label: &str) -> Markup {
+    let width = format!("{:.1}", (fraction.clamp(0.0, 1.0) * 100.0).max(0.5));
+    html! {
+        svg.bar width="120" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label=(label) {
+            rect.track x="0" y="0" width="100" height="10" {}
+            rect.fill x="0" y="0" width=(width) height="10" {}
+        }
+    }
+}
+
 fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
     let axes: Vec<String> = c.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))).collect();
+    let first = c.fastest.first().and_then(|r| r.value);
+    let name = |run: &Option<ki_ranking::RunSummary>| match run {
+        Some(r) => {
+            html! { a href={ "/runs/" (r.run_id) } { (r.implementation) } " (" (ki_model::units::value(r.value, r.unit.as_deref())) ", #" (r.rank.unwrap_or(0)) ")" }
+        }
+        None => html! { "none" },
+    };
     html! {
         article.cohort {
             h3 { @if let Some(h) = &c.hardware { (crate::pages::gpu_link(h)) } @else { "unknown hardware" } " · " (c.protocol.as_deref().unwrap_or("")) }
-            p.muted { (axes.join(", ")) " · " (c.dtypes.join("/")) " · " (c.eligible_runs) " eligible of " (c.runs) " runs" }
-            ol { @for r in &c.fastest { li {
-                a href={ "/runs/" (r.run_id) } { (r.implementation) } " — "
-                (ki_model::units::value(r.value, r.unit.as_deref()))
-                " · rank " (r.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) " · " (crate::pages::code_of(&r.trust))
-            } } }
-            @if let Some(v) = &c.best_verified { p { "Best verified: " a href={ "/runs/" (v.run_id) } { (v.implementation) } } }
-            @if let Some(d) = &c.best_deployable { p { "Best deployable: " a href={ "/runs/" (d.run_id) } { (d.implementation) } } }
+            p.muted { (axes.join(", ")) " · " (c.dtypes.join("/")) " · " (c.eligible_runs) " eligible of " (c.runs) " runs · "
+                (c.metric.as_deref().unwrap_or("?")) " " (c.statistic.as_deref().unwrap_or("")) " ("
+                @match c.direction { ki_ranking::Direction::LowerIsBetter => "lower is better", ki_ranking::Direction::HigherIsBetter => "higher is better" } ")" }
+            @if !c.caveats.is_empty() {
+                ul.caveats aria-label="Caveats" { @for caveat in &c.caveats { li data-kind=(crate::pages::code_of(&caveat.kind)) { (caveat.message) } } }
+            }
+            table {
+                caption { "Fastest eligible runs, speed relative to #1" }
+                thead { tr { th scope="col" class="num" { "#" } th scope="col" { "implementation" } th scope="col" { "project" } th scope="col" class="num" { "value" }
+                    th scope="col" { "speed vs #1" } th scope="col" { "evidence" } th scope="col" { "deployable" } th scope="col" { "observed" } } }
+                tbody { @for r in &c.fastest {
+                    @let fraction = speed_fraction(r.value, first, c.direction);
+                    tr {
+                        td.num { (r.rank.map(|x| x.to_string()).unwrap_or_else(|| "—".into())) }
+                        td { a href={ "/runs/" (r.run_id) } { (r.implementation) } }
+                        td { (r.project) }
+                        td.num { (ki_model::units::value(r.value, r.unit.as_deref())) }
+                        td { @if let Some(f) = fraction {
+                            @let label = format!("{}% of #1's speed", ki_model::units::plain_number((f * 1000.0).round() / 10.0));
+                            (speed_bar(f, &label)) " " span.muted { (label) }
+                        } @else { "—" } }
+                        td { (crate::pages::code_of(&r.trust)) }
+                        td { @if r.deployable { "yes" } @else { "no" } }
+                        td { (ki_model::utc::date_of(&r.observed_at)) }
+                    }
+                } }
+            }
+            p { "Best verified: " (name(&c.best_verified)) " · best deployable: " (name(&c.best_deployable)) }
         }
     }
 }
@@ -99,13 +156,13 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
         hardware: Some(form.hardware.clone()).filter(|h| !h.is_empty()),
         framework: Some(form.framework.clone()).filter(|f| !f.is_empty()),
     };
-    let answer = model.judgement.resolve(&request);
+    let answer = model.judgement.resolve_at(&request, now());
     Ok(html_response(render(&form, Some(&answer), None)))
 }
 
 pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
     let request: ki_ranking::ResolveRequest = parse_json(&body, "a resolve request")?;
-    Ok(json_response(&state.model().judgement.resolve(&request)))
+    Ok(json_response(&state.model().judgement.resolve_at(&request, now())))
 }
 
 /// 1 to 20 resolve requests.
@@ -124,7 +181,10 @@ pub struct BatchAnswer {
 
 pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     let input: BatchInput = parse_json(&body, "{\"requests\": [...]} with 1 to 20 resolve requests")?;
-    let answers =
-        state.model().judgement.resolve_batch(&input.requests).map_err(|e| Problem::bad_request(e.to_string()))?;
+    let answers = state
+        .model()
+        .judgement
+        .resolve_batch_at(&input.requests, now())
+        .map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&BatchAnswer { responses: answers }))
 }
