@@ -142,6 +142,8 @@ pub struct Tables {
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<usize>)>,
     pub search: Vec<SearchEntry>,
+    /// Every word (3+ characters) of the search entries' text, once, for "did you mean".
+    pub search_vocabulary: Vec<String>,
 }
 
 /// The tables plus the ranking's judgement on them. Run indexes agree between the two:
@@ -292,6 +294,13 @@ impl Tables {
             model.events_by_comparison_key.entry(text(e, "comparisonKey").to_string()).or_default().push(i);
         }
         model.search = model.build_search();
+        let vocabulary: std::collections::BTreeSet<&str> = model
+            .search
+            .iter()
+            .flat_map(|e| e.haystack.split(|c: char| !c.is_alphanumeric()))
+            .filter(|t| t.len() >= 3)
+            .collect();
+        model.search_vocabulary = vocabulary.into_iter().map(str::to_string).collect();
         Ok(model)
     }
 }

@@ -6,7 +6,7 @@
 //! projects and GPUs with their run counts and GPUs, scored: whole-word and exact-name matches
 //! first, then the most-run. A word that matches nothing gets "did you mean".
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance, parse_search};
 use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
@@ -56,6 +56,18 @@ const TRUST_NAMES: [(&str, TrustLevel); 4] = [
     ("replicated", TrustLevel::Replicated),
 ];
 
+/// Whether a name holds a filter's value, as text or as a slug (`h200` in "NVIDIA H200").
+fn contains(have: &str, wanted: &str) -> bool {
+    let have = have.to_lowercase();
+    have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
+}
+
+/// What the `gpu:` and `source:` filters name, found once per query: GPU models and source ids.
+struct KnownMatches<'a> {
+    gpus: Option<HashSet<&'a str>>,
+    sources: Option<HashSet<&'a str>>,
+}
+
 /// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20 more
 /// when the words are exactly one of its names; None when a word is missing.
 fn score(entry: &SearchEntry, words: &[String]) -> Option<u32> {
@@ -76,23 +88,40 @@ fn score(entry: &SearchEntry, words: &[String]) -> Option<u32> {
 }
 
 impl ReadModel {
+    /// The GPUs and sources the query's `gpu:` and `source:` filters name, found once per query.
+    fn known_matches(&self, request: &SearchRequest) -> KnownMatches<'_> {
+        let named = |filter: Filter| request.values(filter).next().is_some();
+        let gpus = named(Filter::Gpu).then(|| {
+            self.runs_by_gpu
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .filter(|name| request.values(Filter::Gpu).all(|g| contains(name, g)))
+                .collect()
+        });
+        let sources = named(Filter::Source).then(|| {
+            self.sources
+                .rows
+                .iter()
+                .filter(|src| {
+                    request
+                        .values(Filter::Source)
+                        .all(|s| contains(text(src, "slug"), s) || contains(text(src, "name"), s))
+                })
+                .map(|src| text(src, "id"))
+                .collect()
+        });
+        KnownMatches { gpus, sources }
+    }
+
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
     /// language, installable, dtype).
-    fn run_matches(&self, run: usize, request: &SearchRequest) -> bool {
+    fn run_matches(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
         let row = &self.runs.rows[run];
-        let implementation = self.implementations.get(text(row, "implementationId"));
+        let implementation = || self.implementations.get(text(row, "implementationId"));
         let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
-        let contains = |have: &str, wanted: &str| {
-            let have = have.to_lowercase();
-            have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
-        };
-        all(Filter::Gpu, &|g| contains(text(row, "hardwareModel"), g))
+        known.gpus.as_ref().is_none_or(|gpus| gpus.contains(text(row, "hardwareModel")))
+            && known.sources.as_ref().is_none_or(|sources| sources.contains(text(row, "sourceId")))
             && all(Filter::Arch, &|a| text(row, "hardwareArchitecture").eq_ignore_ascii_case(a))
-            && all(Filter::Source, &|s| {
-                self.sources
-                    .get(text(row, "sourceId"))
-                    .is_some_and(|src| contains(text(src, "slug"), s) || contains(text(src, "name"), s))
-            })
             && all(Filter::Trust, &|t| {
                 TRUST_NAMES
                     .iter()
@@ -100,9 +129,9 @@ impl ReadModel {
                     .is_some_and(|(_, least)| self.judgement.facts[run].trust >= *least)
             })
             && all(Filter::License, &|l| {
-                implementation.and_then(|i| opt_text(i, "licenseExpression")).is_some_and(|e| contains(e, l))
+                implementation().and_then(|i| opt_text(i, "licenseExpression")).is_some_and(|e| contains(e, l))
             })
-            && all(Filter::Language, &|l| implementation.is_some_and(|i| text(i, "language").eq_ignore_ascii_case(l)))
+            && all(Filter::Language, &|l| implementation().is_some_and(|i| text(i, "language").eq_ignore_ascii_case(l)))
             && all(Filter::Installable, &|yes| {
                 let wanted = matches!(yes, "yes" | "true" | "1");
                 row.get("installable").and_then(serde_json::Value::as_bool).unwrap_or(false) == wanted
@@ -118,7 +147,7 @@ impl ReadModel {
 
     /// An entry passes the query's filters: its own (family, model) and, when the query has
     /// run filters, at least one of its runs passes them all.
-    fn entry_matches(&self, entry: &SearchEntry, request: &SearchRequest) -> bool {
+    fn entry_matches(&self, entry: &SearchEntry, request: &SearchRequest, known: &KnownMatches) -> bool {
         let run_filters = request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model));
         let own = |filter: Filter| request.values(filter).next().is_some();
         if own(Filter::Family) || own(Filter::Model) {
@@ -138,7 +167,7 @@ impl ReadModel {
                 return false;
             }
         }
-        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r, request))
+        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r, request, known))
     }
 
     /// Whether an operation has every axis of the query at its value: a constant axis of that
@@ -208,11 +237,12 @@ impl ReadModel {
     }
 
     fn ranked_entries(&self, request: &SearchRequest) -> Vec<(u32, &SearchEntry)> {
+        let known = self.known_matches(request);
         let mut scored: Vec<(u32, &SearchEntry)> = self
             .search
             .iter()
             .filter_map(|e| score(e, &request.words).map(|s| (s, e)))
-            .filter(|(_, e)| self.entry_matches(e, request))
+            .filter(|(_, e)| self.entry_matches(e, request, &known))
             .map(|(s, e)| {
                 let fits = !request.axes.is_empty() && e.operation.is_some_and(|op| self.fits_axes(op, request));
                 (s + if fits { 10 } else { 0 }, e)
@@ -280,12 +310,6 @@ impl ReadModel {
     /// The query with each word that matches nothing replaced by the nearest word of the index's
     /// names (at most two edits away), when the new query finds something.
     fn did_you_mean(&self, request: &SearchRequest) -> Option<String> {
-        let vocabulary: BTreeSet<&str> = self
-            .search
-            .iter()
-            .flat_map(|e| e.haystack.split(|c: char| !c.is_alphanumeric()))
-            .filter(|t| t.len() >= 3)
-            .collect();
         let mut changed = false;
         let words: Vec<String> = request
             .words
@@ -294,9 +318,12 @@ impl ReadModel {
                 if self.search.iter().any(|e| e.haystack.contains(word.as_str())) {
                     return word.clone();
                 }
-                let best = vocabulary
+                let length = word.chars().count();
+                let best = self
+                    .search_vocabulary
                     .iter()
-                    .map(|t| (edit_distance(word, t), *t))
+                    .filter(|t| t.len().abs_diff(length) <= 2)
+                    .map(|t| (edit_distance(word, t), t.as_str()))
                     .filter(|(d, _)| *d <= 2 && *d < word.chars().count())
                     .min();
                 match best {
