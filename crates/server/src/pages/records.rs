@@ -90,8 +90,14 @@ pub struct RecordList {
     pub gpus: Vec<Link>,
 }
 
-fn on(flag: &Option<String>) -> bool {
-    matches!(flag.as_deref(), Some("1") | Some("true"))
+/// A `0`/`1` filter flag (absent or empty: off); anything else is refused by name, as the
+/// schema's enum says.
+fn on(flag: &Option<String>, name: &str) -> Result<bool, crate::problem::Problem> {
+    match flag.as_deref() {
+        None | Some("") | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(crate::problem::Problem::bad_request(format!("{name}= takes 1 or 0, not {other:?}"))),
+    }
 }
 
 impl ReadModel {
@@ -115,8 +121,8 @@ impl ReadModel {
         Ok(RecordFilter {
             gpu_slug: gpu.as_deref().map(crate::model::slugify),
             gpu,
-            verified: on(&q.verified),
-            source: on(&q.source),
+            verified: on(&q.verified, "verified")?,
+            source: on(&q.source, "source")?,
         })
     }
 

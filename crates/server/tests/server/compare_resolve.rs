@@ -375,6 +375,13 @@ fn records_filters_live_in_the_url_and_count_honestly() {
     let reply = bundled_get("/api/v1/records?gpu=no-such-gpu");
     assert_eq!(reply.status, 404);
     assert!(reply.body.contains("no-such-gpu"));
+    // A flag outside the schema's 0/1 is refused by name on every form (Schemathesis found
+    // `verified=AAA` accepted).
+    for path in ["/api/v1/records?verified=AAA", "/records?source=yes", "/records.atom?verified=2"] {
+        let reply = bundled_get(path);
+        assert_eq!(reply.status, 400, "{path}");
+        assert!(reply.body.contains("takes 1 or 0"), "{path}: {}", reply.body);
+    }
 }
 
 #[test]
