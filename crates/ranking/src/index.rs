@@ -129,6 +129,37 @@ pub struct Index {
     /// Every axis name the operation or its workloads use.
     pub(crate) operation_known_axes: Vec<Vec<String>>,
     pub(crate) run_framework: Vec<Option<String>>,
+    /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
+    pub(crate) run_protocol_name: Vec<Option<std::sync::Arc<str>>>,
+    pub(crate) manifests: ManifestText,
+}
+
+/// The manifests of operations, workloads, implementations and runs as compact JSON text,
+/// parsed when one is asked for. They are most of a catalog's bytes, and as parsed values
+/// several times that; the index needs them only while it is built, so once built the typed
+/// rows' `manifest` fields are emptied (`Value::Null`) and these are the only copy.
+#[derive(Debug, Default)]
+pub(crate) struct ManifestText {
+    operations: Vec<Box<str>>,
+    workloads: Vec<Box<str>>,
+    implementations: Vec<Box<str>>,
+    runs: Vec<Box<str>>,
+}
+
+impl ManifestText {
+    fn take<'a>(rows: impl Iterator<Item = &'a mut Value>) -> Vec<Box<str>> {
+        rows.map(|manifest| {
+            let text = serde_json::to_string(manifest).unwrap_or_default();
+            *manifest = Value::Null;
+            text.into_boxed_str()
+        })
+        .collect()
+    }
+
+    fn parse(text: Option<&str>) -> Value {
+        // Written by `take` from a parsed value, so it parses back to the same value.
+        text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+    }
 }
 
 fn index_by_id<'a>(
@@ -196,13 +227,13 @@ impl Index {
     pub fn from_owned_rows(rows: CatalogRows) -> Result<Index, RowError> {
         let (sources, source_origins): (Vec<SourceRow>, _) = parse_table("sources", rows.sources)?;
         let (projects, project_origins): (Vec<ProjectRow>, _) = parse_table("projects", rows.projects)?;
-        let (operations, operation_origins): (Vec<OperationRow>, _) = parse_table("operations", rows.operations)?;
+        let (mut operations, operation_origins): (Vec<OperationRow>, _) = parse_table("operations", rows.operations)?;
         let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) =
             parse_table("operation_aliases", rows.operation_aliases)?;
-        let (workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
-        let (implementations, implementation_origins): (Vec<ImplementationRow>, _) =
+        let (mut workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
+        let (mut implementations, implementation_origins): (Vec<ImplementationRow>, _) =
             parse_table("implementations", rows.implementations)?;
-        let (runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
+        let (mut runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
         let (measurements, measurement_origins): (Vec<MeasurementRow>, _) =
             parse_table("measurements", rows.measurements)?;
         let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
@@ -510,6 +541,20 @@ impl Index {
             }
         }
 
+        let mut interned: HashMap<String, std::sync::Arc<str>> = HashMap::new();
+        let run_protocol_name = runs
+            .iter()
+            .map(|run| {
+                let name = run.manifest.pointer("/protocol/metadata/name").and_then(Value::as_str)?;
+                Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
+            })
+            .collect();
+        let manifests = ManifestText {
+            operations: ManifestText::take(operations.iter_mut().map(|r| &mut r.manifest)),
+            workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
+            implementations: ManifestText::take(implementations.iter_mut().map(|r| &mut r.manifest)),
+            runs: ManifestText::take(runs.iter_mut().map(|r| &mut r.manifest)),
+        };
         Ok(Index {
             sources,
             projects,
@@ -542,7 +587,38 @@ impl Index {
             operation_variable_axes,
             operation_known_axes,
             run_framework,
+            run_protocol_name,
+            manifests,
         })
+    }
+
+    /// The operation's manifest (parsed from the index's compact copy; the typed row's
+    /// `manifest` field is empty once the index is built).
+    pub fn operation_manifest(&self, operation: usize) -> Value {
+        ManifestText::parse(self.manifests.operations.get(operation).map(|t| &**t))
+    }
+
+    pub fn workload_manifest(&self, workload: usize) -> Value {
+        ManifestText::parse(self.manifests.workloads.get(workload).map(|t| &**t))
+    }
+
+    pub fn implementation_manifest(&self, implementation: usize) -> Value {
+        ManifestText::parse(self.manifests.implementations.get(implementation).map(|t| &**t))
+    }
+
+    /// The run's manifests (`{run, protocol, environment}`).
+    pub fn run_manifest(&self, run: usize) -> Value {
+        ManifestText::parse(self.manifests.runs.get(run).map(|t| &**t))
+    }
+
+    /// The run manifest's protocol name, when it has one.
+    pub fn run_protocol_name(&self, run: usize) -> Option<&str> {
+        self.run_protocol_name.get(run)?.as_deref()
+    }
+
+    /// The workload's axes, the operation's constant axes filled in.
+    pub fn workload_axes(&self, workload: usize) -> &BTreeMap<String, Value> {
+        &self.workload_axes[workload]
     }
 
     pub fn cohort(&self, comparison_key: &str) -> Option<&Cohort> {

@@ -208,16 +208,11 @@ pub struct Reverification {
 }
 
 fn run_environment(index: &Index, run: usize) -> Option<EnvironmentFacts> {
-    EnvironmentFacts::from_manifest(index.runs[run].manifest.get("environment")?)
+    EnvironmentFacts::from_manifest(index.run_manifest(run).get("environment")?)
 }
 
 fn protocol_name(index: &Index, run: usize) -> String {
-    let row = &index.runs[run];
-    row.manifest
-        .pointer("/protocol/metadata/name")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| row.protocol_key.clone())
+    index.run_protocol_name(run).map(str::to_string).unwrap_or_else(|| index.runs[run].protocol_key.clone())
 }
 
 /// For each software name of `run`, the newest version any seen environment of the same GPU

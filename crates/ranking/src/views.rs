@@ -238,7 +238,7 @@ impl Index {
             dtypes: self.workloads[workload].dtypes.clone(),
             hardware: row.hardware_model.clone(),
             environment: row.environment_summary.clone(),
-            protocol: row.manifest.pointer("/protocol/metadata/name").and_then(Value::as_str).map(String::from),
+            protocol: self.run_protocol_name(sample).map(String::from),
             metric: row.primary_metric.clone(),
             statistic: row.primary_statistic.clone(),
             unit: row.primary_unit.clone(),
@@ -311,8 +311,9 @@ impl Index {
         let workload = self.workload_of(run);
         let leader =
             cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
-        let artifacts = implementation
-            .manifest
+        let manifest = self.run_manifest(run);
+        let implementation_manifest = self.implementation_manifest(self.run_implementation[run]);
+        let artifacts = implementation_manifest
             .pointer("/spec/source/contentDigest")
             .and_then(Value::as_str)
             .and_then(|digest| self.artifact_by_digest.get(digest))
@@ -338,18 +339,17 @@ impl Index {
             implementation_revision: implementation.source_revision.clone(),
             workload_axes: self.workload_axes[self.run_workload[run]].clone(),
             workload_dtypes: workload.dtypes.clone(),
-            workload_tensors: workload.manifest.pointer("/spec/tensors").cloned(),
-            external_id: row
-                .manifest
+            workload_tensors: self.workload_manifest(self.run_workload[run]).pointer("/spec/tensors").cloned(),
+            external_id: manifest
                 .pointer("/run/spec/sourceNative/externalId")
                 .and_then(Value::as_str)
                 .map(String::from),
-            correctness: row.manifest.pointer("/run/spec/correctness").cloned(),
+            correctness: manifest.pointer("/run/spec/correctness").cloned(),
             measurements: self.measurements_by_run[run].iter().map(|&m| self.measurements[m].clone()).collect(),
-            protocol: row.manifest.pointer("/protocol/spec").cloned(),
-            environment: row.manifest.pointer("/environment/spec").cloned(),
+            protocol: manifest.pointer("/protocol/spec").cloned(),
+            environment: manifest.pointer("/environment/spec").cloned(),
             artifacts,
-            source_native_metrics: row.manifest.pointer("/run/spec/sourceNative/metrics").cloned(),
+            source_native_metrics: manifest.pointer("/run/spec/sourceNative/metrics").cloned(),
             record_events: self
                 .events_by_run
                 .get(&row.id)
@@ -364,7 +364,7 @@ impl Index {
                 implementation_digest: implementation.implementation_digest.clone(),
                 operation_digest: self.operation_of(run).semantic_digest.clone(),
             },
-            manifest: row.manifest.clone(),
+            manifest,
         })
     }
 }

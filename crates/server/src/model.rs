@@ -170,22 +170,110 @@ pub enum ModelError {
 }
 
 impl ReadModel {
+    /// One pass over the rows: each ranking row goes whole (moved, not copied) to the ranking's
+    /// index, which keeps the one full copy of the manifests (compact, parsed per page); the
+    /// tables keep the columns and, of the big manifests, only what lists and search read for
+    /// many rows at once ([`list_parts`]).
     pub fn build(rows: Vec<CatalogRow>) -> Result<ReadModel, ModelError> {
         let mut ranking_rows = ki_ranking::CatalogRows::new();
-        for row in &rows {
-            if ki_ranking::rows::RANKING_TABLES.contains(&row.table.as_str()) {
-                ranking_rows.push(&row.table, row.row.clone(), None);
+        let mut table_rows = Vec::with_capacity(rows.len());
+        for CatalogRow { table, row } in rows {
+            if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
+                table_rows.push(CatalogRow { table, row });
+                continue;
             }
+            let parts = list_parts(&table);
+            let columns: Row = row
+                .iter()
+                .map(|(key, value)| match key.as_str() {
+                    "manifest" if !parts.is_empty() => (key.clone(), pruned(value, parts)),
+                    _ => (key.clone(), value.clone()),
+                })
+                .collect();
+            ranking_rows.push(&table, row, None);
+            table_rows.push(CatalogRow { table, row: columns });
         }
-        let judgement = ki_ranking::Index::from_rows(&ranking_rows)?;
-        drop(ranking_rows);
-        let tables = Tables::build(rows)?;
+        let judgement = ki_ranking::Index::from_owned_rows(ranking_rows)?;
+        let tables = Tables::build(table_rows, &judgement)?;
+        release_freed_memory();
         Ok(ReadModel { tables, judgement })
+    }
+
+    /// The run's row with its whole manifest (the tables keep only [`list_parts`] of it).
+    pub fn full_run_row(&self, run: usize) -> Row {
+        with_manifest(&self.runs.rows[run], self.judgement.run_manifest(run))
+    }
+
+    pub fn full_workload_row(&self, workload: usize) -> Row {
+        with_manifest(&self.workloads.rows[workload], self.judgement.workload_manifest(workload))
+    }
+
+    pub fn full_implementation_row(&self, implementation: usize) -> Row {
+        with_manifest(
+            &self.implementations.rows[implementation],
+            self.judgement.implementation_manifest(implementation),
+        )
+    }
+
+    pub fn full_operation_row(&self, operation: usize) -> Row {
+        with_manifest(&self.operations.rows[operation], self.judgement.operation_manifest(operation))
+    }
+}
+
+fn with_manifest(row: &Row, manifest: Value) -> Row {
+    let mut full = row.clone();
+    full.insert("manifest".into(), manifest);
+    full
+}
+
+/// The parts of a manifest the tables keep, per table: what list pages, labels and search
+/// read for many rows at once. Pages about one record take the whole manifest from the
+/// ranking's index (`ReadModel::full_run_row` and its neighbours). Tables not named keep
+/// their manifests whole (they are small, or the index does not hold them).
+pub fn list_parts(table: &str) -> &'static [&'static [&'static str]] {
+    match table {
+        "operations" => &[&["metadata", "title"], &["spec", "axes"]],
+        "workloads" => &[&["spec", "axes"]],
+        "implementations" => &[&["spec", "projectRevision"], &["spec", "source"], &["spec", "callable"]],
+        "benchmark_runs" => {
+            &[&["run", "metadata", "title"], &["run", "spec", "sourceNative", "externalId"], &["protocol", "metadata"]]
+        }
+        _ => &[],
+    }
+}
+
+/// A copy of `value` with only the given paths (absent ones stay absent).
+fn pruned(value: &Value, paths: &[&[&str]]) -> Value {
+    let mut out = Value::Object(Map::new());
+    for path in paths {
+        let Some(found) = pointer(value, path) else { continue };
+        let mut at = &mut out;
+        for key in &path[..path.len() - 1] {
+            at = at
+                .as_object_mut()
+                .expect("pruned builds objects only")
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+        }
+        if let (Some(object), Some(last)) = (at.as_object_mut(), path.last()) {
+            object.insert(last.to_string(), found.clone());
+        }
+    }
+    out
+}
+
+/// Gives the pages the building freed back to the system: glibc keeps a process's peak
+/// otherwise, and a build's peak is twice what the model holds.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
 impl Tables {
-    fn build(rows: Vec<CatalogRow>) -> Result<Tables, ModelError> {
+    fn build(rows: Vec<CatalogRow>, judgement: &ki_ranking::Index) -> Result<Tables, ModelError> {
         let mut model = Tables::default();
         let mut aliases: Vec<Row> = Vec::new();
         let mut measurements: Vec<Row> = Vec::new();
@@ -293,6 +381,7 @@ impl Tables {
         for (i, e) in model.record_events.iter().enumerate() {
             model.events_by_comparison_key.entry(text(e, "comparisonKey").to_string()).or_default().push(i);
         }
+        model.check_aligned(judgement)?;
         model.search = model.build_search();
         let vocabulary: std::collections::BTreeSet<&str> = model
             .search
@@ -306,6 +395,32 @@ impl Tables {
 }
 
 impl Tables {
+    /// Pages index the tables and the ranking's index by the same position (a run's facts,
+    /// its full manifest): both must hold the same rows in the same order.
+    fn check_aligned(&self, judgement: &ki_ranking::Index) -> Result<(), ModelError> {
+        let tables: [(&str, &Table, Vec<&str>); 4] = [
+            ("operations", &self.operations, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
+            ("workloads", &self.workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
+            (
+                "implementations",
+                &self.implementations,
+                judgement.implementations.iter().map(|r| r.id.as_str()).collect(),
+            ),
+            ("benchmark_runs", &self.runs, judgement.runs.iter().map(|r| r.id.as_str()).collect()),
+        ];
+        for (table, rows, ids) in tables {
+            let held: Vec<&str> = rows.rows.iter().map(|r| text(r, "id")).collect();
+            if held != ids {
+                return Err(ModelError::BadRow {
+                    table: table.into(),
+                    index: held.iter().zip(&ids).position(|(a, b)| a != b).unwrap_or(held.len().min(ids.len())),
+                    message: "the tables and the ranking's index disagree on the rows' order".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn build_search(&self) -> Vec<SearchEntry> {
         let spaced = |name: &str| name.to_lowercase().replace(['_', '-'], " ");
         let gpus_of = |runs: &[usize]| {

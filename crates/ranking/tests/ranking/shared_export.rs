@@ -194,7 +194,8 @@ fn a_never_measured_case_gets_its_bracketing_measured_cases() {
     // Any operation with one variable axis measured at three or more values.
     let (op, axis, values) = (0..index.operations.len())
         .find_map(|op| {
-            let spec = index.operations[op].manifest.pointer("/spec/axes")?.as_object()?;
+            let manifest = index.operation_manifest(op);
+            let spec = manifest.pointer("/spec/axes")?.as_object()?;
             let variable: Vec<&String> = spec.iter().filter(|(_, s)| s["role"] != "constant").map(|(k, _)| k).collect();
             let [axis] = variable.as_slice() else { return None };
             let values = measured_values(index, op, axis, &BTreeMap::new());

@@ -84,7 +84,7 @@ impl ReadModel {
             install_command: opt_text(row, "installCommand").map(str::to_string),
             runs: self.summaries(runs),
             runs_total,
-            manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
+            manifest: self.judgement.implementation_manifest(i),
         }
     }
 }

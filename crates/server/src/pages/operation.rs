@@ -295,7 +295,7 @@ impl ReadModel {
     pub fn operation_view(&self, op: usize, query: &OperationQuery) -> Result<OperationView, Problem> {
         let row = &self.operations.rows[op];
         let slug = text(row, "slug");
-        let manifest = row.get("manifest").cloned().unwrap_or(Value::Null);
+        let manifest = self.judgement.operation_manifest(op);
         let spec = manifest.get("spec").cloned().unwrap_or(Value::Null);
         let sort = query.sort.unwrap_or_default();
         let axes = self.variable_axes(op);

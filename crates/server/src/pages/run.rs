@@ -221,12 +221,14 @@ impl ReadModel {
         let row = &self.runs.rows[run];
         let id = text(row, "id").to_string();
         let digest = text(row, "runDigest").to_string();
-        let manifest = row.get("manifest").cloned().unwrap_or(Value::Null);
+        let manifest = self.judgement.run_manifest(run);
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
         let implementation = self.implementations.get(text(row, "implementationId"));
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
-        let workload = self.workloads.get(text(row, "workloadId"));
+        // The workload section shows the whole manifest (tensors); the tables keep only its axes.
+        let workload_row = self.workloads.index_of(text(row, "workloadId")).map(|w| self.full_workload_row(w));
+        let workload = workload_row.as_ref();
         let operation = self.run_operation(run);
         let source = self.sources.get(text(row, "sourceId"));
 
@@ -343,7 +345,7 @@ impl ReadModel {
         };
         let leader_run = cohort.ranking.first().map(|e| e.run).filter(|&leader| leader != run);
         let id = text(row, "id");
-        let manifest = row.get("manifest").unwrap_or(&Value::Null);
+        let manifest = &self.judgement.run_manifest(run);
         let reference = facts.reference_speedup.and_then(|factor| reference_time(row, manifest, factor));
         let interval_label = if pointer(manifest, &["run", "spec", "timing", "latencyNs", "confidence95"]).is_some() {
             "95 % confidence interval"
@@ -395,7 +397,7 @@ impl ReadModel {
         if let Some(source) = self.sources.get(text(row, "sourceId")) {
             fields.push(Field::new("source", text(source, "name")));
         }
-        let manifest = row.get("manifest").cloned().unwrap_or(Value::Null);
+        let manifest = self.judgement.run_manifest(run);
         if let Some(external) =
             pointer(&manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str)
         {
@@ -441,8 +443,8 @@ impl ReadModel {
             .unwrap_or_default();
         // The manifest's own measurements the table does not carry (the catalog keeps the primary
         // one as a row; eager, graph replay and speed of light live in the manifest only).
-        let row = &self.runs.rows[run];
-        let listed = row.get("manifest").and_then(|m| pointer(m, &["run", "spec", "measurements"]));
+        let manifest = self.judgement.run_manifest(run);
+        let listed = pointer(&manifest, &["run", "spec", "measurements"]);
         for m in listed.and_then(Value::as_array).into_iter().flatten() {
             let (Some(metric), Some(value)) =
                 (m.get("metric").and_then(Value::as_str), m.get("value").and_then(Value::as_f64))

@@ -33,9 +33,13 @@ fn json(path: &str) -> Value {
     reply.json()
 }
 
-/// The first run whose row satisfies `pick`.
+/// The first run whose row, with its whole manifest, satisfies `pick`.
 fn find_run(model: &ReadModel, pick: impl Fn(&Row) -> bool) -> String {
-    model.runs.rows.iter().find(|r| pick(r)).map(|r| text(r, "id").to_string()).expect("the bundle has such a run")
+    (0..model.runs.len())
+        .map(|run| model.full_run_row(run))
+        .find(|r| pick(r))
+        .map(|r| text(&r, "id").to_string())
+        .expect("the bundle has such a run")
 }
 
 fn spec(row: &Row) -> &Value {
@@ -116,7 +120,8 @@ fn a_verified_h200_run_shows_every_statistic_its_manifest_records() {
             && spec(r).pointer("/timing/latencyNs/p05").is_some()
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let row = &model.runs.rows[run];
+    let row = model.full_run_row(run);
+    let row = &row;
     let spec = spec(row);
     let page = html(&format!("/runs/{id}"));
     let body = &page.body;
@@ -193,7 +198,8 @@ fn a_bundled_run_shows_the_reference_time_beside_the_speedup() {
         spec(r).pointer("/sourceNative/metrics/reference_latency_ms").is_some() && r["status"] == "passed"
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let metrics = spec(&model.runs.rows[run]).pointer("/sourceNative/metrics").unwrap();
+    let full = model.full_run_row(run);
+    let metrics = spec(&full).pointer("/sourceNative/metrics").unwrap();
     let factor = model.judgement.facts[run].reference_speedup.unwrap();
     let reference = units::duration_ns(metrics["reference_latency_ms"].as_f64().unwrap() * 1e6);
     let body = html(&format!("/runs/{id}")).body;
@@ -226,7 +232,8 @@ fn a_bundled_run_names_its_external_id_statistics_and_artifacts() {
             && spec(r).pointer("/timing/samples").is_some()
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let row = &model.runs.rows[run];
+    let row = model.full_run_row(run);
+    let row = &row;
     let spec = spec(row);
     let body = html(&format!("/runs/{id}")).body;
     let external = spec.pointer("/sourceNative/externalId").and_then(Value::as_str).unwrap();
