@@ -175,11 +175,22 @@ pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
                 td { (r.implementation) }
                 td { (gpu_link(&r.hardware)) }
                 td.num { (r.display) " " span.muted { (r.statistic) } }
-                td { (r.trust) }
+                td { (evidence_badge(&r.trust)) }
                 td { (ki_model::utc::date_of(&r.observed_at)) }
             } } }
         }
     }
+}
+
+/// The class that gives an evidence level its colour (`ev-verified`); `level` is a
+/// `TrustLevel` name (reported, reproducible, verified, replicated).
+pub fn evidence_class(level: &str) -> String {
+    format!("ev-{level}")
+}
+
+/// An evidence level as a badge in its colour (verified and replicated stand out).
+pub fn evidence_badge(level: &str) -> Markup {
+    html! { span.badge.(evidence_class(level)) { (level) } }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
