@@ -33,8 +33,8 @@ async function pages() {
   const query = "gqa decode gpu:h200 batch_size=16";
   const search = await json(`/api/v1/search?q=${encodeURIComponent(query)}`);
   const operation = search.answer?.operation?.slug;
-  const first = search.answer?.cohorts?.[0]?.fastest?.[0]?.runId;
-  if (!operation || !first) throw new Error(`the search for "${query}" gave no ranked answer`);
+  const [first, second] = (search.answer?.cohorts?.[0]?.fastest ?? []).map((r) => r.runId);
+  if (!operation || !first || !second) throw new Error(`the search for "${query}" gave no ranked answer with a #2`);
   const models = await json("/api/v1/models");
   const model = models.models.find((m) => m.measured > 0) ?? models.models[0];
   if (!model) throw new Error("no model page to show");
@@ -45,6 +45,14 @@ async function pages() {
     { name: "dossier", path: `/runs/${first}` },
     { name: "gpu", path: "/gpus/nvidia-h200" },
     { name: "model", path: model.href },
+    // Checked by axe, not photographed.
+    { name: "compare", path: `/compare?run=${first}&run=${second}`, shot: false },
+    { name: "records", path: "/records", shot: false },
+    { name: "resolve", path: "/resolve", shot: false },
+    { name: "docs", path: "/docs", shot: false },
+    { name: "gpus", path: "/gpus", shot: false },
+    { name: "models", path: "/models", shot: false },
+    { name: "operations", path: "/operations", shot: false },
   ];
 }
 
@@ -172,11 +180,13 @@ async function main() {
           // clientWidth, not innerWidth: a phone zooms out to show a page wider than itself.
           "({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, height: document.documentElement.scrollHeight })",
         );
-        const height = Math.min(layout.height, maxHeight);
-        await page.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile });
-        const shot = await page.send("Page.captureScreenshot", { format: "png" });
-        const file = `${p.name}-${width}.png`;
-        writeFileSync(join(out, file), Buffer.from(shot.data, "base64"));
+        const file = `${p.name}-${width}${p.shot === false ? "" : ".png"}`;
+        if (p.shot !== false) {
+          const height = Math.min(layout.height, maxHeight);
+          await page.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile });
+          const shot = await page.send("Page.captureScreenshot", { format: "png" });
+          writeFileSync(join(out, file), Buffer.from(shot.data, "base64"));
+        }
 
         await page.evaluate(axeSource + "\ntrue");
         const results = await page.evaluate(
