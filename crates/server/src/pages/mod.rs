@@ -188,9 +188,21 @@ pub fn evidence_class(level: &str) -> String {
     format!("ev-{level}")
 }
 
-/// An evidence level as a badge in its colour (verified and replicated stand out).
+/// What an evidence level means (`/docs#evidence` lists them; a badge's hover title).
+pub fn evidence_meaning(level: &str) -> &'static str {
+    match level {
+        "replicated" => "at least two independent replications",
+        "verified" => "reproduced by KernelIndex's own runner",
+        "reproducible" => "source available and raw evidence present",
+        "reported" => "the source's claim",
+        _ => "",
+    }
+}
+
+/// An evidence level as a badge in its colour (verified and replicated stand out), its
+/// meaning as the hover title.
 pub fn evidence_badge(level: &str) -> Markup {
-    html! { span.badge.(evidence_class(level)) { (level) } }
+    html! { span.badge.(evidence_class(level)) title=(evidence_meaning(level)) { (level) } }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

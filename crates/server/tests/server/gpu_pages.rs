@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use crate::serving::{Database, Live, Reply, serve};
 use ki_ranking::TrustLevel;
 use ki_server::model::{ReadModel, opt_text, text};
+use ki_server::pages::evidence_meaning;
 use serde_json::Value;
 
 struct Bundled {
@@ -166,8 +167,9 @@ fn the_gpu_page_shows_the_figures_of_its_json_form() {
         }
         for e in view["evidence"].as_array().unwrap() {
             let level = e["level"].as_str().unwrap();
-            let cells =
-                format!("<td><span class=\"badge ev-{level}\">{level}</span></td><td class=\"num\">{}</td>", e["runs"]);
+            let meaning = evidence_meaning(level);
+            let badge = format!("<span class=\"badge ev-{level}\" title=\"{meaning}\">{level}</span>");
+            let cells = format!("<td>{badge}</td><td class=\"num\">{}</td>", e["runs"]);
             assert!(body.contains(&cells), "{slug}: {cells}");
         }
         for o in view["operations"].as_array().unwrap() {
