@@ -53,7 +53,8 @@ fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
 /// Renders one sweep chart (`index` keeps ids unique on a page), or None when there is nothing
 /// to draw. The latency axis (log) spans the data with a little margin; the swept axis is
 /// labelled at its measured values when they are few; every point is a link to its run with
-/// a hover title.
+/// a hover title. Its role is `group`, not `img`: an image's parts are hidden from assistive
+/// technology, and these points are links.
 pub fn sweep_svg(sweep: &Sweep, index: usize) -> Option<String> {
     let all: Vec<(f64, f64)> =
         sweep.series.iter().flat_map(|s| s.points.iter().map(|p| (p.x, p.ns))).filter(|p| p.1 > 0.0).collect();
@@ -80,7 +81,7 @@ pub fn sweep_svg(sweep: &Sweep, index: usize) -> Option<String> {
     let title = format!("{} against {} on {}", sweep.metric, sweep.axis, sweep.hardware);
     let _ = write!(
         svg,
-        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="sweep-title-{index}"><title id="sweep-title-{index}">{}</title>"#,
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="group" aria-labelledby="sweep-title-{index}"><title id="sweep-title-{index}">{}</title>"#,
         escape(&title)
     );
     let _ = write!(

@@ -64,7 +64,7 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
                 } @else { "—" } }
                 td.num { (r.relative_to_best_in_group.map(|x| format!("{x:.3}")).unwrap_or_else(|| "—".into())) }
                 td.num { (rank_text(&r.summary)) }
-                td { (crate::pages::code_of(&r.summary.trust)) }
+                td { (crate::pages::evidence_badge(&crate::pages::code_of(&r.summary.trust))) }
                 @for axis in &c.differing_axes { td { (r.axes.get(axis).map(crate::pages::scalar).unwrap_or_default()) } }
             } } }
         }

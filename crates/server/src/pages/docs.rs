@@ -24,12 +24,9 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                 p { "Ranks are dense inside one comparison group, best first. Equal values tie; otherwise runs tie only when both carry confidence intervals that overlap, and never in a source-native group. Inside a tie: higher evidence, then newer observation, then id." }
             }))
             (section("evidence", "Evidence levels", html! {
-                ul {
-                    li { strong { "replicated" } " — at least two independent replications" }
-                    li { strong { "verified" } " — reproduced by KernelIndex's own runner" }
-                    li { strong { "reproducible" } " — source available and raw evidence present" }
-                    li { strong { "reported" } " — the source's claim" }
-                }
+                ul { @for level in ["replicated", "verified", "reproducible", "reported"] {
+                    li { (super::evidence_badge(level)) " — " (super::evidence_meaning(level)) }
+                } }
                 p { "Community attestations never change the evidence level." }
             }))
             (section("search", "Search", html! {

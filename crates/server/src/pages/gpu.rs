@@ -202,7 +202,7 @@ impl ReadModel {
 pub fn best_cell(best: Option<&BestRun>) -> Markup {
     html! {
         @if let Some(b) = best {
-            a href=(b.run.href) { (b.run.display) @if !b.run.implementation.is_empty() { " · " (b.run.implementation) } }
+            a href=(b.run.href) { span.value { (b.run.display) } @if !b.run.implementation.is_empty() { " · " (b.run.implementation) } }
             br;
             span.muted { (b.workload) " · " (b.group_runs) " in its group" @if b.groups > 1 { ", " (b.groups) " groups" } }
         } @else { "—" }
@@ -232,7 +232,7 @@ pub fn render(v: &GpuView) -> Markup {
             table { caption { "Runs on this GPU by evidence level (reported < reproducible < verified < replicated)" }
                 thead { tr { th scope="col" { "evidence" } th scope="col" class="num" { "runs" } } }
                 tbody {
-                    @for e in &v.evidence { tr { td { (e.level.as_str()) } td.num { (e.runs) } } }
+                    @for e in &v.evidence { tr { td { (crate::pages::evidence_badge(e.level.as_str())) } td.num { (e.runs) } } }
                     tr { th scope="row" { "all" } td.num { (v.runs) } }
                 }
             }

@@ -33,7 +33,7 @@ pub fn render(model: &ReadModel, query: &str) -> Markup {
                 ul { @for r in model.record_list(1, 10).records { li {
                     (ki_model::utc::date_of(&r.at)) " · "
                     @if let Some(op) = &r.operation { a href=(op.href) { (op.label) } " · " }
-                    @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " " (h.display) }
+                    @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } " " span.value { (h.display) } }
                 } } }
                 p { a href="/records" { "All records →" } }
             }

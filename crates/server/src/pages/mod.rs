@@ -175,11 +175,34 @@ pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
                 td { (r.implementation) }
                 td { (gpu_link(&r.hardware)) }
                 td.num { (r.display) " " span.muted { (r.statistic) } }
-                td { (r.trust) }
+                td { (evidence_badge(&r.trust)) }
                 td { (ki_model::utc::date_of(&r.observed_at)) }
             } } }
         }
     }
+}
+
+/// The class that gives an evidence level its colour (`ev-verified`); `level` is a
+/// `TrustLevel` name (reported, reproducible, verified, replicated).
+pub fn evidence_class(level: &str) -> String {
+    format!("ev-{level}")
+}
+
+/// What an evidence level means (`/docs#evidence` lists them; a badge's hover title).
+pub fn evidence_meaning(level: &str) -> &'static str {
+    match level {
+        "replicated" => "at least two independent replications",
+        "verified" => "reproduced by KernelIndex's own runner",
+        "reproducible" => "source available and raw evidence present",
+        "reported" => "the source's claim",
+        _ => "",
+    }
+}
+
+/// An evidence level as a badge in its colour (verified and replicated stand out), its
+/// meaning as the hover title.
+pub fn evidence_badge(level: &str) -> Markup {
+    html! { span.badge.(evidence_class(level)) title=(evidence_meaning(level)) { (level) } }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -758,7 +758,7 @@ pub fn render(v: &OperationView) -> Markup {
                     thead { tr { th scope="col" { "workload" } th scope="col" { "hardware" } th scope="col" { "protocol" } th scope="col" { "#1" } th scope="col" class="num" { "runs" } th scope="col" { "group" } } }
                     tbody { @for g in &v.groups { tr {
                         td { (g.workload) } td { (gpu_link(&g.hardware)) } td { (g.protocol) }
-                        td { @if let Some(first) = g.entries.first() { a href=(first.href) { (first.implementation) " · " (first.display) } } }
+                        td { @if let Some(first) = g.entries.first() { a href=(first.href) { (first.implementation) " · " span.value { (first.display) } } } }
                         td.num { (g.eligible_runs) }
                         td { @if Some(g.comparison_key.as_str()) == group { "shown above" } @else { a href={ (g.href) "#leaderboard" } { "leaderboard" } } }
                     } } }

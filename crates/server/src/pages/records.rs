@@ -244,7 +244,7 @@ pub fn render(list: &RecordList) -> Markup {
                     td { @if let Some(g) = &r.gpu { (crate::pages::gpu_link(&g.label)) } }
                     td { @if let Some(h) = &r.holder { a href=(h.href) { (h.implementation) } } }
                     td.num { @if let Some(h) = &r.holder { (h.display) } }
-                    td { @if let Some(h) = &r.holder { (h.trust) } }
+                    td { @if let Some(h) = &r.holder { (crate::pages::evidence_badge(&h.trust)) } }
                     td { @if let Some(p) = &r.previous { a href=(p.href) { (p.label) } " " (r.previous_display.as_deref().unwrap_or("")) } @else { "—" } }
                     td { (r.cause) }
                 } } }

@@ -86,7 +86,7 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
                             @let label = format!("{}% of #1's speed", ki_model::units::plain_number((f * 1000.0).round() / 10.0));
                             (speed_bar(f, &label)) " " span.muted { (label) }
                         } @else { "—" } }
-                        td { (crate::pages::code_of(&r.trust)) }
+                        td { (crate::pages::evidence_badge(&crate::pages::code_of(&r.trust))) }
                         td { @if r.deployable { "yes" } @else { "no" } }
                         td { (ki_model::utc::date_of(&r.observed_at)) }
                     }

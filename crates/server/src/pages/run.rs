@@ -1083,9 +1083,9 @@ pub fn render(d: &RunDossier) -> Markup {
         p.badges {
             span.badge.status data-status=(d.status) { "status: " (words(&d.status)) }
             " "
-            span.badge.evidence { "evidence: " (d.evidence_level) }
+            span.badge.evidence.(crate::pages::evidence_class(&d.evidence_level)) { "evidence: " (d.evidence_level) }
             " "
-            span.badge { @if d.deployability.deployable { "deployable" } @else { "not deployable" } }
+            span.badge.deployable[d.deployability.deployable].not-deployable[!d.deployability.deployable] { @if d.deployability.deployable { "deployable" } @else { "not deployable" } }
         }
         @for b in &d.banners {
             div.banner role="note" data-kind=(b.kind) {

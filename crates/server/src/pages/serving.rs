@@ -195,7 +195,7 @@ pub fn render_run(v: &ServingRunView) -> Markup {
         &r.title,
         html! {
             h1 { (r.title) }
-            p.badges { span.badge { "status: " (r.status) } " " span.badge { "evidence: reported" } }
+            p.badges { span.badge { "status: " (r.status) } " " span.badge.ev-reported { "evidence: reported" } }
             dl.fields {
                 div { dt { "model" } dd { (r.model) } }
                 div { dt { "workload" } dd { (r.workload) } }

@@ -206,7 +206,7 @@ pub fn render(s: &Submission, jobs: &super::verifications::QueueView) -> Markup 
             p.subtitle { (s.title) }
             @if s.published_at.is_none() { div.banner role="note" data-kind="unpublished" { strong { "unpublished: " } "awaiting review by an index admin; it is not ranked." } }
             dl.fields {
-                div { dt { "evidence" } dd { (s.trust) } }
+                div { dt { "evidence" } dd { (super::evidence_badge(&s.trust)) } }
                 div { dt { "submitter" } dd { (s.submitter) } }
                 div { dt { "submitted" } dd { (s.created_at) } }
                 div { dt { "published" } dd { (s.published_at.as_deref().unwrap_or("not yet")) } }

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use crate::serving::{Database, Live, Reply, serve};
 use ki_ranking::TrustLevel;
 use ki_server::model::{ReadModel, opt_text, text};
+use ki_server::pages::evidence_meaning;
 use serde_json::Value;
 
 struct Bundled {
@@ -94,7 +95,8 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     let implementation = best["run"]["implementation"].as_str().unwrap();
     assert!(display.ends_with("µs") || display.ends_with("ns"), "{display}");
     assert!(
-        page.body.contains(&format!("<a href=\"/runs/{id}\">{display} · {implementation}</a>")),
+        page.body
+            .contains(&format!("<a href=\"/runs/{id}\"><span class=\"value\">{display}</span> · {implementation}</a>")),
         "no best run link"
     );
 }
@@ -164,7 +166,10 @@ fn the_gpu_page_shows_the_figures_of_its_json_form() {
             assert!(body.contains(&format!("<dt>{label}</dt><dd>{date}</dd>")), "{slug}: {label} {date}");
         }
         for e in view["evidence"].as_array().unwrap() {
-            let cells = format!("<td>{}</td><td class=\"num\">{}</td>", e["level"].as_str().unwrap(), e["runs"]);
+            let level = e["level"].as_str().unwrap();
+            let meaning = evidence_meaning(level);
+            let badge = format!("<span class=\"badge ev-{level}\" title=\"{meaning}\">{level}</span>");
+            let cells = format!("<td>{badge}</td><td class=\"num\">{}</td>", e["runs"]);
             assert!(body.contains(&cells), "{slug}: {cells}");
         }
         for o in view["operations"].as_array().unwrap() {

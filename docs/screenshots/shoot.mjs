@@ -1,0 +1,240 @@
+// Screenshots and axe-core over the site's main pages, in headless Chromium through the
+// Chrome DevTools Protocol. Run by run.sh:
+//   node --experimental-websocket shoot.mjs BASE_URL OUT_DIR AXE_JS CHROMIUM
+// Writes OUT_DIR/<page>-<width>.png and OUT_DIR/axe.md; exits 1 on any serious or critical
+// violation, or on a page wider than its viewport.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const [base, out, axePath, chromiumPath] = process.argv.slice(2);
+if (!chromiumPath) {
+  console.error("usage: shoot.mjs BASE_URL OUT_DIR AXE_JS CHROMIUM");
+  process.exit(2);
+}
+const axeSource = readFileSync(axePath, "utf8");
+const TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"];
+const IMPACTS = ["critical", "serious", "moderate", "minor"];
+// Viewport clips: enough to show each page's head and first tables, small enough to commit.
+const WIDTHS = [
+  { width: 1280, maxHeight: 1800, mobile: false },
+  { width: 400, maxHeight: 2200, mobile: true },
+];
+
+async function json(path) {
+  const response = await fetch(base + path);
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.json();
+}
+
+// The pages, picked from the API so the script follows the catalog it serves.
+async function pages() {
+  const query = "gqa decode gpu:h200 batch_size=16";
+  const search = await json(`/api/v1/search?q=${encodeURIComponent(query)}`);
+  const operation = search.answer?.operation?.slug;
+  const [first, second] = (search.answer?.cohorts?.[0]?.fastest ?? []).map((r) => r.runId);
+  if (!operation || !first || !second) throw new Error(`the search for "${query}" gave no ranked answer with a #2`);
+  const models = await json("/api/v1/models");
+  const model = models.models.find((m) => m.measured > 0) ?? models.models[0];
+  if (!model) throw new Error("no model page to show");
+  return [
+    { name: "home", path: "/" },
+    { name: "search", path: `/?q=${encodeURIComponent(query)}` },
+    { name: "operation", path: `/operations/${operation}` },
+    { name: "dossier", path: `/runs/${first}` },
+    { name: "gpu", path: "/gpus/nvidia-h200" },
+    { name: "model", path: model.href },
+    // Checked by axe, not photographed.
+    { name: "compare", path: `/compare?run=${first}&run=${second}`, shot: false },
+    { name: "records", path: "/records", shot: false },
+    { name: "resolve", path: "/resolve", shot: false },
+    { name: "docs", path: "/docs", shot: false },
+    { name: "gpus", path: "/gpus", shot: false },
+    { name: "models", path: "/models", shot: false },
+    { name: "operations", path: "/operations", shot: false },
+  ];
+}
+
+function launch() {
+  const profile = mkdtempSync(join(tmpdir(), "ki-shots-"));
+  const child = spawn(
+    chromiumPath,
+    [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--hide-scrollbars",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--remote-debugging-port=0",
+      `--user-data-dir=${profile}`,
+      "about:blank",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  const endpoint = new Promise((resolve, reject) => {
+    let seen = "";
+    child.stderr.on("data", (chunk) => {
+      seen += chunk;
+      const found = seen.match(/DevTools listening on (ws:\/\/\S+)/);
+      if (found) resolve(found[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`chromium exited (${code}): ${seen}`)));
+  });
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  // Closed through the protocol when it answers, so that no helper process outlives it.
+  const stop = async () => {
+    try {
+      const browser = await Devtools.connect(await endpoint);
+      await Promise.race([browser.send("Browser.close"), exited]);
+    } catch {
+      child.kill();
+    }
+    await exited;
+    rmSync(profile, { recursive: true, force: true });
+  };
+  return { endpoint, stop };
+}
+
+class Devtools {
+  constructor(socket) {
+    this.socket = socket;
+    this.next = 0;
+    this.pending = new Map();
+    this.waiters = [];
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.id !== undefined) {
+        const call = this.pending.get(message.id);
+        this.pending.delete(message.id);
+        if (message.error) call.reject(new Error(`${call.method}: ${JSON.stringify(message.error)}`));
+        else call.resolve(message.result);
+      } else {
+        const waiter = this.waiters.findIndex((w) => w.method === message.method);
+        if (waiter >= 0) this.waiters.splice(waiter, 1)[0].resolve(message.params);
+      }
+    };
+  }
+
+  static async connect(url) {
+    const socket = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error(`cannot connect to ${url}`));
+    });
+    return new Devtools(socket);
+  }
+
+  send(method, params = {}) {
+    const id = ++this.next;
+    this.socket.send(JSON.stringify({ id, method, params }));
+    return new Promise((resolve, reject) => this.pending.set(id, { method, resolve, reject }));
+  }
+
+  event(method) {
+    return new Promise((resolve) => this.waiters.push({ method, resolve }));
+  }
+
+  async evaluate(expression) {
+    const { result, exceptionDetails } = await this.send("Runtime.evaluate", {
+      expression,
+      awaitPromise: true,
+      returnByValue: true,
+    });
+    if (exceptionDetails) throw new Error(`${expression.slice(0, 60)}…: ${JSON.stringify(exceptionDetails)}`);
+    return result.value;
+  }
+
+  async open(url, width, height, mobile) {
+    await this.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile });
+    const loaded = this.event("Page.loadEventFired");
+    const { errorText } = await this.send("Page.navigate", { url });
+    if (errorText) throw new Error(`${url}: ${errorText}`);
+    await loaded;
+    await this.evaluate("document.fonts.ready.then(() => true)");
+  }
+}
+
+async function main() {
+  const list = await pages();
+  const browser = launch();
+  try {
+    const browserUrl = new URL(await browser.endpoint);
+    const targets = await (await fetch(`http://${browserUrl.host}/json/list`)).json();
+    const page = await Devtools.connect(targets.find((t) => t.type === "page").webSocketDebuggerUrl);
+    await page.send("Page.enable");
+    // The pages forbid inline and foreign script (CSP); axe is injected by the protocol.
+    await page.send("Page.setBypassCSP", { enabled: true });
+    const version = (await page.send("Browser.getVersion")).product;
+
+    const rows = [];
+    let failed = false;
+    for (const p of list) {
+      for (const { width, maxHeight, mobile } of WIDTHS) {
+        const url = base + p.path;
+        await page.open(url, width, 900, mobile);
+        const layout = await page.evaluate(
+          // clientWidth, not innerWidth: a phone zooms out to show a page wider than itself.
+          "({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, height: document.documentElement.scrollHeight })",
+        );
+        const file = `${p.name}-${width}${p.shot === false ? "" : ".png"}`;
+        if (p.shot !== false) {
+          const height = Math.min(layout.height, maxHeight);
+          await page.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile });
+          const shot = await page.send("Page.captureScreenshot", { format: "png" });
+          writeFileSync(join(out, file), Buffer.from(shot.data, "base64"));
+        }
+
+        await page.evaluate(axeSource + "\ntrue");
+        const results = await page.evaluate(
+          `axe.run(document, { runOnly: { type: "tag", values: ${JSON.stringify(TAGS)} }, resultTypes: ["violations"] })` +
+            `.then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, help: v.help })))`,
+        );
+        const overflow = layout.scrollWidth > layout.clientWidth;
+        const blocking = results.filter((v) => v.impact === "serious" || v.impact === "critical");
+        if (blocking.length > 0 || overflow) failed = true;
+        rows.push({ page: p, width, results, overflow, layout, file });
+        const summary = results.map((v) => `${v.impact} ${v.id} (${v.nodes})`).join(", ") || "no violations";
+        console.log(`${file}: ${summary}${overflow ? `; page ${layout.scrollWidth} px wide in ${width}` : ""}`);
+      }
+    }
+    writeFileSync(join(out, "axe.md"), report(rows, version));
+    page.socket.close();
+    return failed;
+  } finally {
+    await browser.stop();
+  }
+}
+
+function report(rows, version) {
+  const axeVersion = axeSource.match(/axe v([0-9.]+)/)?.[1] ?? "unknown";
+  const lines = [
+    "# axe-core over the screenshot pages",
+    "",
+    `axe-core ${axeVersion} in ${version}, rules tagged ${TAGS.join(", ")}; written by \`bash docs/screenshots/run.sh\`.`,
+    "A serious or critical violation, or a page wider than its viewport, fails the run.",
+    "",
+    "| page | path | width | critical | serious | moderate | minor | rules | fits the width |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+  ];
+  for (const r of rows) {
+    const count = (impact) => r.results.filter((v) => v.impact === impact).length;
+    const rules = r.results.map((v) => `${v.id} (${v.impact}, ${v.nodes} nodes)`).join("; ") || "none";
+    const fits = r.overflow ? `no: ${r.layout.scrollWidth} px` : "yes";
+    lines.push(
+      `| ${r.page.name} | \`${r.page.path}\` | ${r.width} | ${IMPACTS.map(count).join(" | ")} | ${rules} | ${fits} |`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+main().then(
+  (failed) => process.exit(failed ? 1 : 0),
+  (error) => {
+    console.error(error);
+    process.exit(2);
+  },
+);
