@@ -21,8 +21,8 @@ use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
 use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
 
-/// Runs observed longer ago than this are flagged stale.
-pub const STALE_AFTER_DAYS: i64 = 180;
+/// The ranking's rule for a stale run, one number for the web, the JSON and the CLI.
+use ki_ranking::views::STALE_AFTER_DAYS;
 
 /// Longest free-text field of an attestation.
 pub const MAX_NOTE_CHARS: usize = 2000;
