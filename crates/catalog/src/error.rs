@@ -73,6 +73,10 @@ pub enum CatalogError {
     /// A write with an API key was refused before anything was written.
     #[error("refused, nothing written: {0}")]
     KeyRefused(crate::state::KeyRefusal),
+    /// Contents were refused before anything was written (a digest that does not match, a
+    /// content over the limit, a file no row names).
+    #[error("refused, nothing written: {0}")]
+    ContentRefused(crate::contents::ContentRefusal),
 }
 
 /// Why a correction (or the record events a publication needs) was refused. Each names

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+pub mod contents;
 mod corrections;
 mod error;
 mod export;
@@ -29,6 +30,7 @@ mod state;
 mod store;
 pub mod urls;
 
+pub use contents::{AttachReport, Content, ContentRefusal, PutReport};
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
 pub use error::{CatalogError, Conflict, Refusal, Result, RowProblem};
 pub use export::{ExportFormat, ExportSummary};
@@ -211,6 +213,7 @@ impl Catalog {
 
     /// Imports the bundled snapshot when the catalog holds no rows at all; returns its
     /// report, or `None` when the catalog already had rows. What a server calls on start.
+    /// The bundled contents (`data/artifacts-*.jsonl.zst`) are stored with them.
     pub async fn ensure_bundled_snapshot(&self) -> Result<Option<ImportReport>> {
         if !self.is_empty().await? {
             return Ok(None);
@@ -227,7 +230,11 @@ impl Catalog {
             append_record_events: true,
             ..ImportOptions::default()
         };
-        self.import_lines(&lines, &options).await.map(Some)
+        let report = self.import_lines(&lines, &options).await?;
+        // The contents the bundled rows name (sources, raw samples), in a transaction of their
+        // own: the rows' import is the export format's, the content store is not.
+        self.put_bundled_contents().await?;
+        Ok(Some(report))
     }
 
     /// Writes an export of the published catalog to `path` (atomically): JSON lines for

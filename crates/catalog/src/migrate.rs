@@ -47,6 +47,12 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0005_verification_queue.sql"),
         postgres: include_str!("../migrations/postgres/0005_verification_queue.sql"),
     },
+    Migration {
+        version: 6,
+        name: "artifact_contents",
+        sqlite: include_str!("../migrations/sqlite/0006_artifact_contents.sql"),
+        postgres: include_str!("../migrations/postgres/0006_artifact_contents.sql"),
+    },
 ];
 
 impl Migration {

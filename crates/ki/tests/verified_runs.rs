@@ -214,3 +214,93 @@ fn the_native_kernel_is_first_verified_wherever_it_is_fastest() {
         assert!(leader["implementation"].as_str().unwrap().starts_with("kernelindex-native"), "{axes:?}: {answer}");
     }
 }
+
+/// Copies a runner output folder (its rows, manifests and samples) into `to`.
+fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    for entry in walk(from) {
+        let target = to.join(entry.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &target).unwrap();
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out
+}
+
+/// `ki catalog attach` stores the contents a runner folder's rows name (its raw samples) once
+/// the rows are imported; a samples file altered after the run refuses the folder, naming the
+/// file, with nothing stored; a single file is taken only when a row names its digest.
+#[test]
+fn attach_stores_what_the_rows_name_and_refuses_what_does_not_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let folder = dir.path().join("kv8-realistic");
+    copy_folder(&runner_rows().parent().unwrap().parent().unwrap().join("kv8-realistic"), &folder);
+    let rows = folder.join("catalog-rows.jsonl");
+
+    // Before the rows are in the catalog, nothing they name is stored.
+    let early = run_ki(&["catalog", "attach", folder.to_str().unwrap(), "--database", &database]);
+    let early_text = String::from_utf8_lossy(&early.stdout).to_string();
+    assert!(early.status.success(), "{early_text}{}", String::from_utf8_lossy(&early.stderr));
+    assert!(early_text.contains("0 stored (0 bytes), 0 already held, 144 skipped, 1 missing"), "{early_text}");
+
+    assert!(run_ki(&["catalog", "import", rows.to_str().unwrap(), "--database", &database]).status.success());
+
+    // One samples file altered: the whole folder is refused, the file named, nothing stored.
+    let altered = walk(&folder.join("samples")).into_iter().min().unwrap();
+    let original = std::fs::read(&altered).unwrap();
+    std::fs::write(&altered, [&original[..], b" "].concat()).unwrap();
+    let refused = run_ki(&["catalog", "attach", folder.to_str().unwrap(), "--database", &database]);
+    let refused_text = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(!refused.status.success());
+    assert!(
+        refused_text.contains("refused, nothing written")
+            && refused_text.contains(altered.to_str().unwrap())
+            && refused_text.contains("as the rows name it"),
+        "{refused_text}"
+    );
+    let catalog_url = database.clone();
+    let count = || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let catalog = ki_catalog::Catalog::open(&catalog_url).await.unwrap();
+            let n = catalog.contents_count().await.unwrap();
+            catalog.close().await;
+            n
+        })
+    };
+    assert_eq!(count(), 0, "a refused attach stores nothing");
+
+    std::fs::write(&altered, &original).unwrap();
+    let stored = run_ki(&["catalog", "attach", folder.to_str().unwrap(), "--database", &database]);
+    let stored_text = String::from_utf8_lossy(&stored.stdout).to_string();
+    assert!(stored.status.success() && stored_text.contains("144 stored ("), "{stored_text}");
+    assert_eq!(count(), 144);
+    let again = run_ki(&["catalog", "attach", folder.to_str().unwrap(), "--database", &database]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("0 stored (0 bytes), 144 already held"));
+
+    // The native kernel's source, by the digest its implementation row names; a file no row
+    // names is refused.
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels/cuda/gqa_paged_decode.cu");
+    let attached = run_ki(&["catalog", "attach", source.to_str().unwrap(), "--database", &database]);
+    assert!(String::from_utf8_lossy(&attached.stdout).contains("1 stored ("), "{}", out_of(&attached));
+    let readme = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let unnamed = run_ki(&["catalog", "attach", readme.to_str().unwrap(), "--database", &database]);
+    assert!(!unnamed.status.success());
+    assert!(
+        String::from_utf8_lossy(&unnamed.stderr).contains("is not named by any row of the catalog"),
+        "{}",
+        out_of(&unnamed)
+    );
+    assert_eq!(count(), 145);
+}
+
+fn out_of(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}

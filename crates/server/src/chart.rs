@@ -348,3 +348,164 @@ mod summary_tests {
         assert!(summary_svg(&Summary { mean: Some(1.0), ..Summary::default() }).is_none());
     }
 }
+
+/// A histogram of a run's raw samples, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Histogram {
+    pub count: usize,
+    pub minimum: f64,
+    pub maximum: f64,
+    pub median: f64,
+    pub p05: f64,
+    pub p95: f64,
+    /// Equal-width bins from the minimum to the maximum: `[low, high, count]`.
+    pub bins: Vec<(f64, f64, usize)>,
+}
+
+/// The `q` quantile of sorted values, interpolated linearly between neighbours.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let position = q * (sorted.len() - 1) as f64;
+    let (low, high) = (position.floor() as usize, position.ceil() as usize);
+    sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64)
+}
+
+/// The histogram of `values` (finite ones): √n equal-width bins, 5 to 40 of them. None when
+/// there are fewer than two values.
+pub fn histogram_of(values: &[f64]) -> Option<Histogram> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.len() < 2 {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let (minimum, maximum) = (sorted[0], sorted[sorted.len() - 1]);
+    let bin_count = ((sorted.len() as f64).sqrt().ceil() as usize).clamp(5, 40);
+    let width = (maximum - minimum) / bin_count as f64;
+    let mut bins: Vec<(f64, f64, usize)> =
+        (0..bin_count).map(|b| (minimum + width * b as f64, minimum + width * (b + 1) as f64, 0)).collect();
+    for &v in &sorted {
+        let b = if width > 0.0 { (((v - minimum) / width) as usize).min(bin_count - 1) } else { 0 };
+        bins[b].2 += 1;
+    }
+    Some(Histogram {
+        count: sorted.len(),
+        minimum,
+        maximum,
+        median: quantile(&sorted, 0.5),
+        p05: quantile(&sorted, 0.05),
+        p95: quantile(&sorted, 0.95),
+        bins,
+    })
+}
+
+/// A histogram as SVG: a bar per bin (its range and count as a hover title), the median and the
+/// 5th and 95th percentiles marked, the sample count in the title. Text escaped; no script, no
+/// inline style.
+pub fn histogram_svg(histogram: &Histogram) -> String {
+    const W: f64 = 640.0;
+    const H: f64 = 220.0;
+    const LEFT: f64 = 40.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 24.0;
+    const BOTTOM: f64 = 40.0;
+    let time = ki_model::units::duration_ns;
+    let (lo, hi) = (histogram.minimum, histogram.maximum.max(histogram.minimum + 1e-9));
+    let x = |v: f64| LEFT + (v - lo) / (hi - lo) * (W - LEFT - RIGHT);
+    let tallest = histogram.bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64;
+    let base = H - BOTTOM;
+    let mut svg = String::with_capacity(4096);
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart histogram" viewBox="0 0 {W} {H}" role="img" aria-labelledby="histogram-title"><title id="histogram-title">{}</title>"#,
+        escape(&format!(
+            "Histogram of {} samples from {} to {}: median {}, 5th percentile {}, 95th percentile {}",
+            ki_model::units::count(histogram.count as u64),
+            time(lo),
+            time(histogram.maximum),
+            time(histogram.median),
+            time(histogram.p05),
+            time(histogram.p95)
+        ))
+    );
+    let bar_width = (W - LEFT - RIGHT) / histogram.bins.len().max(1) as f64;
+    for (index, (low, high, count)) in histogram.bins.iter().enumerate() {
+        let height = *count as f64 / tallest * (base - TOP);
+        let _ = write!(
+            svg,
+            r##"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#56B4E9" stroke="#0072B2"><title>{}</title></rect>"##,
+            LEFT + bar_width * index as f64,
+            base - height,
+            (bar_width - 1.0).max(1.0),
+            height,
+            escape(&format!(
+                "{} – {}: {} sample{}",
+                time(*low),
+                time(*high),
+                ki_model::units::count(*count as u64),
+                if *count == 1 { "" } else { "s" }
+            ))
+        );
+    }
+    for (class, label, value, colour) in [
+        ("mark p05", "5th percentile", histogram.p05, "#7a6a00"),
+        ("mark median", "median", histogram.median, "#000"),
+        ("mark p95", "95th percentile", histogram.p95, "#D55E00"),
+    ] {
+        let _ = write!(
+            svg,
+            r##"<line class="{class}" x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{base}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"><title>{1}</title></line>"##,
+            x(value),
+            escape(&format!("{label} {}", time(value))),
+            dash = if class == "mark median" { "none" } else { "4 3" },
+        );
+    }
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="16" text-anchor="middle" font-size="12" fill="#222">{}</text>"##,
+        x(histogram.median),
+        escape(&format!("median {}", time(histogram.median)))
+    );
+    for (v, anchor) in [(lo, "start"), (histogram.maximum, "end")] {
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="{anchor}" font-size="12" fill="#222">{}</text>"##,
+            x(v),
+            base + 18.0,
+            escape(&time(v))
+        );
+    }
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#222">{}</text>"##,
+        W / 2.0,
+        base + 34.0,
+        escape(&format!("{} samples", ki_model::units::count(histogram.count as u64)))
+    );
+    svg.push_str("</svg>");
+    svg
+}
+
+#[cfg(test)]
+mod histogram_tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_every_sample_and_marks_its_percentiles() {
+        let values: Vec<f64> = (0..100).map(|i| 1000.0 + i as f64).collect();
+        let h = histogram_of(&values).unwrap();
+        assert_eq!(h.count, 100);
+        assert_eq!(h.bins.len(), 10);
+        assert_eq!(h.bins.iter().map(|b| b.2).sum::<usize>(), 100);
+        assert_eq!(h.median, 1049.5);
+        assert!((h.p05 - 1004.95).abs() < 1e-9 && (h.p95 - 1094.05).abs() < 1e-9);
+        let svg = histogram_svg(&h);
+        assert_eq!(svg.matches("class=\"bar\"").count(), 10);
+        for class in ["mark p05", "mark median", "mark p95"] {
+            assert!(svg.contains(&format!("class=\"{class}\"")), "{class}: {svg}");
+        }
+        assert!(svg.contains("100 samples") && !svg.contains("style=") && !svg.contains("<script"));
+        assert!(histogram_of(&[1.0]).is_none());
+        let same = histogram_of(&[5.0, 5.0, 5.0]).unwrap();
+        assert_eq!(same.bins[0].2, 3);
+    }
+}

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::openapi::{Link, Method, Produces, RouteDoc};
 use crate::pages::{
     PageQuery, Shared, compare, docs, exports, feed, gpu, gpus, home, implementation, models, operation, project,
-    records, resolve, run, run_list, search, serving, submission, verifications,
+    records, resolve, run, run_list, search, serving, source, submission, verifications,
 };
 
 /// Request bodies above this are refused (413) before a handler sees them: the largest
@@ -202,6 +202,30 @@ fn table() -> Routes {
             api("/api/v1/implementations/{slug}", "Implementation as JSON")
                 .answers::<implementation::ImplementationView>(),
             implementation::api,
+        )
+        .add(
+            RouteDoc::new(
+                Get,
+                "/implementations/{slug}/source",
+                Produces::Asset("text/plain"),
+                "An implementation's source as held by the index (raw text); `file` picks one file of a Solution",
+            )
+            .query::<source::SourceQuery>(),
+            source::raw,
+        )
+        .add(
+            api("/api/v1/implementations/{slug}/source", "An implementation's source, file by file, as JSON")
+                .answers::<source::SourceView>(),
+            source::api,
+        )
+        .add(
+            page("/implementations/{slug}/diff", "An implementation's source against its previous revision"),
+            source::diff_page,
+        )
+        .add(
+            api("/api/v1/implementations/{slug}/diff", "An implementation's source against its previous revision")
+                .answers::<source::RevisionDiff>(),
+            source::diff_api,
         )
         .add(page("/gpus", "Hardware in the index"), gpus::page)
         .add(api("/api/v1/gpus", "Hardware as JSON").answers::<gpus::GpuList>(), gpus::api)

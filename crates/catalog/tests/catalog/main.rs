@@ -5,6 +5,7 @@
 #[macro_use]
 mod support;
 
+mod contents;
 mod corrections;
 mod queue;
 mod state;

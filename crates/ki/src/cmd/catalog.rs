@@ -18,6 +18,10 @@ pub enum CatalogCommand {
     Import(super::catalog_store::ImportArgs),
     /// Write the published catalog as an export (`.jsonl` plain, `.jsonl.zst` compressed).
     Export(super::catalog_store::ExportArgs),
+    /// Store the contents the catalog's rows name (sources, raw samples) from runner output
+    /// folders (the files their catalog-rows.jsonl names) or single files, each digest checked;
+    /// one transaction, or nothing written.
+    Attach(super::catalog_store::AttachArgs),
     /// Write a synthetic export shaped like the public one (operations, workloads,
     /// implementations, comparison groups of realistic sizes, record events as ranking-v1
     /// requires, every digest valid), for scale tests.
@@ -39,6 +43,7 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
         CatalogCommand::Verify { export } => verify(&export),
         CatalogCommand::Import(args) => super::catalog_store::import(args),
         CatalogCommand::Export(args) => super::catalog_store::export(args),
+        CatalogCommand::Attach(args) => super::catalog_store::attach(args),
         CatalogCommand::Generate { runs, seed, out } => generate(runs, seed, &out),
     }
 }

@@ -1,5 +1,5 @@
-//! `ki catalog import` and `ki catalog export`: moving snapshots in and out of a catalog
-//! database (SQLite by default, or PostgreSQL).
+//! `ki catalog import`, `ki catalog export` and `ki catalog attach`: moving snapshots (and the
+//! contents their rows name) in and out of a catalog database (SQLite by default, or PostgreSQL).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +26,20 @@ pub struct ImportArgs {
     /// Say on stderr which stage the import is in (when no progress bar is drawn).
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+#[derive(Args)]
+pub struct AttachArgs {
+    /// Runner output folders (holding catalog-rows.jsonl) or single files a catalog row names
+    /// by digest (an implementation's source, an artifact).
+    #[arg(required_unless_present = "bundled")]
+    pub paths: Vec<PathBuf>,
+    /// Also store the contents bundled in data/ (what a first start stores), for a catalog
+    /// made before they were bundled.
+    #[arg(long)]
+    pub bundled: bool,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
 }
 
 #[derive(Args)]
@@ -162,5 +176,49 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         outln!("{table:<26} {count:>9}");
     }
     outln!("exported {} rows to {} in {:.2} s", summary.rows(), args.out.display(), started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ki catalog attach PATH... [--bundled]`.
+pub fn attach(args: AttachArgs) -> anyhow::Result<ExitCode> {
+    let (report, bundled) = runtime()?.block_on(async {
+        let catalog = args.database.open().await?;
+        let bundled = if args.bundled { Some(catalog.put_bundled_contents().await) } else { None };
+        let report = catalog.attach(&args.paths).await;
+        catalog.close().await;
+        anyhow::Ok((report?, bundled.transpose()?))
+    })?;
+    outln!(
+        "{} → {}",
+        args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+        args.database.shown()
+    );
+    if let Some(bundled) = bundled {
+        outln!("bundled: {} stored, {} already held", bundled.stored, bundled.already_held);
+    }
+    for named in &report.attached {
+        outln!("{:<12} {}  {}", named.what, named.digest, named.address);
+    }
+    for named in &report.not_in_catalog {
+        outln!(
+            "skipped: {} {} ({}): the catalog has no {} row {} (import the folder's rows first)",
+            named.what,
+            named.address,
+            named.digest,
+            named.table,
+            named.row_id
+        );
+    }
+    for named in &report.missing {
+        outln!("missing: {} {} ({}): not in the folder", named.what, named.address, named.digest);
+    }
+    outln!(
+        "{} stored ({} bytes), {} already held, {} skipped, {} missing",
+        report.put.stored,
+        report.put.bytes_stored,
+        report.put.already_held,
+        report.not_in_catalog.len(),
+        report.missing.len()
+    );
     Ok(ExitCode::SUCCESS)
 }

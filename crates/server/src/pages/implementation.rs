@@ -38,6 +38,9 @@ pub struct ImplementationView {
     pub runs: Vec<RunSummary>,
     pub runs_total: usize,
     pub manifest: Value,
+    /// The source as the index holds it, file by file (also at
+    /// `/api/v1/implementations/{slug}/source`).
+    pub source: Option<super::source::SourceView>,
 }
 
 impl ReadModel {
@@ -85,6 +88,7 @@ impl ReadModel {
             runs: self.summaries(runs),
             runs_total,
             manifest: self.judgement.implementation_manifest(i),
+            source: None,
         }
     }
 }
@@ -110,6 +114,7 @@ pub fn render(v: &ImplementationView) -> Markup {
                 div { dt { "digest" } dd { code { (v.digest) } } }
             }
             p { a href={ "/api/v1/implementations/" (v.slug) } type="application/json" { "JSON" } }
+            @if let Some(source) = &v.source { (super::source::source_section(source)) }
             (runs_table(&format!("Runs ({} in all, newest first)", v.runs_total), &v.runs))
             (section("manifest", "Manifest", html! { details { summary { "Show manifest" } pre { code { (serde_json::to_string_pretty(&v.manifest).unwrap_or_default()) } } } }))
         },
@@ -125,12 +130,19 @@ fn find_implementation(model: &ReadModel, slug: &str) -> Result<usize, Problem> 
         .ok_or_else(|| Problem::not_found(format!("no implementation {slug:?}")))
 }
 
-pub async fn page(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
+/// The view with its source read from the catalog's content store.
+async fn view(state: &crate::AppState, slug: &str) -> Result<ImplementationView, Problem> {
     let model = state.model();
-    Ok(html_response(render(&model.implementation_view(find_implementation(&model, &slug)?))))
+    let i = find_implementation(&model, slug)?;
+    let mut view = model.implementation_view(i);
+    view.source = Some(super::source::source_of(state, &model, i).await?);
+    Ok(view)
+}
+
+pub async fn page(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
+    Ok(html_response(render(&view(&state, &slug).await?)))
 }
 
 pub async fn api(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
-    let model = state.model();
-    Ok(json_response(&model.implementation_view(find_implementation(&model, &slug)?)))
+    Ok(json_response(&view(&state, &slug).await?))
 }

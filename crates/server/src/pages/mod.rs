@@ -38,6 +38,7 @@ pub mod run;
 pub mod run_list;
 pub mod search;
 pub mod serving;
+pub mod source;
 pub mod submission;
 pub mod verifications;
 

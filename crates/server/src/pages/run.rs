@@ -110,6 +110,13 @@ pub struct Samples {
     /// percentile, median, mean, maximum, interval), when it records one.
     #[serde(skip)]
     pub summary_svg: Option<String>,
+    /// The histogram of the raw samples, when the catalog's content store holds them.
+    pub histogram: Option<crate::chart::Histogram>,
+    /// Which series of the samples file the histogram counts (`inGraphPerCall`: the
+    /// per-call time inside one captured graph, the published latency; or `cuptiPerCall`).
+    pub series: Option<&'static str>,
+    #[serde(skip)]
+    pub histogram_svg: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -214,6 +221,8 @@ pub struct RunDossier {
     pub implementation: Link,
     pub project: Link,
     pub json_href: String,
+    /// The implementation's source on its page, when the index holds it.
+    pub source_href: Option<String>,
 }
 
 impl ReadModel {
@@ -284,6 +293,7 @@ impl ReadModel {
             implementation: implementation_link,
             project: project_link,
             json_href: format!("/api/v1/runs/{id}"),
+            source_href: None,
             manifest,
             digest,
             id,
@@ -613,7 +623,16 @@ impl ReadModel {
                 interval,
             })
         });
-        Samples { count, values_held: false, artifact, explanation, summary_svg }
+        Samples {
+            count,
+            values_held: false,
+            artifact,
+            explanation,
+            summary_svg,
+            histogram: None,
+            series: None,
+            histogram_svg: None,
+        }
     }
 }
 
@@ -1156,6 +1175,12 @@ pub fn render(d: &RunDossier) -> Markup {
         (section("samples", "Samples", html! {
             @if let Some(n) = d.samples.count { p { (ki_model::units::count(n)) " samples" } }
             p { (d.samples.explanation) }
+            @if let Some(svg) = &d.samples.histogram_svg {
+                figure.distribution.histogram {
+                    (maud::PreEscaped(svg))
+                    figcaption { "The raw samples: how many per-call times fall in each bin (hover a bar), with the median (solid) and the 5th and 95th percentiles (dashed) of these values." }
+                }
+            }
             @if let Some(svg) = &d.samples.summary_svg {
                 figure.distribution {
                     (maud::PreEscaped(svg))
@@ -1166,6 +1191,7 @@ pub fn render(d: &RunDossier) -> Markup {
         (section("protocol", "Protocol", field_list(&d.protocol)))
         (section("environment", "Environment", field_list(&d.environment)))
         (section("artifacts", "Artifacts", html! {
+            @if let Some(href) = &d.source_href { p { a href=(href) { "Read the source of " (d.implementation.label) " →" } } }
             @if d.artifacts.is_empty() { p { "No artifacts published with this run." } }
             @else { ul.artifacts { @for a in &d.artifacts {
                 li.artifact {
@@ -1227,7 +1253,63 @@ async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Proble
     let id = crate::model::text(&model.runs.rows[run], "id");
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
-    Ok(model.dossier(run, attestations, &state.base_url))
+    let mut dossier = model.dossier(run, attestations, &state.base_url);
+    held_contents(state, &model, run, &mut dossier).await?;
+    Ok(dossier)
+}
+
+/// What the catalog's content store adds to a dossier: the raw samples' histogram and a link
+/// to the implementation's source.
+async fn held_contents(state: &AppState, model: &ReadModel, run: usize, d: &mut RunDossier) -> Result<(), Problem> {
+    let row = &model.runs.rows[run];
+    if let Some(i) = model.implementations.index_of(text(row, "implementationId"))
+        && let Some((digest, _)) = super::source::source_reference(&model.implementations.rows[i])
+        && !state.catalog.contents_held(&[&digest]).await.map_err(catalog_problem)?.is_empty()
+    {
+        d.source_href = Some(format!("{}#source", d.implementation.href));
+    }
+    let Some(artifact) = &d.samples.artifact else { return Ok(()) };
+    let Some(bytes) = state.catalog.content(&artifact.digest).await.map_err(catalog_problem)? else { return Ok(()) };
+    let series = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| primary_series(&v));
+    let Some((name, values)) = series else {
+        d.samples.explanation =
+            format!("The index holds the raw samples ({}), but they carry no per-call times to draw.", artifact.digest);
+        return Ok(());
+    };
+    let Some(histogram) = crate::chart::histogram_of(&values) else { return Ok(()) };
+    d.samples.values_held = true;
+    d.samples.explanation = format!(
+        "The index holds the raw samples ({}, digest {}): {} per-call times {} across the trials, drawn below.",
+        artifact.uri.as_deref().unwrap_or("no address"),
+        artifact.digest,
+        ki_model::units::count(histogram.count as u64),
+        if name == "inGraphPerCall" { "inside one captured graph" } else { "measured by CUPTI" }
+    );
+    d.samples.histogram_svg = Some(crate::chart::histogram_svg(&histogram));
+    d.samples.histogram = Some(histogram);
+    d.samples.series = Some(name);
+    Ok(())
+}
+
+/// The published series of a samples file, across its trials: the per-call time inside one
+/// captured graph (`inGraphPerCall` as `ki run` writes it, `in_graph_ns` as `ki verify` does), or
+/// the CUPTI per-call time where a trial has no graph time.
+pub fn primary_series(samples: &Value) -> Option<(&'static str, Vec<f64>)> {
+    let trials = samples.get("trials")?.as_array()?;
+    let pick = |trial: &Value, keys: [&str; 2]| {
+        keys.iter()
+            .find_map(|k| trial.get(*k).and_then(Value::as_array))
+            .map(|values| values.iter().filter_map(Value::as_f64).collect::<Vec<f64>>())
+    };
+    for (name, keys) in
+        [("inGraphPerCall", ["inGraphPerCall", "in_graph_ns"]), ("cuptiPerCall", ["cuptiPerCall", "cupti_ns"])]
+    {
+        let values: Vec<f64> = trials.iter().filter_map(|t| pick(t, keys)).flatten().collect();
+        if !values.is_empty() {
+            return Some((name, values));
+        }
+    }
+    None
 }
 
 pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {

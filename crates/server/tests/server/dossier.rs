@@ -109,8 +109,8 @@ fn assert_reads_in_words(path: &str, body: &str) {
 
 /// A verified H200 run of our runner: every statistic of its timing summary, its measurements
 /// (eager, graph replay, % of speed of light), the interval and the sample count, the raw samples'
-/// artifact by name and digest with the statement that the index does not hold their values, and
-/// the summary strip.
+/// artifact by name and digest, their histogram (the bundled contents hold them), and the summary
+/// strip.
 #[test]
 fn a_verified_h200_run_shows_every_statistic_its_manifest_records() {
     let model = BUNDLED.server.state.model();
@@ -163,11 +163,11 @@ fn a_verified_h200_run_shows_every_statistic_its_manifest_records() {
         assert!(body.contains(label), "{id}: {label}");
     }
 
-    // The raw samples: named, with their digest; the index does not hold their values.
+    // The raw samples: named, with their digest; the bundled contents hold them, so they are drawn.
     let raw = spec.pointer("/evidence/rawSamples").unwrap();
     let (uri, digest) = (raw["uri"].as_str().unwrap(), raw["digest"].as_str().unwrap());
     assert!(body.contains("<strong>raw samples</strong>") && body.contains(uri) && body.contains(digest));
-    assert!(body.contains("does not hold their values"));
+    assert!(body.contains("The index holds the raw samples") && body.contains("class=\"chart histogram\""), "{id}");
     assert!(body.contains("class=\"chart summary\"") && body.contains("<title>median "), "{id}: summary strip");
 
     // Sizes and counts read with separators; the raw byte count only inside the manifest.
@@ -180,7 +180,7 @@ fn a_verified_h200_run_shows_every_statistic_its_manifest_records() {
     // The JSON twin carries the same facts.
     let view = json(&format!("/api/v1/runs/{id}"));
     assert_eq!(view["samples"]["count"], samples);
-    assert_eq!(view["samples"]["valuesHeld"], false);
+    assert_eq!(view["samples"]["valuesHeld"], true);
     assert_eq!(view["samples"]["artifact"]["digest"], digest);
     let keys: Vec<&str> = view["statistics"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
     for key in summary.keys().filter(|k| *k != "confidence95") {

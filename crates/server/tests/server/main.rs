@@ -12,4 +12,5 @@ mod hardening;
 mod operation_page;
 mod routes;
 mod search;
+mod source;
 mod verifications;

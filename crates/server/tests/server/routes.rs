@@ -155,6 +155,8 @@ fn every_documented_route_answers_and_the_openapi_document_matches_the_router() 
         let expected = match (doc.method, doc.path) {
             // This server serves an export file, not a catalog: there is none to export.
             (Method::Get, "/api/v1/exports/latest") => 404,
+            // Nor contents: no source to serve raw (tests/server/source.rs serves one).
+            (Method::Get, "/implementations/{slug}/source") => 404,
             _ => doc.success,
         };
         assert_eq!(reply.status, expected, "{:?} {path}: {}", doc.method, &reply.body[..reply.body.len().min(400)]);
