@@ -234,7 +234,9 @@ pub fn list_parts(table: &str) -> &'static [&'static [&'static str]] {
     match table {
         "operations" => &[&["metadata", "title"], &["spec", "axes"]],
         "workloads" => &[&["spec", "axes"]],
-        "implementations" => &[&["spec", "projectRevision"], &["spec", "source"], &["spec", "callable"]],
+        "implementations" => {
+            &[&["metadata", "name"], &["spec", "projectRevision"], &["spec", "source"], &["spec", "callable"]]
+        }
         "benchmark_runs" => {
             &[&["run", "metadata", "title"], &["run", "spec", "sourceNative", "externalId"], &["protocol", "metadata"]]
         }
