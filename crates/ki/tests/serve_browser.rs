@@ -501,6 +501,22 @@ fn a_browser_searches_follows_the_answer_to_a_dossier_and_a_comparison_and_reads
     assert!(compare.contains("<svg class=\"bar\""), "speed bars");
     browser.screenshot(&format!("{base}{compare_href}"), "compare-search");
 
+    // Source: the search finds our native kernel; its implementation page shows the CUDA source
+    // highlighted on the server, with numbered lines, and the raw text is the same file.
+    let found = browser.dom(&format!("{base}/?q=kernelindex-native"));
+    let at = found.find("href=\"/implementations/kernelindex-native").expect("the search finds the native kernel");
+    let implementation_href = found[at + "href=\"".len()..].split('"').next().unwrap().to_string();
+    let implementation = browser.dom(&format!("{base}{implementation_href}"));
+    assert!(implementation.contains("<figure class=\"source\""), "the implementation page shows its source");
+    assert!(implementation.contains("<pre class=\"source\">"));
+    assert!(implementation.contains("class=\"hl-"), "the source is highlighted");
+    assert!(implementation.contains("gqa_paged_decode"), "the kernel's own code is shown");
+    let (status, _, raw) =
+        http(&server.addr, "GET", &format!("{implementation_href}/source"), "text/plain", "").unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(raw, include_str!("../../kernels/cuda/gqa_paged_decode.cu"), "the raw source is the tree's .cu");
+    browser.screenshot(&format!("{base}{implementation_href}"), "implementation-source");
+
     // The GPU page and a model page, with their sections.
     let gpu = browser.dom(&format!("{base}/gpus/nvidia-h200"));
     for section in ["Activity", "Evidence mix", "Best runs per operation"] {
