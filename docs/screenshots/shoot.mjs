@@ -38,6 +38,9 @@ async function pages() {
   const models = await json("/api/v1/models");
   const model = models.models.find((m) => m.measured > 0) ?? models.models[0];
   if (!model) throw new Error("no model page to show");
+  const native = await json(`/api/v1/search?q=kernelindex-native`);
+  const source = (native.results ?? []).find((r) => r.kind === "implementation" && r.href.startsWith("/implementations/kernelindex-native"))?.href;
+  if (!source) throw new Error("the search for kernelindex-native found no implementation page");
   return [
     { name: "home", path: "/" },
     { name: "search", path: `/?q=${encodeURIComponent(query)}` },
@@ -45,6 +48,7 @@ async function pages() {
     { name: "dossier", path: `/runs/${first}` },
     { name: "gpu", path: "/gpus/nvidia-h200" },
     { name: "model", path: model.href },
+    { name: "source", path: source },
     // Checked by axe, not photographed.
     { name: "compare", path: `/compare?run=${first}&run=${second}`, shot: false },
     { name: "records", path: "/records", shot: false },
@@ -53,6 +57,7 @@ async function pages() {
     { name: "gpus", path: "/gpus", shot: false },
     { name: "models", path: "/models", shot: false },
     { name: "operations", path: "/operations", shot: false },
+    { name: "diff", path: `${source}/diff`, shot: false },
   ];
 }
 

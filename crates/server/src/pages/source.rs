@@ -235,6 +235,8 @@ pub fn highlighted_lines(path: &str, content: &str) -> Vec<String> {
 /// A numbered, anchored listing of one file (`file` keeps anchors unique on a page).
 pub fn listing(file: &SourceFile, index: usize) -> Markup {
     let lines = highlighted_lines(&file.path, &file.content);
+    // Each line is a block (so an anchored line can be marked whole); a newline between them
+    // would draw an empty line after each.
     html! {
         figure.source id={ "f" (index) } {
             figcaption {
@@ -249,7 +251,6 @@ pub fn listing(file: &SourceFile, index: usize) -> Markup {
                         a.ln href={ "#" (anchor) } aria-label={ "line " (number + 1) } { (number + 1) }
                         span.code { (PreEscaped(line)) }
                     }
-                    "\n"
                 }
             } }
         }
@@ -456,7 +457,7 @@ fn diff_lines(unified: &str) -> Markup {
                     else if line.starts_with('+') { "diff-add" }
                     else if line.starts_with('-') { "diff-del" }
                     else { "diff-context" };
-                span class=(class) { (line) } "\n"
+                span class=(class) { (line) }
             }
         } }
     }
