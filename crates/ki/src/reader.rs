@@ -112,7 +112,9 @@ impl Reader {
                 let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
                 let id = ki_server::model::text(&model.runs.rows[run], "id").to_string();
                 let attestations = catalog.attestations_of(&id)?;
-                Ok(serde_json::to_value(model.dossier(run, attestations, PUBLIC_BASE_URL))?)
+                let mut dossier = model.dossier(run, attestations, PUBLIC_BASE_URL);
+                catalog.held_contents(&model, run, &mut dossier)?;
+                Ok(serde_json::to_value(dossier)?)
             }
         }
     }
@@ -299,6 +301,27 @@ impl CatalogReader {
     }
 
     /// A run's attestations; an export carries none.
+    /// The content store's part of a dossier (histogram, source link), as the web adds it; an
+    /// export has no content store.
+    fn held_contents(
+        &self,
+        model: &ki_server::model::ReadModel,
+        run: usize,
+        dossier: &mut ki_server::pages::run::RunDossier,
+    ) -> anyhow::Result<()> {
+        if self.data.export.is_some() {
+            return Ok(());
+        }
+        runtime()?.block_on(async {
+            let catalog = self.data.database.open().await?;
+            let added = ki_server::pages::run::held_contents(&catalog, model, run, dossier)
+                .await
+                .context("cannot read the content store");
+            catalog.close().await;
+            added
+        })
+    }
+
     fn attestations_of(&self, run_id: &str) -> anyhow::Result<Vec<ki_catalog::Attestation>> {
         if self.data.export.is_some() {
             return Ok(Vec::new());

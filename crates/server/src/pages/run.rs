@@ -1254,22 +1254,27 @@ async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Proble
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
     let mut dossier = model.dossier(run, attestations, &state.base_url);
-    held_contents(state, &model, run, &mut dossier).await?;
+    held_contents(&state.catalog, &model, run, &mut dossier).await.map_err(catalog_problem)?;
     Ok(dossier)
 }
 
 /// What the catalog's content store adds to a dossier: the raw samples' histogram and a link
-/// to the implementation's source.
-async fn held_contents(state: &AppState, model: &ReadModel, run: usize, d: &mut RunDossier) -> Result<(), Problem> {
+/// to the implementation's source. The web and the CLI (`ki show run`) both call it.
+pub async fn held_contents(
+    catalog: &ki_catalog::Catalog,
+    model: &ReadModel,
+    run: usize,
+    d: &mut RunDossier,
+) -> Result<(), ki_catalog::CatalogError> {
     let row = &model.runs.rows[run];
     if let Some(i) = model.implementations.index_of(text(row, "implementationId"))
         && let Some((digest, _)) = super::source::source_reference(&model.implementations.rows[i])
-        && !state.catalog.contents_held(&[&digest]).await.map_err(catalog_problem)?.is_empty()
+        && !catalog.contents_held(&[&digest]).await?.is_empty()
     {
         d.source_href = Some(format!("{}#source", d.implementation.href));
     }
     let Some(artifact) = &d.samples.artifact else { return Ok(()) };
-    let Some(bytes) = state.catalog.content(&artifact.digest).await.map_err(catalog_problem)? else { return Ok(()) };
+    let Some(bytes) = catalog.content(&artifact.digest).await? else { return Ok(()) };
     let series = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| primary_series(&v));
     let Some((name, values)) = series else {
         d.samples.explanation =
