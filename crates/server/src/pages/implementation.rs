@@ -121,7 +121,8 @@ pub fn render(v: &ImplementationView) -> Markup {
     )
 }
 
-fn find_implementation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
+/// An implementation by slug or id (the implementation page and its source and diff pages).
+pub(crate) fn find_implementation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
     model
         .implementation_by_slug
         .get(slug)
