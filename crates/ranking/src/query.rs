@@ -168,18 +168,36 @@ pub fn dtype_short(name: &str) -> String {
     short.to_string()
 }
 
-/// Levenshtein distance of two short words, by characters (for "did you mean").
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            current[j + 1] = (previous[j] + usize::from(ca != *cb)).min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
+/// Longest word [`edit_distance_within`] compares; a longer one is never within reach.
+pub const MAX_EDIT_WORD_CHARS: usize = 64;
+
+/// The number of single-character edits (insert, delete, substitute) between `a` and `b`, when
+/// it is at most `most`; None when it is more, or when either word is longer than
+/// [`MAX_EDIT_WORD_CHARS`]. Allocates nothing and stops as soon as every path costs more, so a
+/// typo is checked against a whole vocabulary quickly.
+pub fn edit_distance_within(a: &str, b: &str, most: usize) -> Option<usize> {
+    let (a_chars, b_chars) = (a.chars().count(), b.chars().count());
+    if a_chars.abs_diff(b_chars) > most || a_chars > MAX_EDIT_WORD_CHARS || b_chars > MAX_EDIT_WORD_CHARS {
+        return None;
     }
-    previous[b.len()]
+    let mut previous = [0usize; MAX_EDIT_WORD_CHARS + 1];
+    let mut current = [0usize; MAX_EDIT_WORD_CHARS + 1];
+    for (j, cell) in previous.iter_mut().enumerate().take(b_chars + 1) {
+        *cell = j;
+    }
+    for (i, ca) in a.chars().enumerate() {
+        current[0] = i + 1;
+        let mut least = current[0];
+        for (j, cb) in b.chars().enumerate() {
+            current[j + 1] = (previous[j] + usize::from(ca != cb)).min(previous[j + 1] + 1).min(current[j] + 1);
+            least = least.min(current[j + 1]);
+        }
+        if least > most {
+            return None;
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    Some(previous[b_chars]).filter(|&d| d <= most)
 }
 
 /// Parses "batch_size=16, num_pages=1070" (commas, semicolons or whitespace between): an
@@ -267,10 +285,16 @@ mod tests {
 
     #[test]
     fn edit_distance_counts_single_character_edits() {
-        assert_eq!(edit_distance("rmsnrom", "rmsnorm"), 2);
-        assert_eq!(edit_distance("gema", "gemm"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("µs", "us"), 1);
+        assert_eq!(edit_distance_within("rmsnrom", "rmsnorm", 2), Some(2));
+        assert_eq!(edit_distance_within("rmsnrom", "rmsnorm", 1), None);
+        assert_eq!(edit_distance_within("gema", "gemm", 2), Some(1));
+        assert_eq!(edit_distance_within("", "abc", 3), Some(3));
+        assert_eq!(edit_distance_within("", "abc", 2), None);
+        assert_eq!(edit_distance_within("µs", "us", 2), Some(1));
+        assert_eq!(edit_distance_within("kitten", "sitting", 3), Some(3));
+        assert_eq!(edit_distance_within("decode", "decode", 0), Some(0));
+        let long = "a".repeat(MAX_EDIT_WORD_CHARS + 1);
+        assert_eq!(edit_distance_within(&long, &long, 2), None);
     }
 
     #[test]

@@ -8,12 +8,12 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance, parse_search};
+use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance_within, parse_search};
 use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
 use maud::{Markup, html};
 use serde::Serialize;
 
-use crate::model::{ReadModel, SearchEntry, opt_text, slugify, text};
+use crate::model::{ReadModel, SearchEntry, slugify, text};
 
 /// What the search found.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -68,23 +68,35 @@ struct KnownMatches<'a> {
     sources: Option<HashSet<&'a str>>,
 }
 
-/// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20 more
-/// when the words are exactly one of its names; None when a word is missing.
-fn score(entry: &SearchEntry, words: &[String]) -> Option<u32> {
-    // Most entries miss a word: test that before splitting the text into words.
-    if !words.iter().all(|w| entry.haystack.contains(w.as_str())) {
-        return None;
+/// The query's words as an entry's score reads them.
+struct Words<'a> {
+    words: &'a [String],
+    /// The words as one name: lower-cased, `_` and `-` as spaces.
+    phrase: String,
+}
+
+impl<'a> Words<'a> {
+    fn new(words: &'a [String]) -> Words<'a> {
+        Words { words, phrase: words.join(" ").replace(['_', '-'], " ") }
     }
-    let mut score = 0;
-    for word in words {
-        let whole = entry.haystack.split(|c: char| !c.is_alphanumeric()).any(|t| t == word);
-        score += if whole { 3 } else { 1 };
+
+    /// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20
+    /// more when the words are exactly one of its names; None when a word is missing.
+    fn score(&self, entry: &SearchEntry) -> Option<u32> {
+        // Most entries miss a word: test that before splitting the text into words.
+        if !self.words.iter().all(|w| entry.haystack.contains(w.as_str())) {
+            return None;
+        }
+        let mut score = 0;
+        for word in self.words {
+            let whole = entry.haystack.split(|c: char| !c.is_alphanumeric()).any(|t| t == word);
+            score += if whole { 3 } else { 1 };
+        }
+        if !self.words.is_empty() && entry.names.contains(&self.phrase) {
+            score += 20;
+        }
+        Some(score)
     }
-    let phrase = words.join(" ").replace(['_', '-'], " ");
-    if !words.is_empty() && entry.names.contains(&phrase) {
-        score += 20;
-    }
-    Some(score)
 }
 
 impl ReadModel {
@@ -114,34 +126,28 @@ impl ReadModel {
     }
 
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
-    /// language, installable, dtype).
+    /// language, installable, dtype), read from the ranking's typed rows.
     fn run_matches(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
-        let row = &self.runs.rows[run];
-        let implementation = || self.implementations.get(text(row, "implementationId"));
+        let index = &self.judgement;
+        let row = &index.runs[run];
         let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
-        known.gpus.as_ref().is_none_or(|gpus| gpus.contains(text(row, "hardwareModel")))
-            && known.sources.as_ref().is_none_or(|sources| sources.contains(text(row, "sourceId")))
-            && all(Filter::Arch, &|a| text(row, "hardwareArchitecture").eq_ignore_ascii_case(a))
+        known.gpus.as_ref().is_none_or(|gpus| row.hardware_model.as_deref().is_some_and(|m| gpus.contains(m)))
+            && known.sources.as_ref().is_none_or(|sources| row.source_id.as_deref().is_some_and(|s| sources.contains(s)))
+            && all(Filter::Arch, &|a| row.hardware_architecture.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(a)))
             && all(Filter::Trust, &|t| {
                 TRUST_NAMES
                     .iter()
                     .find(|(name, _)| *name == t)
-                    .is_some_and(|(_, least)| self.judgement.facts[run].trust >= *least)
+                    .is_some_and(|(_, least)| index.facts[run].trust >= *least)
             })
             && all(Filter::License, &|l| {
-                implementation().and_then(|i| opt_text(i, "licenseExpression")).is_some_and(|e| contains(e, l))
+                index.implementation_of(run).license_expression.as_deref().is_some_and(|e| contains(e, l))
             })
-            && all(Filter::Language, &|l| implementation().is_some_and(|i| text(i, "language").eq_ignore_ascii_case(l)))
-            && all(Filter::Installable, &|yes| {
-                let wanted = matches!(yes, "yes" | "true" | "1");
-                row.get("installable").and_then(serde_json::Value::as_bool).unwrap_or(false) == wanted
-            })
+            && all(Filter::Language, &|l| index.implementation_of(run).language.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(l)))
+            && all(Filter::Installable, &|yes| row.installable == matches!(yes, "yes" | "true" | "1"))
             && all(Filter::Dtype, &|d| {
-                self.workloads.get(text(row, "workloadId")).is_some_and(|w| {
-                    w.get("dtypes").and_then(serde_json::Value::as_array).is_some_and(|ds| {
-                        ds.iter().filter_map(|x| x.as_str()).any(|x| dtype_short(x) == dtype_short(d))
-                    })
-                })
+                let wanted = dtype_short(d);
+                index.workload_of(run).dtypes.iter().any(|x| dtype_short(x) == wanted)
             })
     }
 
@@ -167,6 +173,12 @@ impl ReadModel {
                 return false;
             }
         }
+        // No run on a GPU the filter names: nothing to test run by run.
+        if let Some(gpus) = &known.gpus
+            && !entry.gpus.iter().any(|gpu| gpus.contains(gpu.as_str()))
+        {
+            return false;
+        }
         !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r, request, known))
     }
 
@@ -186,12 +198,11 @@ impl ReadModel {
             if let Some(value) = axis.get("value") {
                 return same(value, wanted);
             }
-            self.workloads_by_operation.get(&op).into_iter().flatten().any(|&w| {
-                self.workloads.rows[w]
-                    .get("manifest")
-                    .and_then(|m| crate::model::pointer(m, &["spec", "axes", name]))
-                    .is_some_and(|v| same(v, wanted))
-            })
+            self.workloads_by_operation
+                .get(&op)
+                .into_iter()
+                .flatten()
+                .any(|&w| self.judgement.workload_axes(w).get(name).is_some_and(|v| same(v, wanted)))
         })
     }
 
@@ -238,10 +249,11 @@ impl ReadModel {
 
     fn ranked_entries(&self, request: &SearchRequest) -> Vec<(u32, &SearchEntry)> {
         let known = self.known_matches(request);
+        let words = Words::new(&request.words);
         let mut scored: Vec<(u32, &SearchEntry)> = self
             .search
             .iter()
-            .filter_map(|e| score(e, &request.words).map(|s| (s, e)))
+            .filter_map(|e| words.score(e).map(|s| (s, e)))
             .filter(|(_, e)| self.entry_matches(e, request, &known))
             .map(|(s, e)| {
                 let fits = !request.axes.is_empty() && e.operation.is_some_and(|op| self.fits_axes(op, request));
@@ -318,13 +330,12 @@ impl ReadModel {
                 if self.search.iter().any(|e| e.haystack.contains(word.as_str())) {
                     return word.clone();
                 }
-                let length = word.chars().count();
+                // At most two edits, and fewer than the word has characters.
+                let most = 2.min(word.chars().count().saturating_sub(1));
                 let best = self
                     .search_vocabulary
                     .iter()
-                    .filter(|t| t.len().abs_diff(length) <= 2)
-                    .map(|t| (edit_distance(word, t), t.as_str()))
-                    .filter(|(d, _)| *d <= 2 && *d < word.chars().count())
+                    .filter_map(|t| Some((edit_distance_within(word, t, most)?, t.as_str())))
                     .min();
                 match best {
                     Some((_, t)) => {
