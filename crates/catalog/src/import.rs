@@ -431,6 +431,7 @@ pub(crate) async fn write_verified(
             report_progress(options, ImportStage::Writing, Some(table.name), done, total);
         }
     }
+    crate::search::refresh(session, &search_index_input(&to_insert)).await?;
     let mut record_events = Vec::new();
     if options.append_record_events {
         let runs = TABLES.iter().position(|table| table.name == "benchmark_runs");
@@ -449,6 +450,26 @@ pub(crate) async fn write_verified(
     }
     report_progress(options, ImportStage::Committing, None, total, total);
     Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new(), record_events })
+}
+
+/// What the new rows change in the search index: any new named row, and the new runs' GPUs.
+fn search_index_input(to_insert: &[Vec<&PreparedRow>]) -> crate::search::NewRows {
+    let mut new = crate::search::NewRows::default();
+    for (table, rows) in TABLES.iter().zip(to_insert) {
+        if rows.is_empty() {
+            continue;
+        }
+        match table.name {
+            "operations" | "operation_aliases" | "implementations" | "projects" => new.text_changed = true,
+            "benchmark_runs" => {
+                if let Some(column) = table.columns.iter().position(|column| column.json == "hardwareModel") {
+                    new.gpus.extend(rows.iter().filter_map(|row| row.values[column].as_text().map(str::to_string)));
+                }
+            }
+            _ => {}
+        }
+    }
+    new
 }
 
 async fn write_batch(

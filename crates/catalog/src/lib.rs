@@ -25,6 +25,7 @@ mod migrate;
 pub mod queue;
 mod rows;
 pub mod schema;
+mod search;
 mod slice;
 mod state;
 mod store;
@@ -37,6 +38,7 @@ pub use export::{ExportFormat, ExportSummary};
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
+pub use search::SearchCandidate;
 pub use state::{
     ApiKey, Attestation, AttestationKind, KeyRefusal, NewAttestation, Scope, Submission, SubmittedDocument,
     WebLogImport, hash_key,

@@ -53,6 +53,12 @@ pub static MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0006_artifact_contents.sql"),
         postgres: include_str!("../migrations/postgres/0006_artifact_contents.sql"),
     },
+    Migration {
+        version: crate::search::MIGRATION_VERSION,
+        name: "search",
+        sqlite: include_str!("../migrations/sqlite/0007_search.sql"),
+        postgres: include_str!("../migrations/postgres/0007_search.sql"),
+    },
 ];
 
 impl Migration {
@@ -120,6 +126,11 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
             .run_script(migration.sql(backend))
             .await
             .context(|| format!("migration {} ({}) failed", migration.version, migration.name))?;
+        // The search index is derived in Rust (one text on both backends): filled here, in the
+        // migration's transaction, for a catalog that already has rows.
+        if migration.version == crate::search::MIGRATION_VERSION {
+            crate::search::rebuild(&mut session).await?;
+        }
         let record = match backend {
             Backend::Sqlite => {
                 "INSERT INTO ki_schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)"

@@ -8,6 +8,7 @@ mod support;
 mod contents;
 mod corrections;
 mod queue;
+mod search;
 mod state;
 mod store;
 mod typed_rows;
