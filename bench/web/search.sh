@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Search latency of `ki serve` on loopback (issue 18: p99 <= 25 ms), on the bundled catalog in
-# a fresh SQLite file: GET /api/v1/search for the issue's example queries and a typo, under wrk
-# at 4 and 16 connections. Prints one Markdown row per query.
+# a fresh SQLite file (or DATABASE, e.g. a fresh PostgreSQL schema): GET /api/v1/search for the
+# issue's example queries and a typo, under wrk at 4 and 16 connections. Prints one Markdown
+# row per query.
 #
 #   BIN=/path/to/release/ki bench/web/search.sh     # DURATION=10s by default
+#   DATABASE='postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3Dbench' bench/web/search.sh
 #
 # Needs wrk (apt-get install -y wrk) and curl.
 set -euo pipefail
@@ -14,7 +16,7 @@ BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/ki}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
 WORK=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
-"$BIN" serve --database "sqlite://$WORK/kernelindex.db" --state "$WORK/state" --addr "127.0.0.1:$PORT" 2>"$WORK/serve.log" &
+"$BIN" serve --database "${DATABASE:-sqlite://$WORK/kernelindex.db}" --state "$WORK/state" --addr "127.0.0.1:$PORT" 2>"$WORK/serve.log" &
 SERVER=$!
 for _ in $(seq 1 900); do
   curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break

@@ -38,7 +38,7 @@ pub use export::{ExportFormat, ExportSummary};
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
-pub use search::SearchCandidate;
+pub use search::SearchKey;
 pub use state::{
     ApiKey, Attestation, AttestationKind, KeyRefusal, NewAttestation, Scope, Submission, SubmittedDocument,
     WebLogImport, hash_key,

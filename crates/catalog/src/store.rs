@@ -220,6 +220,29 @@ macro_rules! backend_io {
 backend_io!(sqlite_io, sqlx::Sqlite, sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
 backend_io!(pg_io, sqlx::Postgres, sqlx::PgConnection, sqlx::postgres::PgRow);
 
+impl Pool {
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
+/// One read statement on a pooled connection, outside any transaction: for a single query on
+/// a request's path, where BEGIN and ROLLBACK would be two more round trips.
+pub(crate) async fn fetch_all(
+    pool: &Pool,
+    sql: &str,
+    params: &[SqlValue],
+    storages: &[Storage],
+) -> Result<Vec<Vec<SqlValue>>, sqlx::Error> {
+    match pool {
+        Pool::Sqlite(pool) => sqlite_io::fetch_all(&mut *pool.acquire().await?, sql, params, storages).await,
+        Pool::Postgres(pool) => pg_io::fetch_all(&mut *pool.acquire().await?, sql, params, storages).await,
+    }
+}
+
 /// A transaction or plain connection on either backend, with the operations the
 /// catalog needs.
 pub(crate) enum Session {

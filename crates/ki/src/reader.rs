@@ -48,6 +48,8 @@ pub struct CatalogReader {
     data: DataArgs,
     keep: bool,
     kept: Mutex<Option<(u64, Arc<ReadModel>)>>,
+    /// For an export, the scratch catalog that holds its search index, made on the first search.
+    export_index: Mutex<Option<tempfile::TempDir>>,
 }
 
 impl Reader {
@@ -59,7 +61,12 @@ impl Reader {
     pub fn with_memory(args: &ReadArgs, keep: bool) -> anyhow::Result<Reader> {
         Ok(match &args.api {
             Some(url) => Reader::Api(ApiClient::new(url)?),
-            None => Reader::Catalog(CatalogReader { data: args.data.clone(), keep, kept: Mutex::new(None) }),
+            None => Reader::Catalog(CatalogReader {
+                data: args.data.clone(),
+                keep,
+                kept: Mutex::new(None),
+                export_index: Mutex::new(None),
+            }),
         })
     }
 
@@ -70,7 +77,7 @@ impl Reader {
             Reader::Api(api) => api.get(&["search"], &[("q", &query)]),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                Ok(serde_json::to_value(model.search_answer(&query, ki_server::pages::PAGE_LIMIT))?)
+                catalog.search(&model, &query)
             }
         }
     }
@@ -283,6 +290,41 @@ impl CatalogReader {
                 *kept = Some((revision, model.clone()));
             }
             Ok(model)
+        })
+    }
+
+    /// The search answer, from the catalog's search index. An export has none: its rows are
+    /// imported once into a scratch catalog, which builds one and is kept while the reader is.
+    fn search(&self, model: &ReadModel, query: &str) -> anyhow::Result<Value> {
+        let runtime = runtime()?;
+        // Held while this search runs: the scratch catalog is not removed under it.
+        let mut index = self.export_index.lock().unwrap_or_else(|p| p.into_inner());
+        let scratch_url = match &self.data.export {
+            None => None,
+            Some(path) => {
+                if index.is_none() {
+                    let dir = tempfile::tempdir().context("cannot make a scratch directory")?;
+                    let url = format!("sqlite://{}", dir.path().join("search.db").display());
+                    runtime.block_on(async {
+                        let catalog = ki_catalog::Catalog::open(&url).await.context("cannot open a scratch catalog")?;
+                        let imported = catalog.import_file(path, &ki_catalog::ImportOptions::default()).await;
+                        catalog.close().await;
+                        imported.with_context(|| format!("cannot index the export {}", path.display())).map(|_| ())
+                    })?;
+                    *index = Some(dir);
+                }
+                index.as_ref().map(|dir| format!("sqlite://{}", dir.path().join("search.db").display()))
+            }
+        };
+        runtime.block_on(async {
+            let catalog = match &scratch_url {
+                None => self.data.database.open().await?,
+                Some(url) => ki_catalog::Catalog::open(url).await.context("cannot open the scratch catalog")?,
+            };
+            let answer = model.search_answer(&catalog, query, ki_server::pages::PAGE_LIMIT).await;
+            let answer = answer.context("cannot search the catalog").and_then(|a| Ok(serde_json::to_value(a)?));
+            catalog.close().await;
+            answer
         })
     }
 

@@ -17,6 +17,8 @@ pub mod records;
 // One serde type per catalog export table, and the constructors producers build rows with.
 pub mod rows;
 pub mod schema;
+// The text the search box looks in, for the catalog's index and the read model alike.
+pub mod search_text;
 // One formatter each, for the CLI and the web alike: slugs, and values with their units.
 pub mod slug;
 pub mod units;

@@ -1,9 +1,11 @@
-//! CPU time of one search, per query, on the bundled catalog's read model: the answer and its
-//! JSON, as `GET /api/v1/search` pays it (without HTTP). Medians of many calls.
+//! Time of one search, per query, on a catalog (the bundled one when it is empty): the
+//! catalog's search index, the read model's answer and its JSON, as `GET /api/v1/search` pays
+//! it (without HTTP). Medians of many calls.
 //!
-//!     cargo run --release -p ki-server --example search_cost [QUERY...]
+//!     DATABASE=sqlite:///tmp/search.db cargo run --release -p ki-server --example search_cost [QUERY...]
 
-fn main() -> anyhow::Result<()> {
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
     let mut queries: Vec<String> = std::env::args().skip(1).collect();
     if queries.is_empty() {
         queries = [
@@ -16,23 +18,25 @@ fn main() -> anyhow::Result<()> {
         .map(str::to_string)
         .to_vec();
     }
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/");
-    let mut rows = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for name in [
-        "catalog-2026-08-16-0022af0b.jsonl.zst",
-        "kernelindex-verified-h200-2026-11-30.jsonl.zst",
-        "kernelindex-verify-h200-2026-12-01.jsonl.zst",
-    ] {
-        for row in ki_server::rows_from_export(std::path::Path::new(&format!("{data}{name}")))? {
-            let id = row.row.get("id").and_then(|v| v.as_str()).map(str::to_string);
-            if id.is_none_or(|id| seen.insert((row.table.clone(), id))) {
-                rows.push(row);
+    let url = std::env::var("DATABASE").unwrap_or_else(|_| "sqlite:///tmp/search-cost.db".to_string());
+    let catalog = ki_catalog::Catalog::open(&url).await?;
+    catalog.ensure_bundled_snapshot().await?;
+    let model = ki_server::model::ReadModel::build(ki_server::rows_from_catalog(&catalog).await?)?;
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(200);
+    if std::env::var("INDEX_ONLY").is_ok() {
+        for query in &queries {
+            let words = ki_ranking::query::parse_search(query).words;
+            let mut times = Vec::new();
+            let mut n = 0;
+            for _ in 0..rounds {
+                let started = std::time::Instant::now();
+                n = catalog.search(&words).await?.len();
+                times.push(started.elapsed().as_secs_f64() * 1e6);
             }
+            times.sort_by(f64::total_cmp);
+            println!("index only `{query}`: median {:.0} µs, {n} entries", times[rounds / 2]);
         }
     }
-    let model = ki_server::model::ReadModel::build(rows)?;
-    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(200);
     println!("| query | median µs | p95 µs | JSON bytes | results |");
     println!("| --- | --- | --- | --- | --- |");
     for query in &queries {
@@ -41,7 +45,7 @@ fn main() -> anyhow::Result<()> {
         let mut total = 0;
         for _ in 0..rounds {
             let started = std::time::Instant::now();
-            let answer = model.search_answer(query, ki_server::pages::PAGE_LIMIT);
+            let answer = model.search_answer(&catalog, query, ki_server::pages::PAGE_LIMIT).await?;
             let json = serde_json::to_vec(&answer)?;
             times.push(started.elapsed().as_secs_f64() * 1e6);
             bytes = json.len();

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use ki_model::search_text::{self, SearchKind};
 use serde_json::{Map, Value};
 
 pub type Row = Map<String, Value>;
@@ -83,7 +84,10 @@ pub struct SearchEntry {
     pub runs: usize,
     /// The GPUs of those runs, most runs first.
     pub gpus: Vec<String>,
-    /// Lower-cased text the words are looked for in.
+    /// The catalog search index's key for the entry (the row's id; a GPU's model).
+    #[serde(skip)]
+    pub key: String,
+    /// Lower-cased text the words are looked for in (`ki_model::search_text`).
     #[serde(skip)]
     pub haystack: String,
     /// The names that count as an exact match, lower-cased with `_` and `-` as spaces.
@@ -142,6 +146,8 @@ pub struct Tables {
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<usize>)>,
     pub search: Vec<SearchEntry>,
+    /// Search entries by the catalog search index's kind and key.
+    pub search_by_key: HashMap<(SearchKind, String), usize>,
     /// Every word (3+ characters) of the search entries' text, once, for "did you mean".
     pub search_vocabulary: Vec<String>,
 }
@@ -385,12 +391,14 @@ impl Tables {
         }
         model.check_aligned(judgement)?;
         model.search = model.build_search();
-        let vocabulary: std::collections::BTreeSet<&str> = model
+        model.search_by_key = model
             .search
             .iter()
-            .flat_map(|e| e.haystack.split(|c: char| !c.is_alphanumeric()))
-            .filter(|t| t.len() >= 3)
+            .enumerate()
+            .filter_map(|(i, e)| Some(((SearchKind::parse(e.kind)?, e.key.clone()), i)))
             .collect();
+        let vocabulary: std::collections::BTreeSet<&str> =
+            model.search.iter().flat_map(|e| search_text::terms(&e.haystack)).collect();
         model.search_vocabulary = vocabulary.into_iter().map(str::to_string).collect();
         Ok(model)
     }
@@ -424,7 +432,6 @@ impl Tables {
     }
 
     fn build_search(&self) -> Vec<SearchEntry> {
-        let spaced = |name: &str| name.to_lowercase().replace(['_', '-'], " ");
         let gpus_of = |runs: &[usize]| {
             let mut counts: HashMap<&str, usize> = HashMap::new();
             for &r in runs {
@@ -439,11 +446,7 @@ impl Tables {
         let mut out = Vec::new();
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
-            let mut haystack = format!("{} {} {}", text(op, "name"), text(op, "slug"), text(op, "family"));
-            for a in &aliases {
-                haystack.push(' ');
-                haystack.push_str(a);
-            }
+            let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
             let run_list: Vec<usize> = self
                 .workloads_by_operation
                 .get(&i)
@@ -451,32 +454,34 @@ impl Tables {
                 .flatten()
                 .flat_map(|w| self.runs_by_workload.get(w).into_iter().flatten().copied())
                 .collect();
-            let mut names = vec![spaced(text(op, "name")), spaced(text(op, "slug"))];
-            names.extend(aliases.iter().map(|a| spaced(a)));
+            let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {
-                kind: "operation",
+                kind: SearchKind::Operation.as_str(),
                 label: self.operation_title(i).to_string(),
                 detail: text(op, "family").to_string(),
                 href: format!("/operations/{}", text(op, "slug")),
                 runs: run_list.len(),
                 gpus: gpus_of(&run_list),
-                haystack: haystack.to_lowercase(),
-                names,
+                key: text(op, "id").to_string(),
+                haystack: found.haystack,
+                names: found.names,
                 operation: Some(i),
                 run_list,
             });
         }
         for (i, imp) in self.implementations.rows.iter().enumerate() {
             let run_list = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
+            let found = search_text::implementation(text(imp, "slug"), text(imp, "title"));
             out.push(SearchEntry {
-                kind: "implementation",
+                kind: SearchKind::Implementation.as_str(),
                 label: text(imp, "slug").to_string(),
                 detail: text(imp, "title").to_string(),
                 href: format!("/implementations/{}", text(imp, "slug")),
                 runs: run_list.len(),
                 gpus: gpus_of(&run_list),
-                haystack: format!("{} {}", text(imp, "slug"), text(imp, "title")).to_lowercase(),
-                names: vec![spaced(text(imp, "slug"))],
+                key: text(imp, "id").to_string(),
+                haystack: found.haystack,
+                names: found.names,
                 operation: None,
                 run_list,
             });
@@ -489,29 +494,33 @@ impl Tables {
                 .flatten()
                 .flat_map(|imp| self.runs_by_implementation.get(imp).into_iter().flatten().copied())
                 .collect();
+            let found = search_text::project(text(p, "name"), text(p, "slug"));
             out.push(SearchEntry {
-                kind: "project",
+                kind: SearchKind::Project.as_str(),
                 label: text(p, "name").to_string(),
                 detail: text(p, "slug").to_string(),
                 href: format!("/projects/{}", text(p, "slug")),
                 runs: run_list.len(),
                 gpus: gpus_of(&run_list),
-                haystack: format!("{} {}", text(p, "name"), text(p, "slug")).to_lowercase(),
-                names: vec![spaced(text(p, "name")), spaced(text(p, "slug"))],
+                key: text(p, "id").to_string(),
+                haystack: found.haystack,
+                names: found.names,
                 operation: None,
                 run_list,
             });
         }
         for (gpu, runs) in &self.runs_by_gpu {
+            let found = search_text::hardware(gpu);
             out.push(SearchEntry {
-                kind: "hardware",
+                kind: SearchKind::Hardware.as_str(),
                 label: gpu.clone(),
                 detail: format!("{} runs", runs.len()),
                 href: format!("/gpus/{}", slugify(gpu)),
                 runs: runs.len(),
                 gpus: vec![gpu.clone()],
-                haystack: gpu.to_lowercase(),
-                names: vec![spaced(gpu)],
+                key: gpu.clone(),
+                haystack: found.haystack,
+                names: found.names,
                 operation: None,
                 run_list: runs.clone(),
             });

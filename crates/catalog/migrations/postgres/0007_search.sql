@@ -1,16 +1,13 @@
 -- KernelIndex catalog, version 7 (PostgreSQL): the search index (ki_catalog::search).
 -- One row per thing the search box finds (an operation with its aliases, an implementation,
--- a project, a GPU model), its text lower-cased by the catalog, so that both backends hold the
--- same bytes. Derived from the export tables and written in the transaction of every import
--- that changes them; filled for an existing catalog by the migration. Not exported.
+-- a project, a GPU model) and the text its words are found in, written by
+-- ki_model::search_text (lower-cased there, so that both backends hold the same bytes).
+-- Derived from the export tables and written in the transaction of every import that changes
+-- them; filled for an existing catalog by the migration. Not exported.
 CREATE TABLE search_entries (
     kind TEXT NOT NULL CHECK (kind IN ('operation', 'implementation', 'project', 'hardware')),
     entry_key TEXT NOT NULL,
-    label TEXT NOT NULL,
-    detail TEXT NOT NULL,
-    href TEXT NOT NULL,
     haystack TEXT NOT NULL,
-    names TEXT NOT NULL,
     PRIMARY KEY (kind, entry_key)
 );
 
@@ -27,9 +24,3 @@ BEGIN
     EXECUTE format('CREATE INDEX search_entries_trigrams ON search_entries USING gin (haystack %I.gin_trgm_ops)', home);
 END
 $$;
-
-CREATE TABLE search_terms (
-    term TEXT PRIMARY KEY,
-    length INTEGER NOT NULL CHECK (length >= 3)
-);
-CREATE INDEX search_terms_by_length ON search_terms (length);

@@ -1,20 +1,16 @@
 -- KernelIndex catalog, version 7 (SQLite): the search index (ki_catalog::search).
 -- One row per thing the search box finds (an operation with its aliases, an implementation,
--- a project, a GPU model), its text lower-cased by the catalog, so that both backends hold the
--- same bytes. Derived from the export tables and written in the transaction of every import
--- that changes them; filled for an existing catalog by the migration. Not exported.
+-- a project, a GPU model) and the text its words are found in, written by
+-- ki_model::search_text (lower-cased there, so that both backends hold the same bytes).
+-- Derived from the export tables and written in the transaction of every import that changes
+-- them; filled for an existing catalog by the migration. Not exported.
 CREATE TABLE search_entries (
     -- operation, implementation, project or hardware.
     kind TEXT NOT NULL CHECK (kind IN ('operation', 'implementation', 'project', 'hardware')),
     -- The row's id; for hardware, the GPU model as runs name it.
     entry_key TEXT NOT NULL,
-    label TEXT NOT NULL,
-    detail TEXT NOT NULL,
-    href TEXT NOT NULL,
     -- What the query's words are looked for in (substrings), lower-cased.
     haystack TEXT NOT NULL,
-    -- The names that count as an exact match, one per line, lower-cased with _ and - as spaces.
-    names TEXT NOT NULL,
     PRIMARY KEY (kind, entry_key)
 );
 
@@ -37,11 +33,3 @@ CREATE TRIGGER search_entries_update AFTER UPDATE ON search_entries BEGIN
     INSERT INTO search_entries_text (search_entries_text, rowid, haystack) VALUES ('delete', old.rowid, old.haystack);
     INSERT INTO search_entries_text (rowid, haystack) VALUES (new.rowid, new.haystack);
 END;
-
--- The vocabulary for "did you mean": every word (3+ characters) of the entries' text, with
--- its length in characters, so that a typo's candidates are read by length.
-CREATE TABLE search_terms (
-    term TEXT PRIMARY KEY,
-    length INTEGER NOT NULL CHECK (length >= 3)
-);
-CREATE INDEX search_terms_by_length ON search_terms (length);

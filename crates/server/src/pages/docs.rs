@@ -34,7 +34,7 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                     code { "gqa decode gpu:h200 batch_size=16" } ", " code { "rmsnorm hidden_size=4096 trust:verified" } ", " code { "gemm n=4096 k=4096 gpu:b200" } ". "
                     "The same grammar is read by " code { "/api/v1/search?q=" } ", " code { "ki search" } " and the MCP " code { "search" } " tool." }
                 dl.fields {
-                    div { dt { "words" } dd { "every word must be in the operation's, implementation's, project's or GPU's name; whole words and exact names rank first, then the most-run" } }
+                    div { dt { "words" } dd { "every word must be in the operation's, implementation's, project's or GPU's name (any part of it: " code { "norm" } " finds " code { "rmsnorm" } "; case does not matter); whole words and exact names rank first, then the most-run" } }
                     div { dt { code { "gpu:" } } dd { "a GPU model, e.g. " code { "gpu:h200" } " (part of its name)" } }
                     div { dt { code { "dtype:" } } dd { "a workload dtype; " code { "bfloat16" } " and " code { "bf16" } " are one" } }
                     div { dt { code { "arch:" } } dd { "the GPU architecture, e.g. " code { "arch:sm_90" } } }
@@ -49,6 +49,7 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                     div { dt { "ids" } dd { "a run id or its first 8 characters, a " code { "sha256:" } " digest, or the source's own id (e.g. " code { "submission/555004" } ") finds the run" } }
                 }
                 p { "Filters other than " code { "family:" } " and " code { "model:" } " keep an operation, implementation or GPU when at least one of its runs passes them all. A word that matches nothing gets “did you mean”; a filter that does not exist is named." }
+                p { "The words are looked up in the catalog's search index, kept in the same transaction as every import: one row per operation (name, slug, family, aliases), implementation (slug, title), project and GPU, found by substring through a trigram index (SQLite FTS5 on the embedded catalog, PostgreSQL pg_trgm on a shared one; both give the same answer to every query). Quotes, " code { "*" } ", " code { "%" } ", " code { "NEAR" } " and the like are plain characters of a word, never query syntax. “Did you mean” offers the nearest word of the index's vocabulary, at most two edits away." }
             }))
             (section("sources", "Sources", html! {
                 dl.fields { @for s in &model.sources.rows {

@@ -5,12 +5,12 @@ use axum::extract::Query;
 use axum::extract::State;
 use maud::{Markup, html};
 
-use super::{Answer, PAGE_LIMIT, Shared, html_response, json_response, layout};
+use super::{Answer, PAGE_LIMIT, Shared, catalog_problem, html_response, json_response, layout};
 use crate::model::ReadModel;
 
 // ---------- home ----------
 
-pub fn render(model: &ReadModel, query: &str) -> Markup {
+pub fn render(model: &ReadModel, query: &str, results: Option<&super::search::SearchAnswer>) -> Markup {
     let main = html! {
         h1 { "KernelIndex" }
         p { "The fastest verified kernel for your exact workload: " (model.runs.len()) " benchmark runs of "
@@ -20,8 +20,8 @@ pub fn render(model: &ReadModel, query: &str) -> Markup {
             div { input #home-q type="search" name="q" value=(query) maxlength="200" placeholder="gqa decode gpu:h200 batch_size=16"; " " button type="submit" { "Search" } }
             p.muted { "Words, filters (" (ki_ranking::query::Filter::ALL.iter().map(|f| format!("{}:", f.name())).collect::<Vec<_>>().join(" ")) ") and axes (batch_size=16); run ids, digests and external ids find their run. " a href="/docs#search" { "The search grammar" } }
         }
-        @if !query.trim().is_empty() {
-            (super::search::render_results(&model.search_answer(query, 100)))
+        @if let Some(results) = results {
+            (super::search::render_results(results))
         } @else {
             section aria-labelledby="ops-h" {
                 h2 #ops-h { "Most-measured operations" }
@@ -56,12 +56,22 @@ impl SearchQuery {
     }
 }
 
+/// Results the home page lists under a query.
+const PAGE_RESULTS: usize = 100;
+
 pub async fn page(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> Answer {
     let model = state.model();
-    Ok(html_response(render(&model, &q.text())))
+    let query = q.text();
+    let results = if query.trim().is_empty() {
+        None
+    } else {
+        Some(model.search_answer(&state.catalog, &query, PAGE_RESULTS).await.map_err(catalog_problem)?)
+    };
+    Ok(html_response(render(&model, &query, results.as_ref())))
 }
 
 pub async fn api_search(State(state): State<Shared>, Query(q): Query<SearchQuery>) -> Answer {
     let model = state.model();
-    Ok(json_response(&model.search_answer(&q.text(), PAGE_LIMIT)))
+    let answer = model.search_answer(&state.catalog, &q.text(), PAGE_LIMIT).await.map_err(catalog_problem)?;
+    Ok(json_response(&answer))
 }

@@ -1,13 +1,16 @@
 //! Search (`/?q=` and `GET /api/v1/search`, and `ki search` through the same function): the
-//! query grammar of `ki_ranking::query` (words, `filter:value`, `axis=N`), answered from the
-//! read model. The answer leads with the ranked answer for the best-matching operation (and the
-//! workload its axes name: exact, the groups to choose from, or the nearest measured cases), then
-//! the records a run id, prefix, digest or external id names, then operations, implementations,
+//! query grammar of `ki_ranking::query` (words, `filter:value`, `axis=N`). The catalog's search
+//! index (`Catalog::search`: SQLite FTS5, PostgreSQL pg_trgm) finds the entries whose text holds
+//! every word; the read model holds each entry's runs, which the filters test, and scores them.
+//! The answer leads with the ranked answer for the best-matching operation (and the workload
+//! its axes name: exact, the groups to choose from, or the nearest measured cases), then the
+//! records a run id, prefix, digest or external id names, then operations, implementations,
 //! projects and GPUs with their run counts and GPUs, scored: whole-word and exact-name matches
 //! first, then the most-run. A word that matches nothing gets "did you mean".
 
 use std::collections::{BTreeSet, HashSet};
 
+use ki_catalog::{Catalog, CatalogError};
 use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance_within, parse_search};
 use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
 use maud::{Markup, html};
@@ -132,7 +135,10 @@ impl ReadModel {
         let row = &index.runs[run];
         let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
         known.gpus.as_ref().is_none_or(|gpus| row.hardware_model.as_deref().is_some_and(|m| gpus.contains(m)))
-            && known.sources.as_ref().is_none_or(|sources| row.source_id.as_deref().is_some_and(|s| sources.contains(s)))
+            && known
+                .sources
+                .as_ref()
+                .is_none_or(|sources| row.source_id.as_deref().is_some_and(|s| sources.contains(s)))
             && all(Filter::Arch, &|a| row.hardware_architecture.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(a)))
             && all(Filter::Trust, &|t| {
                 TRUST_NAMES
@@ -143,7 +149,9 @@ impl ReadModel {
             && all(Filter::License, &|l| {
                 index.implementation_of(run).license_expression.as_deref().is_some_and(|e| contains(e, l))
             })
-            && all(Filter::Language, &|l| index.implementation_of(run).language.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(l)))
+            && all(Filter::Language, &|l| {
+                index.implementation_of(run).language.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(l))
+            })
             && all(Filter::Installable, &|yes| row.installable == matches!(yes, "yes" | "true" | "1"))
             && all(Filter::Dtype, &|d| {
                 let wanted = dtype_short(d);
@@ -247,12 +255,21 @@ impl ReadModel {
         hits
     }
 
-    fn ranked_entries(&self, request: &SearchRequest) -> Vec<(u32, &SearchEntry)> {
+    /// The entries the catalog's search index finds for the words that pass the filters, best
+    /// first: by score (10 more for an operation that fits the axes), operations first, then
+    /// the most-run, then by label. An entry the read model does not hold (a row written after
+    /// it was built) waits for the next build.
+    async fn ranked_entries(
+        &self,
+        catalog: &Catalog,
+        request: &SearchRequest,
+    ) -> Result<Vec<(u32, &SearchEntry)>, CatalogError> {
         let known = self.known_matches(request);
         let words = Words::new(&request.words);
-        let mut scored: Vec<(u32, &SearchEntry)> = self
-            .search
-            .iter()
+        let found = catalog.search(&request.words).await?;
+        let mut scored: Vec<(u32, &SearchEntry)> = found
+            .into_iter()
+            .filter_map(|found| self.search_by_key.get(&(found.kind, found.key)).map(|&i| &self.search[i]))
             .filter_map(|e| words.score(e).map(|s| (s, e)))
             .filter(|(_, e)| self.entry_matches(e, request, &known))
             .map(|(s, e)| {
@@ -265,18 +282,26 @@ impl ReadModel {
                 .then((a.1.kind != "operation").cmp(&(b.1.kind != "operation")))
                 .then(b.1.runs.cmp(&a.1.runs))
                 .then(a.1.label.cmp(&b.1.label))
+                .then(a.1.kind.cmp(b.1.kind))
+                .then(a.1.key.cmp(&b.1.key))
         });
-        scored
+        Ok(scored)
     }
 
-    /// The one search: what `/`, `/api/v1/search`, `ki search` and the MCP tool answer.
-    pub fn search_answer(&self, query: &str, limit: usize) -> SearchAnswer<'_> {
+    /// The one search: what `/`, `/api/v1/search`, `ki search` and the MCP tool answer. The
+    /// catalog's search index finds the words; the read model filters, scores and ranks.
+    pub async fn search_answer(
+        &self,
+        catalog: &Catalog,
+        query: &str,
+        limit: usize,
+    ) -> Result<SearchAnswer<'_>, CatalogError> {
         let request = parse_search(query);
         let records = self.run_hits(&request);
         let ranked = if request.words.is_empty() && request.filters.is_empty() {
             Vec::new()
         } else {
-            self.ranked_entries(&request)
+            self.ranked_entries(catalog, &request).await?
         };
         // The best-ranked operation with runs (ranking already puts operations that fit the axes first).
         let answer = ranked
@@ -284,9 +309,10 @@ impl ReadModel {
             .find(|(_, e)| e.kind == "operation" && e.runs > 0)
             .and_then(|(_, e)| e.operation)
             .map(|op| self.judgement.resolve(&self.resolve_request(op, &request)));
-        let did_you_mean = if ranked.is_empty() && records.is_empty() { self.did_you_mean(&request) } else { None };
+        let did_you_mean =
+            if ranked.is_empty() && records.is_empty() { self.did_you_mean(catalog, &request).await? } else { None };
         let total = ranked.len();
-        SearchAnswer {
+        Ok(SearchAnswer {
             query: query.to_string(),
             answer,
             records,
@@ -294,7 +320,7 @@ impl ReadModel {
             total,
             did_you_mean,
             request,
-        }
+        })
     }
 
     /// The resolve request a search stands for on one operation.
@@ -319,44 +345,42 @@ impl ReadModel {
         }
     }
 
-    /// The query with each word that matches nothing replaced by the nearest word of the index's
-    /// names (at most two edits away), when the new query finds something.
-    fn did_you_mean(&self, request: &SearchRequest) -> Option<String> {
+    /// The query with each word the search index finds nowhere replaced by the nearest word of
+    /// the index's text (at most two edits away, fewer than the word has characters; the first
+    /// in code-point order on a tie), when the new query finds something.
+    async fn did_you_mean(&self, catalog: &Catalog, request: &SearchRequest) -> Result<Option<String>, CatalogError> {
         let mut changed = false;
-        let words: Vec<String> = request
-            .words
-            .iter()
-            .map(|word| {
-                if self.search.iter().any(|e| e.haystack.contains(word.as_str())) {
-                    return word.clone();
+        let mut words = Vec::with_capacity(request.words.len());
+        for word in &request.words {
+            if !catalog.search(std::slice::from_ref(word)).await?.is_empty() {
+                words.push(word.clone());
+                continue;
+            }
+            let most = 2.min(word.chars().count().saturating_sub(1));
+            let best = self
+                .search_vocabulary
+                .iter()
+                .filter_map(|t| Some((edit_distance_within(word, t, most)?, t.as_str())))
+                .min();
+            match best {
+                Some((_, t)) => {
+                    changed = true;
+                    words.push(t.to_string());
                 }
-                // At most two edits, and fewer than the word has characters.
-                let most = 2.min(word.chars().count().saturating_sub(1));
-                let best = self
-                    .search_vocabulary
-                    .iter()
-                    .filter_map(|t| Some((edit_distance_within(word, t, most)?, t.as_str())))
-                    .min();
-                match best {
-                    Some((_, t)) => {
-                        changed = true;
-                        t.to_string()
-                    }
-                    None => word.clone(),
-                }
-            })
-            .collect();
+                None => words.push(word.clone()),
+            }
+        }
         if !changed {
-            return None;
+            return Ok(None);
         }
         let retry = SearchRequest { words: words.clone(), ..request.clone() };
-        if self.ranked_entries(&retry).is_empty() {
-            return None;
+        if self.ranked_entries(catalog, &retry).await?.is_empty() {
+            return Ok(None);
         }
         let mut parts = words;
         parts.extend(request.filters.iter().map(|f| format!("{}:{}", f.filter.name(), f.value)));
         parts.extend(request.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))));
-        Some(parts.join(" "))
+        Ok(Some(parts.join(" ")))
     }
 }
 

@@ -153,9 +153,7 @@ fn every_documented_route_answers_and_the_openapi_document_matches_the_router() 
             (method, p) => panic!("no test request for {method:?} {p}"),
         };
         let expected = match (doc.method, doc.path) {
-            // This server serves an export file, not a catalog: there is none to export.
-            (Method::Get, "/api/v1/exports/latest") => 404,
-            // Nor contents: no source to serve raw (tests/server/source.rs serves one).
+            // This catalog holds no contents: no source to serve raw (tests/server/source.rs serves one).
             (Method::Get, "/implementations/{slug}/source") => 404,
             _ => doc.success,
         };

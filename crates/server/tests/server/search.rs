@@ -106,3 +106,64 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
     assert!(!hostile.body.contains("<script>alert(1)") && !hostile.body.contains("<b>"));
     assert!(hostile.body.contains("&lt;script&gt;"));
 }
+
+/// Queries of every kind: the issue's examples, typos, ids, prefixes, a digest, an external id,
+/// empty, filters only, and hostile text (FTS5 operators, quotes, LIKE wildcards, SQL, NUL).
+fn queries(model: &ki_server::model::ReadModel) -> Vec<String> {
+    let row = &model.runs.rows[0];
+    let id = ki_server::model::text(row, "id").to_string();
+    let digest = ki_server::model::text(row, "runDigest").to_string();
+    let mut queries: Vec<String> = [
+        "gqa decode gpu:h200 batch_size=16",
+        "rmsnorm hidden_size=4096 trust:verified",
+        "gemm n=4096 k=4096 gpu:b200",
+        "gqa paged decode",
+        "gqa paged decode h32",
+        "gqa_paged_decode_h32_kv8_d128_ps1",
+        "rmsnrom",
+        "gemn decod gpu:h200",
+        "flashinfr",
+        "submission/555004",
+        "",
+        "   ",
+        "gpu:h200",
+        "trust:verified dtype:bf16",
+        "family:gqa-paged-attention",
+        "language:cuda installable:yes",
+        "h2",
+        "\"",
+        "gqa\" OR \"gemm",
+        "gemm* NEAR(gqa decode) haystack:x",
+        "^rmsnorm {kind} -gemm +x",
+        "50% off_ \\",
+        "'; DROP TABLE search_entries; --",
+        "gemm\u{0} x",
+        "ünïcödé ΣΊΣΥΦΟΣ",
+        "colour:red gemm",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    queries.push(id.clone());
+    queries.push(id[..8].to_string());
+    queries.push(digest);
+    queries.push("x".repeat(300));
+    queries
+}
+
+/// Every query's whole JSON answer is the same from the SQLite and the PostgreSQL catalog.
+#[test]
+fn every_answer_is_the_same_on_sqlite_and_postgres() {
+    let (sqlite_db, postgres_db) = (Database::sqlite(), Database::postgres());
+    let sqlite = serve(sqlite_db.open_with_bundle(), ki_server::connections::Limits::default());
+    let postgres = serve(postgres_db.open_with_bundle(), ki_server::connections::Limits::default());
+    for query in queries(&sqlite.state.model()) {
+        let (a, b) = (search(&sqlite, &query), search(&postgres, &query));
+        assert_eq!(a, b, "{query:?}: SQLite and PostgreSQL differ");
+    }
+    let answer = search(&sqlite, "gqa paged decode h32");
+    let hrefs: Vec<&str> = answer["results"].as_array().unwrap().iter().filter_map(|r| r["href"].as_str()).collect();
+    assert!(hrefs.contains(&"/operations/gqa-paged-decode-h32-kv4-d128-ps1"), "{hrefs:?}");
+    let hostile = search(&sqlite, "gemm* NEAR(gqa decode) haystack:x");
+    assert_eq!(hostile["total"], 0, "operators are text: {hostile}");
+    assert!(search(&sqlite, "gpu:h200")["total"].as_u64().unwrap() > 0, "a filter alone lists what passes it");
+}

@@ -42,11 +42,15 @@ pub fn key(scopes: &[Scope], quota: u32) -> String {
 pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
     let rows = ki_server::rows_from_export(&shared_export()).expect("the shared export reads");
     let model = ReadModel::build(rows).expect("the shared export builds a read model");
-    // The web's state (keys, attestations, submissions) in a scratch SQLite catalog.
+    // The rows and the web's state (keys, attestations, submissions) in a scratch SQLite catalog.
     let state_dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let url = format!("sqlite://{}", state_dir.path().join("state.db").display());
     let catalog = runtime.block_on(ki_catalog::Catalog::open(&url)).expect("a scratch catalog opens");
+    // The catalog holds the served rows, as `ki serve`'s does: its search index finds the words.
+    runtime
+        .block_on(catalog.import_file(&shared_export(), &ki_catalog::ImportOptions::default()))
+        .expect("the shared export imports");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
