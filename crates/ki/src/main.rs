@@ -13,6 +13,15 @@ mod term;
 
 use term::errln;
 
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at its start: a background thread returns freed pages to the
+/// system within a second (a read-model build frees twice what the model keeps; without this
+/// they stay resident until later allocations happen to purge them).
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static JEMALLOC_OPTIONS: &u8 = &b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0"[0];
+
 #[derive(Parser)]
 #[command(name = "ki", version, about = "KernelIndex: the fastest verified kernel for your exact workload")]
 struct Cli {
