@@ -633,6 +633,11 @@ impl Index {
         primary_value(&self.runs[run])
     }
 
+    /// The run's measurement rows, in the catalog's order.
+    pub fn measurements_of(&self, run: usize) -> impl Iterator<Item = &MeasurementRow> {
+        self.measurements_by_run[run].iter().map(|&m| &self.measurements[m])
+    }
+
     pub fn implementation_of(&self, run: usize) -> &ImplementationRow {
         &self.implementations[self.run_implementation[run]]
     }

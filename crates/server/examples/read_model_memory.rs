@@ -102,7 +102,6 @@ fn main() -> anyhow::Result<()> {
     part("runs", &mut |t| drop(std::mem::take(&mut t.runs)));
     part("workloads", &mut |t| drop(std::mem::take(&mut t.workloads)));
     part("implementations", &mut |t| drop(std::mem::take(&mut t.implementations)));
-    part("measurements", &mut |t| drop(std::mem::take(&mut t.measurements_by_run)));
     part("record events", &mut |t| drop(std::mem::take(&mut t.record_events)));
     part("artifacts", &mut |t| drop(std::mem::take(&mut t.artifacts)));
     part("operations", &mut |t| drop(std::mem::take(&mut t.operations)));

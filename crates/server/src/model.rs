@@ -139,7 +139,6 @@ pub struct Tables {
     pub runs_by_workload: HashMap<usize, Vec<usize>>,
     pub runs_by_implementation: HashMap<usize, Vec<usize>>,
     pub runs_by_comparison_key: HashMap<String, Vec<usize>>,
-    pub measurements_by_run: HashMap<usize, Vec<Row>>,
     pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
     /// Record events newest first.
     pub events_by_comparison_key: HashMap<String, Vec<usize>>,
@@ -186,6 +185,11 @@ impl ReadModel {
         for CatalogRow { table, row } in rows {
             if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
                 table_rows.push(CatalogRow { table, row });
+                continue;
+            }
+            // Pages read measurements from the index's typed rows (`Index::measurements_of`).
+            if table == "measurements" {
+                ranking_rows.push(&table, row, None);
                 continue;
             }
             let parts = list_parts(&table);
@@ -284,7 +288,6 @@ impl Tables {
     fn build(rows: Vec<CatalogRow>, judgement: &ki_ranking::Index) -> Result<Tables, ModelError> {
         let mut model = Tables::default();
         let mut aliases: Vec<Row> = Vec::new();
-        let mut measurements: Vec<Row> = Vec::new();
         let mut serving_measurements: Vec<Row> = Vec::new();
         for (index, CatalogRow { table, row }) in rows.into_iter().enumerate() {
             let needs_id = !matches!(table.as_str(), "operation_aliases" | "measurements" | "serving_measurements");
@@ -299,7 +302,6 @@ impl Tables {
                 "workloads" => drop(model.workloads.push(row)),
                 "implementations" => drop(model.implementations.push(row)),
                 "benchmark_runs" => drop(model.runs.push(row)),
-                "measurements" => measurements.push(row),
                 "record_events" => model.record_events.push(row),
                 "artifacts" => drop(model.artifacts.push(row)),
                 "model_revisions" => drop(model.model_revisions.push(row)),
@@ -368,11 +370,6 @@ impl Tables {
         }
         model.runs_by_gpu = gpus.into_iter().collect();
         model.runs_by_gpu.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-        for m in measurements {
-            if let Some(run) = model.runs.index_of(text(&m, "runId")) {
-                model.measurements_by_run.entry(run).or_default().push(m);
-            }
-        }
         for m in serving_measurements {
             if let Some(run) = model.serving_runs.index_of(text(&m, "runId")) {
                 model.serving_measurements_by_run.entry(run).or_default().push(m);

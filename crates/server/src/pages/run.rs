@@ -431,26 +431,21 @@ impl ReadModel {
 
     fn measurements(&self, run: usize) -> Vec<Measurement> {
         let mut out: Vec<Measurement> = self
-            .measurements_by_run
-            .get(&run)
-            .map(|rows| {
-                rows.iter()
-                    .filter_map(|m| {
-                        let value = number(m, "value")?;
-                        let unit = text(m, "unit").to_string();
-                        Some(Measurement {
-                            label: metric_label(text(m, "metric")),
-                            metric: text(m, "metric").into(),
-                            statistic: text(m, "statistic").into(),
-                            display: ki_model::units::measured(value, &unit),
-                            value,
-                            unit,
-                            sample_count: m.get("sampleCount").and_then(Value::as_i64),
-                        })
-                    })
-                    .collect()
+            .judgement
+            .measurements_of(run)
+            .filter_map(|m| {
+                let value = m.value?;
+                Some(Measurement {
+                    label: metric_label(&m.metric),
+                    metric: m.metric.clone(),
+                    statistic: m.statistic.clone(),
+                    display: ki_model::units::measured(value, &m.unit),
+                    value,
+                    unit: m.unit.clone(),
+                    sample_count: m.sample_count,
+                })
             })
-            .unwrap_or_default();
+            .collect();
         // The manifest's own measurements the table does not carry (the catalog keeps the primary
         // one as a row; eager, graph replay and speed of light live in the manifest only).
         let manifest = self.judgement.run_manifest(run);
