@@ -117,7 +117,7 @@ impl Reader {
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
                 let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
-                let id = ki_server::model::text(&model.runs.rows[run], "id").to_string();
+                let id = model.run(run).id.clone();
                 let attestations = catalog.attestations_of(&id)?;
                 let mut dossier = model.dossier(run, attestations, PUBLIC_BASE_URL);
                 catalog.held_contents(&model, run, &mut dossier)?;

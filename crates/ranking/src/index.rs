@@ -131,6 +131,12 @@ pub struct Index {
     pub(crate) run_framework: Vec<Option<String>>,
     /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
     pub(crate) run_protocol_name: Vec<Option<std::sync::Arc<str>>>,
+    /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
+    pub(crate) run_protocol_title: Vec<Option<std::sync::Arc<str>>>,
+    /// The run manifest's title (`run.metadata.title`), when it has one.
+    pub(crate) run_title: Vec<Option<Box<str>>>,
+    /// The source's own id of the run (`run.spec.sourceNative.externalId`), when it has one.
+    pub(crate) run_external_id: Vec<Option<Box<str>>>,
     pub(crate) manifests: ManifestText,
 }
 
@@ -542,13 +548,17 @@ impl Index {
         }
 
         let mut interned: HashMap<String, std::sync::Arc<str>> = HashMap::new();
-        let run_protocol_name = runs
-            .iter()
-            .map(|run| {
-                let name = run.manifest.pointer("/protocol/metadata/name").and_then(Value::as_str)?;
-                Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
-            })
-            .collect();
+        let mut intern_at = |run: &BenchmarkRunRow, pointer: &str| {
+            let name = run.manifest.pointer(pointer).and_then(Value::as_str)?;
+            Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
+        };
+        let run_protocol_name = runs.iter().map(|run| intern_at(run, "/protocol/metadata/name")).collect();
+        let run_protocol_title = runs.iter().map(|run| intern_at(run, "/protocol/metadata/title")).collect();
+        let run_text = |run: &BenchmarkRunRow, pointer: &str| {
+            run.manifest.pointer(pointer).and_then(Value::as_str).map(Box::<str>::from)
+        };
+        let run_title = runs.iter().map(|run| run_text(run, "/run/metadata/title")).collect();
+        let run_external_id = runs.iter().map(|run| run_text(run, "/run/spec/sourceNative/externalId")).collect();
         let manifests = ManifestText {
             operations: ManifestText::take(operations.iter_mut().map(|r| &mut r.manifest)),
             workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
@@ -588,6 +598,9 @@ impl Index {
             operation_known_axes,
             run_framework,
             run_protocol_name,
+            run_protocol_title,
+            run_title,
+            run_external_id,
             manifests,
         })
     }
@@ -614,6 +627,26 @@ impl Index {
     /// The run manifest's protocol name, when it has one.
     pub fn run_protocol_name(&self, run: usize) -> Option<&str> {
         self.run_protocol_name.get(run)?.as_deref()
+    }
+
+    /// The run manifest's protocol title, when it has one.
+    pub fn run_protocol_title(&self, run: usize) -> Option<&str> {
+        self.run_protocol_title.get(run)?.as_deref()
+    }
+
+    /// The run manifest's title, when it has one.
+    pub fn run_title(&self, run: usize) -> Option<&str> {
+        self.run_title.get(run)?.as_deref()
+    }
+
+    /// The source's own id of the run (`submission/555004`), when it has one.
+    pub fn run_external_id(&self, run: usize) -> Option<&str> {
+        self.run_external_id.get(run)?.as_deref()
+    }
+
+    /// A run by its digest (`sha256:…`).
+    pub fn run_by_digest(&self, digest: &str) -> Option<usize> {
+        self.run_by_digest.get(digest).copied()
     }
 
     /// The workload's axes, the operation's constant axes filled in.

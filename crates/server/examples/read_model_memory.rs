@@ -99,7 +99,10 @@ fn main() -> anyhow::Result<()> {
         take(&mut tables);
         println!("  tables: {name:<22}{}", mib(before - LIVE.load(Relaxed)));
     };
-    part("runs", &mut |t| drop(std::mem::take(&mut t.runs)));
+    part("runs by key", &mut |t| {
+        drop(std::mem::take(&mut t.runs_by_comparison_key));
+        drop(std::mem::take(&mut t.runs_by_external_id));
+    });
     part("workloads", &mut |t| drop(std::mem::take(&mut t.workloads)));
     part("implementations", &mut |t| drop(std::mem::take(&mut t.implementations)));
     part("record events", &mut |t| drop(std::mem::take(&mut t.record_events)));

@@ -119,7 +119,10 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
         };
         let rebuilt = match rows_from_catalog(&catalog).await {
             Ok(rows) => {
-                tokio::task::spawn_blocking(move || ReadModel::build(rows).map(|model| (model.runs.len(), model))).await
+                tokio::task::spawn_blocking(move || {
+                    ReadModel::build(rows).map(|model| (model.judgement.runs.len(), model))
+                })
+                .await
             }
             Err(error) => {
                 eprintln!("ki serve: cannot reload the catalog: {error:#}");

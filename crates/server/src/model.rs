@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 
 pub type Row = Map<String, Value>;
 
+/// A benchmark run as the ranking's index holds it (typed; its manifest is not kept here).
+pub type RunRow = ki_ranking::rows::BenchmarkRunRow;
+
 /// A row read from the catalog or an export: its table and its camelCase columns.
 #[derive(Debug, Clone)]
 pub struct CatalogRow {
@@ -109,7 +112,6 @@ pub struct Tables {
     pub operations: Table,
     pub workloads: Table,
     pub implementations: Table,
-    pub runs: Table,
     pub artifacts: Table,
     pub record_events: Vec<Row>,
     pub model_revisions: Table,
@@ -127,7 +129,6 @@ pub struct Tables {
     pub aliases_by_operation: HashMap<usize, Vec<String>>,
     pub project_by_slug: HashMap<String, usize>,
     pub implementation_by_slug: HashMap<String, usize>,
-    pub run_by_digest: HashMap<String, usize>,
     /// The source's own id of a run (`submission/555004`), lower-cased.
     pub runs_by_external_id: HashMap<String, Vec<usize>>,
     pub artifact_by_digest: HashMap<String, usize>,
@@ -187,8 +188,9 @@ impl ReadModel {
                 table_rows.push(CatalogRow { table, row });
                 continue;
             }
-            // Pages read measurements from the index's typed rows (`Index::measurements_of`).
-            if table == "measurements" {
+            // Pages read runs and measurements from the index's typed rows (`ReadModel::run`,
+            // `Index::measurements_of`).
+            if table == "measurements" || table == "benchmark_runs" {
                 ranking_rows.push(&table, row, None);
                 continue;
             }
@@ -209,9 +211,19 @@ impl ReadModel {
         Ok(ReadModel { tables, judgement })
     }
 
-    /// The run's row with its whole manifest (the tables keep only [`list_parts`] of it).
+    /// A run's typed row (its manifest is [`ki_ranking::Index::run_manifest`]).
+    pub fn run(&self, run: usize) -> &RunRow {
+        &self.judgement.runs[run]
+    }
+
+    /// The run's row in export format with its whole manifest.
     pub fn full_run_row(&self, run: usize) -> Row {
-        with_manifest(&self.runs.rows[run], self.judgement.run_manifest(run))
+        let mut row = match serde_json::to_value(self.run(run)) {
+            Ok(Value::Object(row)) => row,
+            _ => Row::new(),
+        };
+        row.insert("manifest".into(), self.judgement.run_manifest(run));
+        row
     }
 
     pub fn full_workload_row(&self, workload: usize) -> Row {
@@ -246,9 +258,6 @@ pub fn list_parts(table: &str) -> &'static [&'static [&'static str]] {
         "workloads" => &[&["spec", "axes"]],
         "implementations" => {
             &[&["metadata", "name"], &["spec", "projectRevision"], &["spec", "source"], &["spec", "callable"]]
-        }
-        "benchmark_runs" => {
-            &[&["run", "metadata", "title"], &["run", "spec", "sourceNative", "externalId"], &["protocol", "metadata"]]
         }
         _ => &[],
     }
@@ -301,7 +310,6 @@ impl Tables {
                 "operation_aliases" => aliases.push(row),
                 "workloads" => drop(model.workloads.push(row)),
                 "implementations" => drop(model.implementations.push(row)),
-                "benchmark_runs" => drop(model.runs.push(row)),
                 "record_events" => model.record_events.push(row),
                 "artifacts" => drop(model.artifacts.push(row)),
                 "model_revisions" => drop(model.model_revisions.push(row)),
@@ -348,23 +356,18 @@ impl Tables {
             }
         }
         let mut gpus: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, run) in model.runs.rows.iter().enumerate() {
-            model.run_by_digest.insert(text(run, "runDigest").to_string(), i);
-            if let Some(external) = run
-                .get("manifest")
-                .and_then(|m| pointer(m, &["run", "spec", "sourceNative", "externalId"]))
-                .and_then(Value::as_str)
-            {
+        for (i, run) in judgement.runs.iter().enumerate() {
+            if let Some(external) = judgement.run_external_id(i) {
                 model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(i);
             }
-            if let Some(w) = model.workloads.index_of(text(run, "workloadId")) {
+            if let Some(w) = model.workloads.index_of(&run.workload_id) {
                 model.runs_by_workload.entry(w).or_default().push(i);
             }
-            if let Some(imp) = model.implementations.index_of(text(run, "implementationId")) {
+            if let Some(imp) = model.implementations.index_of(&run.implementation_id) {
                 model.runs_by_implementation.entry(imp).or_default().push(i);
             }
-            model.runs_by_comparison_key.entry(text(run, "comparisonKey").to_string()).or_default().push(i);
-            if let Some(gpu) = opt_text(run, "hardwareModel") {
+            model.runs_by_comparison_key.entry(run.comparison_key.clone()).or_default().push(i);
+            if let Some(gpu) = run.hardware_model.as_deref().filter(|g| !g.is_empty()) {
                 gpus.entry(gpu.to_string()).or_default().push(i);
             }
         }
@@ -387,7 +390,7 @@ impl Tables {
             model.events_by_comparison_key.entry(text(e, "comparisonKey").to_string()).or_default().push(i);
         }
         model.check_aligned(judgement)?;
-        model.search = model.build_search();
+        model.search = model.build_search(judgement);
         model.search_by_key = model
             .search
             .iter()
@@ -405,7 +408,7 @@ impl Tables {
     /// Pages index the tables and the ranking's index by the same position (a run's facts,
     /// its full manifest): both must hold the same rows in the same order.
     fn check_aligned(&self, judgement: &ki_ranking::Index) -> Result<(), ModelError> {
-        let tables: [(&str, &Table, Vec<&str>); 4] = [
+        let tables: [(&str, &Table, Vec<&str>); 3] = [
             ("operations", &self.operations, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
             ("workloads", &self.workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
             (
@@ -413,7 +416,6 @@ impl Tables {
                 &self.implementations,
                 judgement.implementations.iter().map(|r| r.id.as_str()).collect(),
             ),
-            ("benchmark_runs", &self.runs, judgement.runs.iter().map(|r| r.id.as_str()).collect()),
         ];
         for (table, rows, ids) in tables {
             let held: Vec<&str> = rows.rows.iter().map(|r| text(r, "id")).collect();
@@ -428,11 +430,11 @@ impl Tables {
         Ok(())
     }
 
-    fn build_search(&self) -> Vec<SearchEntry> {
+    fn build_search(&self, judgement: &ki_ranking::Index) -> Vec<SearchEntry> {
         let gpus_of = |runs: &[usize]| {
             let mut counts: HashMap<&str, usize> = HashMap::new();
             for &r in runs {
-                if let Some(gpu) = opt_text(&self.runs.rows[r], "hardwareModel") {
+                if let Some(gpu) = judgement.runs[r].hardware_model.as_deref().filter(|g| !g.is_empty()) {
                     *counts.entry(gpu).or_default() += 1;
                 }
             }
@@ -525,21 +527,6 @@ impl Tables {
         out
     }
 
-    /// A run by uuid, by `sha256:` digest, or by the bare hex of its digest.
-    pub fn find_run(&self, id_or_digest: &str) -> Option<usize> {
-        let key = id_or_digest.trim();
-        if let Some(i) = self.runs.index_of(key) {
-            return Some(i);
-        }
-        if let Some(i) = self.run_by_digest.get(key) {
-            return Some(*i);
-        }
-        if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return self.run_by_digest.get(&format!("sha256:{}", key.to_ascii_lowercase())).copied();
-        }
-        None
-    }
-
     pub fn find_serving_run(&self, id_or_digest: &str) -> Option<usize> {
         self.serving_runs.index_of(id_or_digest).or_else(|| self.serving_run_by_digest.get(id_or_digest).copied())
     }
@@ -559,11 +546,28 @@ impl Tables {
             .and_then(Value::as_str)
             .unwrap_or_else(|| text(row, "name"))
     }
-
-    pub fn run_operation(&self, run: usize) -> Option<usize> {
-        let workload = self.workloads.get(text(&self.runs.rows[run], "workloadId"))?;
-        self.operations.index_of(text(workload, "operationId"))
-    }
 }
 
 pub use ki_model::slug::slug as slugify;
+
+impl ReadModel {
+    /// A run by uuid, by `sha256:` digest, or by the bare hex of its digest.
+    pub fn find_run(&self, id_or_digest: &str) -> Option<usize> {
+        let key = id_or_digest.trim();
+        if let Some(i) = self.judgement.run_index(key) {
+            return Some(i);
+        }
+        if let Some(i) = self.judgement.run_by_digest(key) {
+            return Some(i);
+        }
+        if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return self.judgement.run_by_digest(&format!("sha256:{}", key.to_ascii_lowercase()));
+        }
+        None
+    }
+
+    pub fn run_operation(&self, run: usize) -> Option<usize> {
+        let workload = self.workloads.get(&self.run(run).workload_id)?;
+        self.operations.index_of(text(workload, "operationId"))
+    }
+}

@@ -13,7 +13,7 @@ use maud::{Markup, html};
 use serde::Serialize;
 
 use super::{Answer, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, section, workload_label};
-use crate::model::{ReadModel, opt_text, slugify, text};
+use crate::model::{ReadModel, slugify, text};
 use crate::problem::Problem;
 
 /// Which runs a "best" is chosen among.
@@ -118,8 +118,7 @@ impl ReadModel {
             a.1.len().cmp(&b.1.len()).then(cohorts[*b.0].comparison_key.cmp(&cohorts[*a.0].comparison_key))
         })?;
         let best = *members.iter().min_by_key(|&&r| facts[r].position)?;
-        let row = &self.runs.rows[best];
-        let workload = self.workloads.get(text(row, "workloadId"));
+        let workload = self.workloads.get(&self.run(best).workload_id);
         let operation = self.run_operation(best).map(|op| &self.operations.rows[op]);
         Some(BestRun {
             run: self.run_summary(best),
@@ -135,15 +134,15 @@ impl ReadModel {
         let facts = &self.judgement.facts;
         let mut architectures: Vec<String> = runs
             .iter()
-            .filter_map(|&r| opt_text(&self.runs.rows[r], "hardwareArchitecture"))
+            .filter_map(|&r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
             .map(str::to_string)
             .collect();
         architectures.sort();
         architectures.dedup();
 
         let observed = |r: &usize| {
-            let at = text(&self.runs.rows[*r], "observedAt");
-            ki_model::utc::parse_nanos(at).ok().map(|nanos| (nanos, at))
+            let at = &self.run(*r).observed_at;
+            Some((at.instant, at.text.as_str()))
         };
         let first_observed_at = runs.iter().filter_map(observed).min().map(|(_, at)| at.to_string());
         let latest_observed_at = runs.iter().filter_map(observed).max().map(|(_, at)| at.to_string());
@@ -185,7 +184,7 @@ impl ReadModel {
         GpuView {
             model: model.clone(),
             slug: slugify(model),
-            vendor: runs.first().map(|&r| text(&self.runs.rows[r], "hardwareVendor")).unwrap_or("").into(),
+            vendor: runs.first().and_then(|&r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
             architectures,
             runs: runs.len(),
             unranked_runs: runs.iter().filter(|&&r| !facts[r].eligible()).count(),

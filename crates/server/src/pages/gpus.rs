@@ -5,7 +5,7 @@ use maud::{Markup, html};
 use serde::Serialize;
 
 use super::{Answer, Shared, html_response, json_response, layout};
-use crate::model::{ReadModel, opt_text, slugify, text};
+use crate::model::{ReadModel, slugify};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -34,7 +34,7 @@ impl ReadModel {
             .map(|(model, runs)| {
                 let mut architectures: Vec<String> = runs
                     .iter()
-                    .filter_map(|&r| opt_text(&self.runs.rows[r], "hardwareArchitecture"))
+                    .filter_map(|&r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
                     .map(str::to_string)
                     .collect();
                 architectures.sort();
@@ -46,7 +46,7 @@ impl ReadModel {
                     model: model.clone(),
                     anchor: slugify(model),
                     href: crate::pages::gpu_href(model),
-                    vendor: runs.first().map(|&r| text(&self.runs.rows[r], "hardwareVendor")).unwrap_or("").into(),
+                    vendor: runs.first().and_then(|&r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
                     architectures,
                     runs: runs.len(),
                     operations: ops.len(),

@@ -13,7 +13,7 @@ use crate::model::ReadModel;
 pub fn render(model: &ReadModel, query: &str, results: Option<&super::search::SearchAnswer>) -> Markup {
     let main = html! {
         h1 { "KernelIndex" }
-        p { "The fastest verified kernel for your exact workload: " (model.runs.len()) " benchmark runs of "
+        p { "The fastest verified kernel for your exact workload: " (model.judgement.runs.len()) " benchmark runs of "
             (model.operations.len()) " operations on " (model.runs_by_gpu.len()) " GPUs, ranked inside comparison groups that share operation, workload, protocol, environment and correctness rule." }
         form role="search" action="/" method="get" {
             label for="home-q" { "Search operations, implementations, GPUs and runs" }

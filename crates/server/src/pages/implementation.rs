@@ -62,7 +62,7 @@ impl ReadModel {
         let project = self.projects.get(text(row, "projectId"));
         let op = self.operations.index_of(text(row, "operationId"));
         let mut runs: Vec<usize> = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
-        runs.sort_by(|a, b| text(&self.runs.rows[*b], "observedAt").cmp(text(&self.runs.rows[*a], "observedAt")));
+        runs.sort_by(|a, b| self.run(*b).observed_at.text.cmp(&self.run(*a).observed_at.text));
         let runs_total = runs.len();
         runs.truncate(PAGE_LIMIT);
         ImplementationView {

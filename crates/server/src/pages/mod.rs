@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::AppState;
-use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
+use crate::model::{ReadModel, Row, RunRow, pointer, text};
 use crate::problem::Problem;
 use ki_catalog::{CatalogError, KeyRefusal};
 
@@ -265,34 +265,42 @@ pub fn short_id(id: &str) -> String {
 }
 
 /// The primary value with its unit for display ("93.0 µs"), or "—".
-pub fn primary_display(run: &Row) -> String {
-    ki_model::units::value(number(run, "primaryValue"), opt_text(run, "primaryUnit"))
+pub fn primary_display(run: &RunRow) -> String {
+    ki_model::units::value(run.primary_value, run.primary_unit.as_deref())
 }
 
 impl ReadModel {
     pub fn run_summary(&self, run: usize) -> RunSummary {
-        let row = &self.runs.rows[run];
-        let implementation = self.implementations.get(text(row, "implementationId"));
+        let row = self.run(run);
+        let implementation = self.implementations.get(&row.implementation_id);
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         let facts = &self.judgement.facts[run];
-        let id = text(row, "id").to_string();
+        let id = row.id.clone();
         RunSummary {
             short_id: short_id(&id),
             href: format!("/runs/{id}"),
             id,
-            digest: text(row, "runDigest").into(),
-            title: run_title(row),
+            digest: row.run_digest.clone(),
+            title: self.run_title(run),
             implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
             project: project.map(|p| text(p, "name")).unwrap_or("").into(),
-            hardware: text(row, "hardwareModel").into(),
-            status: text(row, "status").into(),
-            value: number(row, "primaryValue"),
-            unit: text(row, "primaryUnit").into(),
+            hardware: row.hardware_model.clone().unwrap_or_default(),
+            status: row.status.clone(),
+            value: row.primary_value,
+            unit: row.primary_unit.clone().unwrap_or_default(),
             display: primary_display(row),
-            statistic: text(row, "primaryStatistic").into(),
+            statistic: row.primary_statistic.clone().unwrap_or_default(),
             rank: facts.rank,
             trust: facts.trust.as_str().into(),
-            observed_at: text(row, "observedAt").into(),
+            observed_at: row.observed_at.text.clone(),
+        }
+    }
+
+    /// The run manifest's title, else "Run" and its short id.
+    pub fn run_title(&self, run: usize) -> String {
+        match self.judgement.run_title(run) {
+            Some(title) => title.to_string(),
+            None => format!("Run {}", short_id(&self.run(run).id)),
         }
     }
 }
@@ -318,14 +326,6 @@ pub fn profile_label(profile: ki_ranking::rank::CohortProfile) -> &'static str {
     }
 }
 
-pub fn run_title(row: &Row) -> String {
-    row.get("manifest")
-        .and_then(|m| pointer(m, &["run", "metadata", "title"]))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("Run {}", short_id(text(row, "id"))))
-}
-
 /// A GPU model's page, `/gpus/{slug}`.
 pub fn gpu_href(model: &str) -> String {
     format!("/gpus/{}", crate::model::slugify(model))
@@ -339,8 +339,11 @@ pub fn gpu_link(model: &str) -> Markup {
     }
 }
 
-pub fn hardware_label(row: &Row) -> String {
-    match (opt_text(row, "hardwareModel"), opt_text(row, "hardwareArchitecture")) {
+pub fn hardware_label(run: &RunRow) -> String {
+    fn present(text: &Option<String>) -> Option<&str> {
+        text.as_deref().filter(|t| !t.is_empty())
+    }
+    match (present(&run.hardware_model), present(&run.hardware_architecture)) {
         (Some(model), Some(arch)) => format!("{model} ({arch})"),
         (Some(model), None) => model.to_string(),
         _ => "unknown".into(),

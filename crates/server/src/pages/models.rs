@@ -125,7 +125,7 @@ impl ReadModel {
         let runs = self.operation_runs(op);
         let mut by_gpu: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for &r in &runs {
-            by_gpu.entry(text(&self.runs.rows[r], "hardwareModel")).or_default().push(r);
+            by_gpu.entry(self.run(r).hardware_model.as_deref().unwrap_or("")).or_default().push(r);
         }
         let mut gpus: Vec<ModelOperationOnGpu> = by_gpu
             .into_iter()

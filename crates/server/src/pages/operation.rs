@@ -16,7 +16,7 @@ use super::{
     Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
     pager, pages_for, runs_table, scalar, section, trusted, workload_label,
 };
-use crate::model::{ReadModel, Row, number, pointer, slugify, text};
+use crate::model::{ReadModel, Row, RunRow, pointer, slugify, text};
 use crate::problem::Problem;
 
 /// Most series the sweep chart draws.
@@ -244,28 +244,38 @@ pub fn operation_href(slug: &str, gpu: Option<&str>, group: Option<&str>, sort: 
 }
 
 /// How a group's runs were measured, field by field: what tells look-alike groups apart.
-fn setup_fields(run: &Row) -> [(&'static str, String); 4] {
+fn setup_fields(model: &ReadModel, r: usize) -> [(&'static str, String); 4] {
+    let run = model.run(r);
     let short = |key: &str| key.trim_start_matches("sha256:").chars().take(12).collect::<String>();
-    let protocol = run
-        .get("manifest")
-        .and_then(|m| pointer(m, &["protocol", "metadata", "title"]))
-        .map(scalar)
-        .unwrap_or_else(|| short(text(run, "protocolKey")));
-    let environment = match text(run, "environmentSummary") {
-        "" => short(text(run, "environmentKey")),
-        summary => format!("{summary} ({})", short(text(run, "environmentKey"))),
+    let protocol =
+        model.judgement.run_protocol_title(r).map(str::to_string).unwrap_or_else(|| short(&run.protocol_key));
+    let environment = match run.environment_summary.as_deref().unwrap_or("") {
+        "" => short(&run.environment_key),
+        summary => format!("{summary} ({})", short(&run.environment_key)),
     };
     [
         ("protocol", protocol),
         ("environment", environment),
-        ("correctness rule", short(text(run, "correctnessKey"))),
-        ("metric", format!("{} ({})", text(run, "primaryMetric"), text(run, "primaryStatistic"))),
+        ("correctness rule", short(&run.correctness_key)),
+        (
+            "metric",
+            format!(
+                "{} ({})",
+                run.primary_metric.as_deref().unwrap_or(""),
+                run.primary_statistic.as_deref().unwrap_or("")
+            ),
+        ),
     ]
 }
 
 /// The primary value in nanoseconds, for time metrics.
-fn primary_ns(run: &Row) -> Option<f64> {
-    number(run, "primaryValue").and_then(|v| ki_model::units::to_ns(v, text(run, "primaryUnit")))
+fn primary_ns(run: &RunRow) -> Option<f64> {
+    run.primary_value.and_then(|v| ki_model::units::to_ns(v, run.primary_unit.as_deref().unwrap_or("")))
+}
+
+/// A run's GPU model ("" when unknown).
+fn gpu_of(run: &RunRow) -> &str {
+    run.hardware_model.as_deref().unwrap_or("")
 }
 
 impl ReadModel {
@@ -309,7 +319,7 @@ impl ReadModel {
             .collect();
         let mut gpu_runs: BTreeMap<&str, usize> = BTreeMap::new();
         for &r in &runs {
-            *gpu_runs.entry(text(&self.runs.rows[r], "hardwareModel")).or_default() += 1;
+            *gpu_runs.entry(gpu_of(self.run(r))).or_default() += 1;
         }
         let gpu_name: Option<&str> =
             match &query.gpu {
@@ -350,17 +360,18 @@ impl ReadModel {
             let cohort = &self.judgement.cohorts[c];
             cohort.ranking.first().map(|e| e.run).unwrap_or(cohort.runs[0])
         };
-        let on_gpu = |c: usize| gpu_name.is_none_or(|g| text(&self.runs.rows[sample_of(c)], "hardwareModel") == g);
+        let on_gpu = |c: usize| gpu_name.is_none_or(|g| gpu_of(self.run(sample_of(c))) == g);
         let cohorts: Vec<usize> = all_cohorts.iter().copied().filter(|&c| on_gpu(c)).collect();
         let describe = |c: usize, top: usize| -> Leaderboard {
             let cohort = &self.judgement.cohorts[c];
-            let sample_row = &self.runs.rows[sample_of(c)];
-            let workload = self.workloads.get(text(sample_row, "workloadId"));
+            let sample = sample_of(c);
+            let sample_row = self.run(sample);
+            let workload = self.workloads.get(&sample_row.workload_id);
             Leaderboard {
                 comparison_key: cohort.comparison_key.clone(),
                 workload: workload.map(|w| workload_label(w, Some(row))).unwrap_or_default(),
-                hardware: text(sample_row, "hardwareModel").into(),
-                protocol: setup_fields(sample_row)[0].1.clone(),
+                hardware: gpu_of(sample_row).into(),
+                protocol: setup_fields(self, sample)[0].1.clone(),
                 entries: self.summaries(cohort.ranking.iter().take(top).map(|e| e.run)),
                 eligible_runs: cohort.ranking.len(),
                 href: href(Some(&cohort.comparison_key), sort, 1),
@@ -379,23 +390,23 @@ impl ReadModel {
             .iter()
             .filter_map(|&c| {
                 let leader = leader_of(c)?;
-                let lrow = &self.runs.rows[leader];
-                let workload = self.workloads.get(text(lrow, "workloadId"))?;
+                let lrow = self.run(leader);
+                let workload = self.workloads.get(&lrow.workload_id)?;
                 let key = &self.judgement.cohorts[c].comparison_key;
                 Some(Keyed {
                     record: WorkloadRecord {
                         workload: workload_label(workload, Some(row)),
-                        hardware: text(lrow, "hardwareModel").into(),
+                        hardware: gpu_of(lrow).into(),
                         comparison_key: key.clone(),
                         eligible_runs: self.judgement.cohorts[c].ranking.len(),
                         holder: self.run_summary(leader),
                         differs_by: Vec::new(),
                         group_href: format!("{}#leaderboard", href(Some(key), sort, 1)),
                     },
-                    workload_id: text(lrow, "workloadId").into(),
+                    workload_id: lrow.workload_id.clone(),
                     axis_values: self.axis_values(workload, &axes),
                     ns: primary_ns(lrow),
-                    setup: setup_fields(lrow),
+                    setup: setup_fields(self, leader),
                 })
             })
             .collect();
@@ -545,33 +556,29 @@ impl ReadModel {
         let on_gpu: Vec<usize> = cohorts
             .iter()
             .copied()
-            .filter(|&c| {
-                self.judgement.cohorts[c]
-                    .ranking
-                    .first()
-                    .is_some_and(|e| text(&self.runs.rows[e.run], "hardwareModel") == gpu)
-            })
+            .filter(|&c| self.judgement.cohorts[c].ranking.first().is_some_and(|e| gpu_of(self.run(e.run)) == gpu))
             .collect();
         let primary = on_gpu.iter().copied().max_by(|&a, &b| {
             let (ca, cb) = (&self.judgement.cohorts[a], &self.judgement.cohorts[b]);
             ca.ranking.len().cmp(&cb.ranking.len()).then(cb.comparison_key.cmp(&ca.comparison_key))
         })?;
-        let srow = &self.runs.rows[self.judgement.cohorts[primary].ranking.first()?.run];
-        let same_setup = |r: &Row| {
-            ["protocolKey", "environmentKey", "primaryMetric", "primaryStatistic"]
-                .iter()
-                .all(|column| text(r, column) == text(srow, column))
+        let srow = self.run(self.judgement.cohorts[primary].ranking.first()?.run);
+        let same_setup = |r: &RunRow| {
+            r.protocol_key == srow.protocol_key
+                && r.environment_key == srow.environment_key
+                && r.primary_metric == srow.primary_metric
+                && r.primary_statistic == srow.primary_statistic
         };
         // (implementation, axis values, value, run) of each group's eligible runs.
         let mut points: Vec<(String, Vec<f64>, f64, usize)> = Vec::new();
         for &c in &on_gpu {
             for entry in &self.judgement.cohorts[c].ranking {
-                let r = &self.runs.rows[entry.run];
+                let r = self.run(entry.run);
                 // Only time metrics plot on a latency axis.
                 let (true, Some(ns)) = (same_setup(r), primary_ns(r)) else { continue };
-                let Some(w) = self.workloads.get(text(r, "workloadId")) else { continue };
+                let Some(w) = self.workloads.get(&r.workload_id) else { continue };
                 let implementation =
-                    self.implementations.get(text(r, "implementationId")).map(|i| text(i, "slug")).unwrap_or("");
+                    self.implementations.get(&r.implementation_id).map(|i| text(i, "slug")).unwrap_or("");
                 points.push((implementation.to_string(), self.axis_values(w, axes), ns, entry.run));
             }
         }
@@ -612,7 +619,7 @@ impl ReadModel {
             }
             let fixed = held.iter().map(|&i| format!("{} = {}", axes[i], ki_model::units::plain_number(values[i])));
             let label = std::iter::once(implementation).chain(fixed).collect::<Vec<_>>().join(" · ");
-            let run_href = format!("/runs/{}", text(&self.runs.rows[run], "id"));
+            let run_href = format!("/runs/{}", self.run(run).id);
             lines.entry(label).or_default().push(SweepPoint { x, ns, run_href });
         }
         let mut series: Vec<SweepSeries> = lines
@@ -633,7 +640,11 @@ impl ReadModel {
         }
         Some(Sweep {
             axis: axes[axis].clone(),
-            metric: format!("{} ({})", text(srow, "primaryMetric"), text(srow, "primaryStatistic")),
+            metric: format!(
+                "{} ({})",
+                srow.primary_metric.as_deref().unwrap_or(""),
+                srow.primary_statistic.as_deref().unwrap_or("")
+            ),
             hardware: gpu.into(),
             series,
             series_total,

@@ -131,24 +131,24 @@ impl ReadModel {
         if filter.is_empty() {
             return true;
         }
-        let Some(h) = self.runs.index_of(text(event, "runId")) else {
+        let Some(h) = self.judgement.run_index(text(event, "runId")) else {
             return false;
         };
-        let row = &self.runs.rows[h];
-        filter.gpu.as_deref().is_none_or(|g| text(row, "hardwareModel") == g)
+        let row = self.run(h);
+        filter.gpu.as_deref().is_none_or(|g| row.hardware_model.as_deref().unwrap_or("") == g)
             && (!filter.verified || self.judgement.facts[h].trust.is_verified())
             && (!filter.source || self.judgement.runs[h].source_available)
     }
 
     pub fn record_item(&self, event: &Row) -> RecordItem {
-        let holder = self.runs.index_of(text(event, "runId"));
-        let previous = opt_text(event, "previousRunId").and_then(|p| self.runs.index_of(p));
+        let holder = self.judgement.run_index(text(event, "runId"));
+        let previous = opt_text(event, "previousRunId").and_then(|p| self.judgement.run_index(p));
         let implementation_name = |run: usize| {
             self.implementations
-                .get(text(&self.runs.rows[run], "implementationId"))
+                .get(&self.run(run).implementation_id)
                 .map(|i| text(i, "slug").to_string())
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(text(&self.runs.rows[run], "id"))))
+                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id)))
         };
         RecordItem {
             at: text(event, "at").into(),
@@ -158,19 +158,17 @@ impl ReadModel {
                 href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
             }),
             workload: holder.and_then(|h| {
-                let workload = self.workloads.get(text(&self.runs.rows[h], "workloadId"))?;
+                let workload = self.workloads.get(&self.run(h).workload_id)?;
                 let operation = self.run_operation(h).map(|o| &self.operations.rows[o]);
                 Some(crate::pages::workload_label(workload, operation))
             }),
             gpu: holder
-                .and_then(|h| opt_text(&self.runs.rows[h], "hardwareModel"))
+                .and_then(|h| self.run(h).hardware_model.as_deref().filter(|g| !g.is_empty()))
                 .map(|g| Link { label: g.to_string(), href: crate::pages::gpu_href(g) }),
             holder: holder.map(|h| self.run_summary(h)),
-            previous: previous.map(|p| Link {
-                label: implementation_name(p),
-                href: format!("/runs/{}", text(&self.runs.rows[p], "id")),
-            }),
-            previous_display: previous.map(|p| crate::pages::primary_display(&self.runs.rows[p])),
+            previous: previous
+                .map(|p| Link { label: implementation_name(p), href: format!("/runs/{}", self.run(p).id) }),
+            previous_display: previous.map(|p| crate::pages::primary_display(self.run(p))),
             comparison_key: text(event, "comparisonKey").into(),
         }
     }

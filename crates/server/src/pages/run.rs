@@ -12,12 +12,12 @@ use serde_json::Value;
 
 use super::{
     Answer, Field, Link, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
-    html_response, json_response, layout, percent_encode, primary_display, profile_label, run_title, scalar, section,
-    short_id, workload_label,
+    html_response, json_response, layout, percent_encode, primary_display, profile_label, scalar, section, short_id,
+    workload_label,
 };
 use crate::AppState;
 use crate::http::presented_key;
-use crate::model::{ReadModel, Row, number, opt_text, pointer, text};
+use crate::model::{ReadModel, Row, RunRow, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
 use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
 
@@ -227,19 +227,19 @@ pub struct RunDossier {
 
 impl ReadModel {
     pub fn dossier(&self, run: usize, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
-        let row = &self.runs.rows[run];
-        let id = text(row, "id").to_string();
-        let digest = text(row, "runDigest").to_string();
+        let row = self.run(run);
+        let id = row.id.clone();
+        let digest = row.run_digest.clone();
         let manifest = self.judgement.run_manifest(run);
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
-        let implementation = self.implementations.get(text(row, "implementationId"));
+        let implementation = self.implementations.get(&row.implementation_id);
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         // The workload section shows the whole manifest (tensors); the tables keep only its axes.
-        let workload_row = self.workloads.index_of(text(row, "workloadId")).map(|w| self.full_workload_row(w));
+        let workload_row = self.workloads.index_of(&row.workload_id).map(|w| self.full_workload_row(w));
         let workload = workload_row.as_ref();
         let operation = self.run_operation(run);
-        let source = self.sources.get(text(row, "sourceId"));
+        let source = row.source_id.as_deref().and_then(|s| self.sources.get(s));
 
         let implementation_link = Link {
             label: implementation.map(|i| text(i, "slug")).unwrap_or("unknown").into(),
@@ -256,8 +256,8 @@ impl ReadModel {
 
         RunDossier {
             short_id: short_id(&id),
-            title: run_title(row),
-            status: text(row, "status").into(),
+            title: self.run_title(run),
+            status: row.status.clone(),
             evidence_level: facts.trust.as_str().into(),
             deployability: Deployability {
                 deployable: facts.deployability.deployable,
@@ -265,23 +265,23 @@ impl ReadModel {
                 explanations: facts.deployability.reasons.iter().map(|r| deployability_sentence(*r).into()).collect(),
             },
             banners: self.banners(run),
-            primary: self.primary(run),
-            identity: self.identity(run, &implementation_link, &project_link),
+            primary: self.primary(run, &manifest),
+            identity: self.identity(run, &manifest, &implementation_link, &project_link),
             correctness: correctness_fields(row, &manifest),
             workload: workload_section(workload, operation.map(|op| &self.operations.rows[op])),
-            measurements: self.measurements(run),
+            measurements: self.measurements(run, &manifest),
             statistics: statistics(&run_spec),
             samples: self.samples(row, &run_spec),
             protocol: protocol_fields(&manifest),
             environment: environment_fields(&manifest),
             artifacts: self.artifacts_of(&run_spec, implementation),
             attestations,
-            citation: citation(&id, &digest, &run_title(row), base_url, text(row, "observedAt")),
+            citation: citation(&id, &digest, &self.run_title(run), base_url, &row.observed_at.text),
             report_issue_href: format!(
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
                 percent_encode(&format!("Run {id}: "))
             ),
-            published_at: opt_text(row, "publishedAt").map(|t| ki_model::utc::date_of(t).to_string()),
+            published_at: row.published_at.as_ref().map(|t| ki_model::utc::date_of(&t.text).to_string()),
             source: source
                 .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
@@ -301,10 +301,10 @@ impl ReadModel {
     }
 
     fn banners(&self, run: usize) -> Vec<Banner> {
-        let row = &self.runs.rows[run];
+        let row = self.run(run);
         let mut banners = Vec::new();
-        if let Some(at) = opt_text(row, "retractedAt") {
-            let reason = opt_text(row, "retractionReason").unwrap_or("no reason given");
+        if let Some(at) = row.retracted_at.as_ref().map(|at| at.text.as_str()) {
+            let reason = row.retraction_reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
                 title: banner_title("retracted"),
@@ -314,7 +314,7 @@ impl ReadModel {
         }
         for reason in &self.judgement.facts[run].ineligibility {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
-                let message = match self.supersessions.get(text(row, "id")) {
+                let message = match self.supersessions.get(&row.id) {
                     Some(entry) => format!(
                         "on {} by a newer published run: {}",
                         ki_model::utc::date_of(text(entry, "at")),
@@ -330,7 +330,7 @@ impl ReadModel {
                 });
             }
         }
-        if let Some(observed) = ki_model::utc::day_of(text(row, "observedAt")) {
+        if let Some(observed) = ki_model::utc::day_of(&row.observed_at.text) {
             let age = ki_model::utc::today() - observed;
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
@@ -344,18 +344,17 @@ impl ReadModel {
         banners
     }
 
-    fn primary(&self, run: usize) -> Primary {
-        let row = &self.runs.rows[run];
+    fn primary(&self, run: usize, manifest: &Value) -> Primary {
+        let row = self.run(run);
         let facts = &self.judgement.facts[run];
         let cohort = &self.judgement.cohorts[facts.cohort];
-        let unit = text(row, "primaryUnit").to_string();
-        let interval = match (number(row, "uncertaintyLow"), number(row, "uncertaintyHigh")) {
+        let unit = row.primary_unit.clone().unwrap_or_default();
+        let interval = match (row.uncertainty_low, row.uncertainty_high) {
             (Some(low), Some(high)) => Some((low, high)),
             _ => None,
         };
         let leader_run = cohort.ranking.first().map(|e| e.run).filter(|&leader| leader != run);
-        let id = text(row, "id");
-        let manifest = &self.judgement.run_manifest(run);
+        let id = &row.id;
         let reference = facts.reference_speedup.and_then(|factor| reference_time(row, manifest, factor));
         let interval_label = if pointer(manifest, &["run", "spec", "timing", "latencyNs", "confidence95"]).is_some() {
             "95 % confidence interval"
@@ -366,11 +365,11 @@ impl ReadModel {
             reference,
             interval_label: interval_label.into(),
             ineligible_explanations: facts.ineligibility.iter().map(ineligibility_sentence).collect(),
-            metric: text(row, "primaryMetric").into(),
-            statistic: text(row, "primaryStatistic").into(),
-            value: number(row, "primaryValue"),
+            metric: row.primary_metric.clone().unwrap_or_default(),
+            statistic: row.primary_statistic.clone().unwrap_or_default(),
+            value: row.primary_value,
             display: primary_display(row),
-            sample_count: row.get("sampleCount").and_then(Value::as_i64),
+            sample_count: row.sample_count,
             interval_display: interval.map(|(l, h)| {
                 format!("{} – {}", ki_model::units::measured(l, &unit), ki_model::units::measured(h, &unit))
             }),
@@ -379,19 +378,18 @@ impl ReadModel {
             rank: facts.rank,
             group_size: cohort.ranking.len(),
             profile: profile_label(cohort.profile).into(),
-            observed_at: ki_model::utc::date_of(text(row, "observedAt")).into(),
+            observed_at: ki_model::utc::date_of(&row.observed_at.text).into(),
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
-            compare_href: leader_run
-                .map(|leader| format!("/compare?run={id}&run={}", text(&self.runs.rows[leader], "id"))),
+            compare_href: leader_run.map(|leader| format!("/compare?run={id}&run={}", self.run(leader).id)),
             leader: leader_run.map(|leader| self.run_summary(leader)),
             reference_speedup: facts.reference_speedup,
             baseline_speedup: facts.baseline_speedup,
         }
     }
 
-    fn identity(&self, run: usize, implementation: &Link, project: &Link) -> Vec<Field> {
-        let row = &self.runs.rows[run];
-        let implementation_row = self.implementations.get(text(row, "implementationId"));
+    fn identity(&self, run: usize, manifest: &Value, implementation: &Link, project: &Link) -> Vec<Field> {
+        let row = self.run(run);
+        let implementation_row = self.implementations.get(&row.implementation_id);
         let mut fields = vec![
             Field::new("implementation", &implementation.label).link(&implementation.href),
             Field::new("project", &project.label).link(&project.href),
@@ -399,37 +397,35 @@ impl ReadModel {
         if let Some(revision) = implementation_row.and_then(|i| opt_text(i, "sourceRevision")) {
             fields.push(Field::new("revision", revision).code());
         }
-        if let Some(workload) = self.workloads.get(text(row, "workloadId")) {
+        if let Some(workload) = self.workloads.get(&row.workload_id) {
             let op = self.operations.get(text(workload, "operationId"));
             fields.push(Field::new("workload", workload_label(workload, op)));
         }
-        fields.push(Field::new("comparison key", text(row, "comparisonKey")).code());
-        if let Some(source) = self.sources.get(text(row, "sourceId")) {
+        fields.push(Field::new("comparison key", &row.comparison_key).code());
+        if let Some(source) = row.source_id.as_deref().and_then(|s| self.sources.get(s)) {
             fields.push(Field::new("source", text(source, "name")));
         }
-        let manifest = self.judgement.run_manifest(run);
         if let Some(external) =
-            pointer(&manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str)
+            pointer(manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str)
         {
             fields.push(Field::new("external id", external).code());
         }
         if let Some(benchmark) =
-            pointer(&manifest, &["run", "spec", "sourceNative", "benchmark"]).and_then(Value::as_str)
+            pointer(manifest, &["run", "spec", "sourceNative", "benchmark"]).and_then(Value::as_str)
         {
             fields.push(Field::new("source benchmark", benchmark));
         }
-        let available = row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false);
-        fields.push(self.source_code(available, implementation_row));
+        fields.push(self.source_code(row.source_available, implementation_row));
         let hardware = Field::new("hardware", hardware_label(row));
-        fields.push(match opt_text(row, "hardwareModel") {
+        fields.push(match row.hardware_model.as_deref().filter(|m| !m.is_empty()) {
             Some(model) => hardware.link(crate::pages::gpu_href(model)),
             None => hardware,
         });
-        fields.push(Field::new("run digest", text(row, "runDigest")).code());
+        fields.push(Field::new("run digest", &row.run_digest).code());
         fields
     }
 
-    fn measurements(&self, run: usize) -> Vec<Measurement> {
+    fn measurements(&self, run: usize, manifest: &Value) -> Vec<Measurement> {
         let mut out: Vec<Measurement> = self
             .judgement
             .measurements_of(run)
@@ -448,8 +444,7 @@ impl ReadModel {
             .collect();
         // The manifest's own measurements the table does not carry (the catalog keeps the primary
         // one as a row; eager, graph replay and speed of light live in the manifest only).
-        let manifest = self.judgement.run_manifest(run);
-        let listed = pointer(&manifest, &["run", "spec", "measurements"]);
+        let listed = pointer(manifest, &["run", "spec", "measurements"]);
         for m in listed.and_then(Value::as_array).into_iter().flatten() {
             let (Some(metric), Some(value)) =
                 (m.get("metric").and_then(Value::as_str), m.get("value").and_then(Value::as_f64))
@@ -575,12 +570,12 @@ impl ReadModel {
     }
 
     /// The samples: their count, the artifact that names them, and the manifest's summary.
-    fn samples(&self, row: &Row, run_spec: &Value) -> Samples {
+    fn samples(&self, row: &RunRow, run_spec: &Value) -> Samples {
         let timing = run_spec.get("timing");
         let count = timing
             .and_then(|t| t.get("samples"))
             .and_then(Value::as_u64)
-            .or_else(|| row.get("sampleCount").and_then(Value::as_u64));
+            .or_else(|| row.sample_count.and_then(|n| u64::try_from(n).ok()));
         let reference =
             pointer(run_spec, &["evidence", "rawSamples"]).or_else(|| timing.and_then(|t| t.get("rawSamples")));
         let artifact = reference.and_then(|r| {
@@ -633,7 +628,7 @@ impl ReadModel {
 
 /// The reference's time: the source's own measurement of it when the manifest has one,
 /// else this run's time × the factor.
-fn reference_time(row: &Row, manifest: &Value, factor: f64) -> Option<ReferenceTime> {
+fn reference_time(row: &RunRow, manifest: &Value, factor: f64) -> Option<ReferenceTime> {
     let metrics = pointer(manifest, &["run", "spec", "sourceNative", "metrics"]);
     if let Some(ms) = metrics.and_then(|m| m.get("reference_latency_ms")).and_then(Value::as_f64) {
         let ns = ms * 1e6;
@@ -648,7 +643,7 @@ fn reference_time(row: &Row, manifest: &Value, factor: f64) -> Option<ReferenceT
         .and_then(|m| m.get("latency_ms"))
         .and_then(Value::as_f64)
         .map(|ms| ms * 1e6)
-        .or_else(|| ki_model::units::to_ns(number(row, "primaryValue")?, text(row, "primaryUnit")))?;
+        .or_else(|| ki_model::units::to_ns(row.primary_value?, row.primary_unit.as_deref().unwrap_or("")))?;
     let ns = own_ns * factor;
     ns.is_finite().then(|| ReferenceTime {
         ns,
@@ -836,7 +831,7 @@ fn collect_digests(value: &Value, out: &mut Vec<String>) {
 
 /// The protocol's comparator (what the seed page shows), the run's reported errors, and
 /// the run's own comparator when it names a different one.
-fn correctness_fields(row: &Row, manifest: &Value) -> Vec<Field> {
+fn correctness_fields(row: &RunRow, manifest: &Value) -> Vec<Field> {
     let mut fields = Vec::new();
     let protocol_comparator = pointer(manifest, &["protocol", "spec", "correctness", "comparator"]).map(scalar);
     let run_correctness = pointer(manifest, &["run", "spec", "correctness"]).and_then(Value::as_object);
@@ -861,7 +856,7 @@ fn correctness_fields(row: &Row, manifest: &Value) -> Vec<Field> {
     if protocol_comparator.is_some() && run_comparator.is_some() && protocol_comparator != run_comparator {
         fields.push(Field::new("run comparator", run_comparator.unwrap_or_default()));
     }
-    fields.push(Field::new("result", words(text(row, "status"))));
+    fields.push(Field::new("result", words(&row.status)));
     fields
 }
 
@@ -1245,7 +1240,7 @@ pub fn render(d: &RunDossier) -> Markup {
 async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
     let model = state.model();
     let run = find_run(&model, reference)?;
-    let id = crate::model::text(&model.runs.rows[run], "id");
+    let id = &model.run(run).id;
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
     let mut dossier = model.dossier(run, attestations, &state.base_url);
@@ -1261,8 +1256,7 @@ pub async fn held_contents(
     run: usize,
     d: &mut RunDossier,
 ) -> Result<(), ki_catalog::CatalogError> {
-    let row = &model.runs.rows[run];
-    if let Some(i) = model.implementations.index_of(text(row, "implementationId"))
+    if let Some(i) = model.implementations.index_of(&model.run(run).implementation_id)
         && let Some((digest, _)) = super::source::source_reference(&model.implementations.rows[i])
         && !catalog.contents_held(&[&digest]).await?.is_empty()
     {
@@ -1354,7 +1348,7 @@ async fn file_attestation(
     let run_id = {
         let model = state.model();
         let run = find_run(&model, reference)?;
-        crate::model::text(&model.runs.rows[run], "id").to_string()
+        model.run(run).id.clone()
     };
     let mut errors = Vec::new();
     let kind = AttestationKind::parse(input.kind.trim());

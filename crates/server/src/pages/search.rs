@@ -227,10 +227,9 @@ impl ReadModel {
                 }
                 // A prefix several runs share: the first of them, by id.
                 Err(ki_ranking::LookupError::Ambiguous { .. }) => {
-                    let mut runs: Vec<usize> = (0..self.runs.rows.len())
-                        .filter(|&r| text(&self.runs.rows[r], "id").starts_with(word.as_str()))
-                        .collect();
-                    runs.sort_by(|&a, &b| text(&self.runs.rows[a], "id").cmp(text(&self.runs.rows[b], "id")));
+                    let mut runs: Vec<usize> =
+                        (0..self.judgement.runs.len()).filter(|&r| self.run(r).id.starts_with(word.as_str())).collect();
+                    runs.sort_by(|&a, &b| self.run(a).id.cmp(&self.run(b).id));
                     found.extend(runs.into_iter().take(MAX_PREFIX_RUNS).map(|r| (r, "id prefix")));
                 }
                 Err(_) => {}
@@ -240,13 +239,12 @@ impl ReadModel {
             }
             for (run, by) in found {
                 if seen.insert(run) {
-                    let row = &self.runs.rows[run];
                     let summary = self.run_summary(run);
                     hits.push(RunHit {
-                        id: text(row, "id").into(),
+                        id: summary.id.clone(),
                         matched_by: by.into(),
                         label: format!("{} · {}", summary.implementation, summary.display),
-                        hardware: text(row, "hardwareModel").into(),
+                        hardware: summary.hardware.clone(),
                         href: summary.href,
                     });
                 }

@@ -196,7 +196,7 @@ fn the_latest_export_streams_the_catalog_with_its_sha256_and_row_count() {
     let lines = ki_model::export::read_export(&path).expect("the download is an export");
     assert_eq!(lines.len() as u64, rows);
     let runs = lines.iter().filter(|l| l.table == "benchmark_runs").count();
-    assert_eq!(runs, server.state.model().runs.len(), "the export is the served catalog");
+    assert_eq!(runs, server.state.model().judgement.runs.len(), "the export is the served catalog");
     let report = ki_model::verify::verify_export(&lines);
     assert!(report.is_clean(), "{report:?}");
     // The client that has it gets a 304, without the body.

@@ -35,7 +35,7 @@ fn json(path: &str) -> Value {
 
 /// The first run whose row, with its whole manifest, satisfies `pick`.
 fn find_run(model: &ReadModel, pick: impl Fn(&Row) -> bool) -> String {
-    (0..model.runs.len())
+    (0..model.judgement.runs.len())
         .map(|run| model.full_run_row(run))
         .find(|r| pick(r))
         .map(|r| text(&r, "id").to_string())

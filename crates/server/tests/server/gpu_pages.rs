@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use crate::serving::{Database, Live, Reply, serve};
 use ki_ranking::TrustLevel;
-use ki_server::model::{ReadModel, opt_text, text};
+use ki_server::model::{ReadModel, text};
 use ki_server::pages::evidence_meaning;
 use serde_json::Value;
 
@@ -37,8 +37,8 @@ fn json(path: &str) -> Value {
 }
 
 fn ns(model: &ReadModel, run: usize) -> f64 {
-    let row = &model.runs.rows[run];
-    ki_model::units::to_ns(row["primaryValue"].as_f64().unwrap(), text(row, "primaryUnit")).unwrap()
+    let row = model.run(run);
+    ki_model::units::to_ns(row.primary_value.unwrap(), row.primary_unit.as_deref().unwrap()).unwrap()
 }
 
 /// The H200 page's best verified run of the seed operation, checked against the rows: a
@@ -53,33 +53,33 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     let best = &operation["bestVerified"];
     let id = best["run"]["id"].as_str().unwrap();
     let run = model.judgement.find_run(id).unwrap();
-    let row = &model.runs.rows[run];
-    assert_eq!(text(row, "hardwareModel"), H200);
+    let row = model.run(run);
+    assert_eq!(row.hardware_model.as_deref(), Some(H200));
     assert_eq!(text(&model.operations.rows[model.run_operation(run).unwrap()], "slug"), SEED_OPERATION);
-    assert!(row["reproducedByKernelindex"].as_bool().unwrap(), "a verified run comes from our runner");
+    assert!(row.reproduced_by_kernelindex, "a verified run comes from our runner");
     let facts = &model.judgement.facts;
     assert!(facts[run].eligible() && facts[run].trust >= TrustLevel::Verified);
 
     // The seed operation's verified, eligible runs on the H200, by comparison key, from the rows.
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (r, candidate) in model.runs.rows.iter().enumerate() {
-        let on_h200 = text(candidate, "hardwareModel") == H200;
+    for (r, candidate) in model.judgement.runs.iter().enumerate() {
+        let on_h200 = candidate.hardware_model.as_deref() == Some(H200);
         let of_seed =
             model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION);
         if on_h200 && of_seed && facts[r].eligible() && facts[r].trust >= TrustLevel::Verified {
-            groups.entry(text(candidate, "comparisonKey")).or_default().push(r);
+            groups.entry(candidate.comparison_key.as_str()).or_default().push(r);
         }
     }
-    let group = &groups[text(row, "comparisonKey")];
-    assert_eq!(best["comparisonKey"], text(row, "comparisonKey"));
+    let group = &groups[row.comparison_key.as_str()];
+    assert_eq!(best["comparisonKey"], row.comparison_key.as_str());
     assert_eq!(best["groupRuns"], group.len());
     assert_eq!(best["groups"], groups.len());
     assert!(groups.values().all(|g| g.len() <= group.len()), "the best comes from the largest group");
     assert!(group.iter().all(|&r| ns(&model, r) >= ns(&model, run)), "a faster verified run in its group");
     // Every verified run of the operation on the H200 counts, eligible or not.
-    let verified = (0..model.runs.len())
+    let verified = (0..model.judgement.runs.len())
         .filter(|&r| {
-            text(&model.runs.rows[r], "hardwareModel") == H200
+            model.run(r).hardware_model.as_deref() == Some(H200)
                 && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION)
                 && facts[r].trust >= TrustLevel::Verified
         })
@@ -243,8 +243,8 @@ fn the_model_page_lists_its_operations_and_its_gaps() {
             .map(|op| {
                 let slug = text(op, "slug").to_string();
                 let runs = model
+                    .judgement
                     .runs
-                    .rows
                     .iter()
                     .enumerate()
                     .filter(|(r, _)| {
@@ -300,7 +300,7 @@ fn the_model_page_lists_its_operations_and_its_gaps() {
     assert_eq!(h200["gpuHref"], "/gpus/nvidia-h200");
     let id = h200["bestVerified"]["run"]["id"].as_str().unwrap();
     let run = model.judgement.find_run(id).unwrap();
-    assert_eq!(opt_text(&model.runs.rows[run], "hardwareModel"), Some(H200));
+    assert_eq!(model.run(run).hardware_model.as_deref(), Some(H200));
     assert!(html("/models/llama-3-1-8b").body.contains(&format!("/runs/{id}")));
 }
 

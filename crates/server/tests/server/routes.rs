@@ -130,7 +130,7 @@ fn every_documented_route_answers_and_the_openapi_document_matches_the_router() 
         let reply = match (doc.method, doc.path) {
             (Method::Get, "/compare") | (Method::Get, "/api/v1/compare") => {
                 let model = SERVER.state.model();
-                let other = ki_server::model::text(&model.runs.rows[0], "id").to_string();
+                let other = model.run(0).id.clone();
                 get(&format!("{path}?run={SEED_WORKLOAD_RUN}&run={other}"))
             }
             (Method::Get, _) => get(&path),
@@ -392,15 +392,8 @@ fn bad_requests_get_problems_never_slow_or_broken_pages() {
     );
     assert_eq!(post("/api/v1/resolve/kernel/batch", "application/json", None, r#"{"requests":[]}"#).status, 400);
     assert_eq!(get(&format!("/compare?run={SEED_WORKLOAD_RUN}")).status, 400);
-    let nine: Vec<String> = SERVER
-        .state
-        .model()
-        .runs
-        .rows
-        .iter()
-        .take(9)
-        .map(|r| format!("run={}", ki_server::model::text(r, "id")))
-        .collect();
+    let nine: Vec<String> =
+        SERVER.state.model().judgement.runs.iter().take(9).map(|r| format!("run={}", r.id)).collect();
     assert_eq!(get(&format!("/compare?{}", nine.join("&"))).status, 400);
     assert_eq!(get("/compare?run=nope&run=nada").status, 404);
     assert_eq!(get(&format!("/compare?run={SEED_WORKLOAD_RUN}&run={SEED_WORKLOAD_RUN}")).status, 400);
@@ -472,7 +465,7 @@ fn resolve_compare_records_and_catalog_pages_agree_with_the_ranking() {
     let gpus = get("/api/v1/gpus").json();
     let total: u64 = gpus["gpus"].as_array().unwrap().iter().map(|g| g["runs"].as_u64().unwrap()).sum();
     let with_hardware =
-        model.runs.rows.iter().filter(|r| ki_server::model::opt_text(r, "hardwareModel").is_some()).count();
+        model.judgement.runs.iter().filter(|r| r.hardware_model.as_deref().is_some_and(|m| !m.is_empty())).count();
     assert_eq!(total as usize, with_hardware);
     let search = get("/api/v1/search?q=gqa%20paged%20decode%20h32").json();
     assert!(

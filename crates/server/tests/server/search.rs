@@ -79,9 +79,8 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
     let database = Database::sqlite();
     let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
     let model = server.state.model();
-    let row = &model.runs.rows[0];
-    let id = ki_server::model::text(row, "id");
-    let digest = ki_server::model::text(row, "runDigest");
+    let row = model.run(0);
+    let (id, digest) = (row.id.as_str(), row.run_digest.as_str());
     for (query, by) in [(id, "id"), (digest, "digest"), (&id[..8], "id")] {
         let answer = search(&server, query);
         let records = answer["records"].as_array().unwrap();
@@ -110,9 +109,8 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
 /// Queries of every kind: the examples, typos, ids, prefixes, a digest, an external id,
 /// empty, filters only, and hostile text (FTS5 operators, quotes, LIKE wildcards, SQL, NUL).
 fn queries(model: &ki_server::model::ReadModel) -> Vec<String> {
-    let row = &model.runs.rows[0];
-    let id = ki_server::model::text(row, "id").to_string();
-    let digest = ki_server::model::text(row, "runDigest").to_string();
+    let row = model.run(0);
+    let (id, digest) = (row.id.clone(), row.run_digest.clone());
     let mut queries: Vec<String> = [
         "gqa decode gpu:h200 batch_size=16",
         "rmsnorm hidden_size=4096 trust:verified",
