@@ -119,7 +119,9 @@ impl Reader {
                 let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
                 let id = model.run(run).id.clone();
                 let attestations = catalog.attestations_of(&id)?;
-                let mut dossier = model.dossier(run, attestations, PUBLIC_BASE_URL);
+                // The reader's model is built from the catalog's rows whole, manifests included.
+                let manifest = model.judgement.run_manifest(run).unwrap_or_default();
+                let mut dossier = model.dossier(run, manifest, attestations, PUBLIC_BASE_URL);
                 catalog.held_contents(&model, run, &mut dossier)?;
                 Ok(serde_json::to_value(dossier)?)
             }

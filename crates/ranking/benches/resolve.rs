@@ -36,13 +36,13 @@ fn main() {
     // Every measured case of the catalog, as a user would ask for it.
     let mut requests = Vec::new();
     for (w, workload) in index.workloads.iter().enumerate() {
-        let Some(run) = index.runs.iter().find(|r| r.workload_id == workload.id) else { continue };
+        let Some(run) = index.runs.iter().find(|r| *r.workload_id == *workload.id) else { continue };
         let operation = index.operations.iter().find(|o| o.id == workload.operation_id).unwrap();
         requests.push(ResolveRequest {
             operation: operation.name.clone(),
             axes: index.axes_of_workload(w).clone(),
             dtypes: workload.dtypes.clone(),
-            hardware: run.hardware_model.clone(),
+            hardware: run.hardware_model.as_deref().map(str::to_string),
             framework: None,
         });
     }

@@ -225,12 +225,12 @@ impl<'a> ResolvedFilter<'a> {
     fn matches(&self, index: &Index, run: usize) -> bool {
         let row = &index.runs[run];
         self.operation.is_none_or(|op| index.workload_operation[index.run_workload[run]] == op)
-            && self.workload.is_none_or(|w| row.workload_id == w)
+            && self.workload.is_none_or(|w| &*row.workload_id == w)
             && self.hardware.is_none_or(|h| row.hardware_model.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(h)))
             && self.evidence.is_none_or(|level| index.facts[run].trust == level)
             && self.source.is_none_or(|s| row.source_id.as_deref() == Some(s))
-            && self.implementation.is_none_or(|i| row.implementation_id == i)
-            && self.status.is_none_or(|s| row.status == s)
+            && self.implementation.is_none_or(|i| &*row.implementation_id == i)
+            && self.status.is_none_or(|s| &*row.status == s)
     }
 }
 
@@ -243,22 +243,22 @@ impl Index {
             id: row.id.clone(),
             digest: row.run_digest.clone(),
             operation: self.operation_of(run).name.clone(),
-            workload_id: row.workload_id.clone(),
+            workload_id: row.workload_id.to_string(),
             implementation: self.implementation_of(run).slug.clone(),
             project: self.project_of(run).name.clone(),
             source: self.source_of(run).map(|s| s.name.clone()),
-            hardware: row.hardware_model.clone(),
-            status: row.status.clone(),
+            hardware: row.hardware_model.as_deref().map(str::to_string),
+            status: row.status.to_string(),
             evidence: facts.trust.as_str().to_string(),
             rank: facts.rank,
             ineligibility: facts.ineligibility.iter().map(|i| i.code()).collect(),
-            metric: row.primary_metric.clone(),
-            statistic: row.primary_statistic.clone(),
+            metric: row.primary_metric.as_deref().map(str::to_string),
+            statistic: row.primary_statistic.as_deref().map(str::to_string),
             value: self.primary_value(run),
-            unit: row.primary_unit.clone(),
+            unit: row.primary_unit.as_deref().map(str::to_string),
             observed_at: row.observed_at.text.clone(),
             published_at: row.published_at.as_ref().map(|t| t.text.clone()),
-            comparison_key: row.comparison_key.clone(),
+            comparison_key: row.comparison_key.to_string(),
             href: format!("/runs/{}", row.id),
         }
     }
@@ -424,7 +424,7 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
                 policy_version: event.policy_version.clone(),
                 operation: run.map(|r| index.operation_of(r).name.clone()),
                 value: run.and_then(|r| index.primary_value(r)),
-                unit: run.and_then(|r| index.runs[r].primary_unit.clone()),
+                unit: run.and_then(|r| index.runs[r].primary_unit.as_deref().map(str::to_string)),
             }),
         });
     }

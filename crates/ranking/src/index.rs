@@ -150,6 +150,8 @@ pub(crate) struct ManifestText {
     workloads: Vec<Box<str>>,
     implementations: Vec<Box<str>>,
     runs: Vec<Box<str>>,
+    /// False once the runs' manifests are forgotten.
+    runs_held: bool,
 }
 
 impl ManifestText {
@@ -240,8 +242,15 @@ impl Index {
         let (mut implementations, implementation_origins): (Vec<ImplementationRow>, _) =
             parse_table("implementations", rows.implementations)?;
         let (mut runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
-        let (measurements, measurement_origins): (Vec<MeasurementRow>, _) =
+        let (mut measurements, measurement_origins): (Vec<MeasurementRow>, _) =
             parse_table("measurements", rows.measurements)?;
+        let mut interner = Interner::default();
+        for run in &mut runs {
+            run.intern(&mut interner);
+        }
+        for measurement in &mut measurements {
+            measurement.intern(&mut interner);
+        }
         let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
         let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
 
@@ -439,8 +448,8 @@ impl Index {
             if run.published_at.is_none() {
                 ineligibility.push(Ineligibility::Unpublished);
             }
-            if run.status != "passed" {
-                ineligibility.push(Ineligibility::Status(run.status.clone()));
+            if &*run.status != "passed" {
+                ineligibility.push(Ineligibility::Status(run.status.to_string()));
             }
             if run.retracted_at.is_some() {
                 ineligibility.push(Ineligibility::Retracted);
@@ -467,9 +476,9 @@ impl Index {
                 || run.installable
                 || implementation.install_command.as_deref().is_some_and(|c| !c.trim().is_empty());
             let deployability = Deployability::assess(source_available, licence, has_install_recipe);
-            let cohort = *cohort_by_key.entry(run.comparison_key.clone()).or_insert_with(|| {
+            let cohort = *cohort_by_key.entry(run.comparison_key.to_string()).or_insert_with(|| {
                 cohorts.push(Cohort {
-                    comparison_key: run.comparison_key.clone(),
+                    comparison_key: run.comparison_key.to_string(),
                     profile: CohortProfile::StrictExact,
                     direction: Direction::LowerIsBetter,
                     runs: Vec::new(),
@@ -564,6 +573,7 @@ impl Index {
             workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
             implementations: ManifestText::take(implementations.iter_mut().map(|r| &mut r.manifest)),
             runs: ManifestText::take(runs.iter_mut().map(|r| &mut r.manifest)),
+            runs_held: true,
         };
         Ok(Index {
             sources,
@@ -619,9 +629,17 @@ impl Index {
         ManifestText::parse(self.manifests.implementations.get(implementation).map(|t| &**t))
     }
 
-    /// The run's manifests (`{run, protocol, environment}`).
-    pub fn run_manifest(&self, run: usize) -> Value {
-        ManifestText::parse(self.manifests.runs.get(run).map(|t| &**t))
+    /// The run's manifests (`{run, protocol, environment}`); None once the index has forgotten
+    /// them ([`Index::forget_run_manifests`]).
+    pub fn run_manifest(&self, run: usize) -> Option<Value> {
+        self.manifests.runs_held.then(|| ManifestText::parse(self.manifests.runs.get(run).map(|t| &**t)))
+    }
+
+    /// Drops the runs' manifests, which are most of an index's bytes: a caller that can read them
+    /// where the rows came from (a catalog, by run id) keeps only what ranking and listing need.
+    pub fn forget_run_manifests(&mut self) {
+        self.manifests.runs = Vec::new();
+        self.manifests.runs_held = false;
     }
 
     /// The run manifest's protocol name, when it has one.
@@ -688,7 +706,7 @@ impl Index {
     }
 
     pub fn source_of(&self, run: usize) -> Option<&SourceRow> {
-        self.runs[run].source_id.as_ref().and_then(|id| self.source_by_id.get(id)).map(|&s| &self.sources[s])
+        self.runs[run].source_id.as_deref().and_then(|id| self.source_by_id.get(id)).map(|&s| &self.sources[s])
     }
 
     /// Workload axes including the operation's constants.

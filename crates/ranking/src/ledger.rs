@@ -84,7 +84,7 @@ impl Index {
         let mut timeline: Vec<(Instant, u8, &str, usize, Change, &Timestamp)> = Vec::new();
         for &run in &cohort.runs {
             let row = &self.runs[run];
-            if row.published_at.is_none() || row.status != "passed" || self.primary_value(run).is_none() {
+            if row.published_at.is_none() || &*row.status != "passed" || self.primary_value(run).is_none() {
                 continue;
             }
             timeline.push((row.observed_at.instant, 0, &row.id, run, Change::Arrival, &row.observed_at));

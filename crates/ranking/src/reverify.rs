@@ -208,11 +208,11 @@ pub struct Reverification {
 }
 
 fn run_environment(index: &Index, run: usize) -> Option<EnvironmentFacts> {
-    EnvironmentFacts::from_manifest(index.run_manifest(run).get("environment")?)
+    EnvironmentFacts::from_manifest(index.run_manifest(run)?.get("environment")?)
 }
 
 fn protocol_name(index: &Index, run: usize) -> String {
-    index.run_protocol_name(run).map(str::to_string).unwrap_or_else(|| index.runs[run].protocol_key.clone())
+    index.run_protocol_name(run).map(str::to_string).unwrap_or_else(|| index.runs[run].protocol_key.to_string())
 }
 
 /// For each software name of `run`, the newest version any seen environment of the same GPU
@@ -275,10 +275,10 @@ pub fn plan(index: &Index, seen: &[EnvironmentFacts], policy: &Policy, now: Inst
                 comparison_key: cohort.comparison_key.clone(),
                 position,
                 run_id: row.id.clone(),
-                implementation_id: row.implementation_id.clone(),
+                implementation_id: row.implementation_id.to_string(),
                 implementation_digest: index.implementation_of(run).implementation_digest.clone(),
                 operation: index.operation_of(run).name.clone(),
-                workload_id: row.workload_id.clone(),
+                workload_id: row.workload_id.to_string(),
                 protocol: protocol_name(index, run),
                 gpu: environment.gpu.clone(),
                 minimum_software: minimum_software.clone(),

@@ -142,6 +142,72 @@ pub(crate) fn parse_table<T: DeserializeOwned>(
     Ok((parsed, origins))
 }
 
+/// Text many rows repeat (ids of parents, keys, GPU names, units), held once and shared: the
+/// index interns it ([`Interner`]), so a million runs do not hold a million copies of a key.
+pub type Text = std::sync::Arc<str>;
+
+/// Hands out one shared copy of each distinct text.
+#[derive(Debug, Default)]
+pub struct Interner {
+    held: std::collections::HashSet<Text>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, text: &mut Text) {
+        match self.held.get(&**text) {
+            Some(held) => *text = held.clone(),
+            None => {
+                self.held.insert(text.clone());
+            }
+        }
+    }
+
+    pub fn intern_option(&mut self, text: &mut Option<Text>) {
+        if let Some(text) = text {
+            self.intern(text);
+        }
+    }
+}
+
+impl BenchmarkRunRow {
+    /// Shares the row's repeated texts with every other row interned through `interner`.
+    pub fn intern(&mut self, interner: &mut Interner) {
+        for text in [
+            &mut self.implementation_id,
+            &mut self.workload_id,
+            &mut self.status,
+            &mut self.protocol_key,
+            &mut self.environment_key,
+            &mut self.correctness_key,
+            &mut self.comparison_key,
+        ] {
+            interner.intern(text);
+        }
+        for text in [
+            &mut self.source_id,
+            &mut self.hardware_vendor,
+            &mut self.hardware_model,
+            &mut self.hardware_architecture,
+            &mut self.primary_metric,
+            &mut self.primary_unit,
+            &mut self.primary_statistic,
+            &mut self.license_expression,
+            &mut self.environment_summary,
+        ] {
+            interner.intern_option(text);
+        }
+    }
+}
+
+impl MeasurementRow {
+    /// As [`BenchmarkRunRow::intern`].
+    pub fn intern(&mut self, interner: &mut Interner) {
+        for text in [&mut self.run_id, &mut self.metric, &mut self.statistic, &mut self.unit] {
+            interner.intern(text);
+        }
+    }
+}
+
 /// A timestamp column: the text as stored plus its instant for ordering.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timestamp {
@@ -267,32 +333,32 @@ pub struct ImplementationRow {
 pub struct BenchmarkRunRow {
     pub id: String,
     pub run_digest: String,
-    pub implementation_id: String,
-    pub workload_id: String,
+    pub implementation_id: Text,
+    pub workload_id: Text,
     #[serde(default)]
-    pub source_id: Option<String>,
-    pub status: String,
+    pub source_id: Option<Text>,
+    pub status: Text,
     pub observed_at: Timestamp,
     #[serde(default)]
     pub published_at: Option<Timestamp>,
     #[serde(default)]
-    pub hardware_vendor: Option<String>,
+    pub hardware_vendor: Option<Text>,
     #[serde(default)]
-    pub hardware_model: Option<String>,
+    pub hardware_model: Option<Text>,
     #[serde(default)]
-    pub hardware_architecture: Option<String>,
-    pub protocol_key: String,
-    pub environment_key: String,
-    pub correctness_key: String,
-    pub comparison_key: String,
+    pub hardware_architecture: Option<Text>,
+    pub protocol_key: Text,
+    pub environment_key: Text,
+    pub correctness_key: Text,
+    pub comparison_key: Text,
     #[serde(default)]
-    pub primary_metric: Option<String>,
+    pub primary_metric: Option<Text>,
     #[serde(default)]
     pub primary_value: Option<f64>,
     #[serde(default)]
-    pub primary_unit: Option<String>,
+    pub primary_unit: Option<Text>,
     #[serde(default)]
-    pub primary_statistic: Option<String>,
+    pub primary_statistic: Option<Text>,
     #[serde(default)]
     pub sample_count: Option<i64>,
     #[serde(default)]
@@ -310,13 +376,13 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub installable: bool,
     #[serde(default)]
-    pub license_expression: Option<String>,
+    pub license_expression: Option<Text>,
     #[serde(default)]
     pub has_raw_evidence: bool,
     #[serde(default)]
     pub source_native: bool,
     #[serde(default)]
-    pub environment_summary: Option<String>,
+    pub environment_summary: Option<Text>,
     #[serde(default)]
     pub supersedes_id: Option<String>,
     #[serde(default)]
@@ -331,10 +397,10 @@ pub struct BenchmarkRunRow {
 #[serde(rename_all = "camelCase")]
 pub struct MeasurementRow {
     pub id: String,
-    pub run_id: String,
-    pub metric: String,
-    pub statistic: String,
-    pub unit: String,
+    pub run_id: Text,
+    pub metric: Text,
+    pub statistic: Text,
+    pub unit: Text,
     #[serde(default)]
     pub value: Option<f64>,
     #[serde(default)]

@@ -194,15 +194,15 @@ impl Index {
             project: self.project_of(run).name.clone(),
             operation: self.operation_of(run).name.clone(),
             source: self.source_of(run).map(|s| s.name.clone()),
-            hardware: row.hardware_model.clone(),
-            metric: row.primary_metric.clone(),
-            statistic: row.primary_statistic.clone(),
+            hardware: row.hardware_model.as_deref().map(str::to_string),
+            metric: row.primary_metric.as_deref().map(str::to_string),
+            statistic: row.primary_statistic.as_deref().map(str::to_string),
             value: self.primary_value(run),
-            unit: row.primary_unit.clone(),
+            unit: row.primary_unit.as_deref().map(str::to_string),
             trust: facts.trust,
             deployable: facts.deployability.deployable,
             observed_at: row.observed_at.text.clone(),
-            comparison_key: row.comparison_key.clone(),
+            comparison_key: row.comparison_key.to_string(),
             reference_speedup: facts.reference_speedup,
             baseline_speedup: facts.baseline_speedup,
         }
@@ -236,12 +236,12 @@ impl Index {
             workload_digest: self.workloads[workload].workload_digest.clone(),
             axes: self.workload_axes[workload].clone(),
             dtypes: self.workloads[workload].dtypes.clone(),
-            hardware: row.hardware_model.clone(),
-            environment: row.environment_summary.clone(),
+            hardware: row.hardware_model.as_deref().map(str::to_string),
+            environment: row.environment_summary.as_deref().map(str::to_string),
             protocol: self.run_protocol_name(sample).map(String::from),
-            metric: row.primary_metric.clone(),
-            statistic: row.primary_statistic.clone(),
-            unit: row.primary_unit.clone(),
+            metric: row.primary_metric.as_deref().map(str::to_string),
+            statistic: row.primary_statistic.as_deref().map(str::to_string),
+            unit: row.primary_unit.as_deref().map(str::to_string),
             runs: cohort_row.runs.len(),
             eligible_runs: cohort_row.ranking.len(),
             fastest,
@@ -311,7 +311,7 @@ impl Index {
         let workload = self.workload_of(run);
         let leader =
             cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
-        let manifest = self.run_manifest(run);
+        let manifest = self.run_manifest(run).unwrap_or(Value::Null);
         let implementation_manifest = self.implementation_manifest(self.run_implementation[run]);
         let artifacts = implementation_manifest
             .pointer("/spec/source/contentDigest")
@@ -327,7 +327,7 @@ impl Index {
             cohort_eligible_runs: cohort.ranking.len(),
             leader,
             deployability: facts.deployability.clone(),
-            status: row.status.clone(),
+            status: row.status.to_string(),
             published_at: row.published_at.as_ref().map(|t| t.text.clone()),
             retracted_at: row.retracted_at.as_ref().map(|t| t.text.clone()),
             retraction_reason: row.retraction_reason.clone(),
@@ -356,10 +356,10 @@ impl Index {
                 .map(|events| events.iter().map(|&e| self.record_events[e].clone()).collect())
                 .unwrap_or_default(),
             keys: RunKeys {
-                comparison_key: row.comparison_key.clone(),
-                protocol_key: row.protocol_key.clone(),
-                environment_key: row.environment_key.clone(),
-                correctness_key: row.correctness_key.clone(),
+                comparison_key: row.comparison_key.to_string(),
+                protocol_key: row.protocol_key.to_string(),
+                environment_key: row.environment_key.to_string(),
+                correctness_key: row.correctness_key.to_string(),
                 workload_digest: workload.workload_digest.clone(),
                 implementation_digest: implementation.implementation_digest.clone(),
                 operation_digest: self.operation_of(run).semantic_digest.clone(),
@@ -484,7 +484,7 @@ impl Index {
                 ComparedRun {
                     summary: self.run_summary(run),
                     axes: self.workload_axes[self.run_workload[run]].clone(),
-                    environment: row.environment_summary.clone(),
+                    environment: row.environment_summary.as_deref().map(str::to_string),
                     relative_to_best_in_group: relative,
                     relative_to_first: None,
                     interval: match (row.uncertainty_low, row.uncertainty_high) {
@@ -513,10 +513,10 @@ impl Index {
             match part {
                 KeyPart::Operation => self.operation_of(run).id.clone(),
                 KeyPart::Workload => self.workloads[self.run_workload[run]].workload_digest.clone(),
-                KeyPart::Protocol => row.protocol_key.clone(),
-                KeyPart::Environment => row.environment_key.clone(),
-                KeyPart::Gpu => row.hardware_model.clone().unwrap_or_default(),
-                KeyPart::CorrectnessRule => row.correctness_key.clone(),
+                KeyPart::Protocol => row.protocol_key.to_string(),
+                KeyPart::Environment => row.environment_key.to_string(),
+                KeyPart::Gpu => row.hardware_model.as_deref().unwrap_or_default().to_string(),
+                KeyPart::CorrectnessRule => row.correctness_key.to_string(),
                 KeyPart::Metric => format!(
                     "{} {} {}",
                     row.primary_metric.as_deref().unwrap_or(""),

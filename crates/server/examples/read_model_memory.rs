@@ -80,7 +80,12 @@ fn main() -> anyhow::Result<()> {
     println!("rows read ({} rows)           {}", rows.len(), mib(loaded));
     PEAK.store(LIVE.load(Relaxed), Relaxed);
     let started = std::time::Instant::now();
-    let model = ki_server::model::ReadModel::build(rows)?;
+    // As `ki serve` builds it from a catalog: the runs' manifests stay there.
+    let mut builder = ki_server::model::ModelBuilder::new(ki_server::model::RunManifests::InCatalog);
+    for row in rows {
+        builder.push(row.table, row.row);
+    }
+    let model = builder.finish()?;
     let built = LIVE.load(Relaxed) - base;
     println!(
         "read model built in {:.2} s      {}   (peak {}, RSS {})",

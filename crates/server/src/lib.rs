@@ -63,6 +63,28 @@ pub fn rows_from_export(path: &Path) -> anyhow::Result<Vec<CatalogRow>> {
     Ok(lines.into_iter().map(|l| CatalogRow { table: l.table, row: l.row }).collect())
 }
 
+/// The read model of a catalog, built as its rows stream in (unpublished runs included: the
+/// ranking names them ineligible); the runs' manifests stay in the catalog
+/// ([`model::RunManifests::InCatalog`]), read per page. Then the corrections' audit trail, as
+/// rows of a `corrections` table (pages show why a run was superseded).
+pub async fn model_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<ReadModel> {
+    let mut builder = model::ModelBuilder::new(model::RunManifests::InCatalog);
+    for table in ki_catalog::schema::table_names() {
+        catalog
+            .for_each_row(table, |row| {
+                builder.push(table.to_string(), row);
+                Ok(())
+            })
+            .await?;
+    }
+    for correction in catalog.corrections().await? {
+        if let serde_json::Value::Object(row) = serde_json::to_value(&correction)? {
+            builder.push("corrections".into(), row);
+        }
+    }
+    Ok(tokio::task::spawn_blocking(move || builder.finish()).await??)
+}
+
 /// Reads every table of the catalog (unpublished runs included: the ranking names them
 /// ineligible) into catalog rows, in export order, then the corrections' audit trail as
 /// rows of a `corrections` table (pages show why a run was superseded).
@@ -144,8 +166,7 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
 }
 
 /// Builds the state and serves until Ctrl-C.
-pub async fn serve(rows: Vec<CatalogRow>, options: ServeOptions) -> anyhow::Result<()> {
-    let model = tokio::task::spawn_blocking(move || ReadModel::build(rows)).await??;
+pub async fn serve(model: ReadModel, options: ServeOptions) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     let base_url = options.base_url.unwrap_or_else(|| format!("http://{local}"));

@@ -181,34 +181,11 @@ impl ReadModel {
     /// tables keep the columns and, of the big manifests, only what lists and search read for
     /// many rows at once ([`list_parts`]).
     pub fn build(rows: Vec<CatalogRow>) -> Result<ReadModel, ModelError> {
-        let mut ranking_rows = ki_ranking::CatalogRows::new();
-        let mut table_rows = Vec::with_capacity(rows.len());
+        let mut builder = ModelBuilder::new(RunManifests::Held);
         for CatalogRow { table, row } in rows {
-            if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
-                table_rows.push(CatalogRow { table, row });
-                continue;
-            }
-            // Pages read runs and measurements from the index's typed rows (`ReadModel::run`,
-            // `Index::measurements_of`).
-            if table == "measurements" || table == "benchmark_runs" {
-                ranking_rows.push(&table, row, None);
-                continue;
-            }
-            let parts = list_parts(&table);
-            let columns: Row = row
-                .iter()
-                .map(|(key, value)| match key.as_str() {
-                    "manifest" if !parts.is_empty() => (key.clone(), pruned(value, parts)),
-                    _ => (key.clone(), value.clone()),
-                })
-                .collect();
-            ranking_rows.push(&table, row, None);
-            table_rows.push(CatalogRow { table, row: columns });
+            builder.push(table, row);
         }
-        let judgement = ki_ranking::Index::from_owned_rows(ranking_rows)?;
-        let tables = Tables::build(table_rows, &judgement)?;
-        release_freed_memory();
-        Ok(ReadModel { tables, judgement })
+        builder.finish()
     }
 
     /// A run's typed row (its manifest is [`ki_ranking::Index::run_manifest`]).
@@ -216,14 +193,32 @@ impl ReadModel {
         &self.judgement.runs[run]
     }
 
-    /// The run's row in export format with its whole manifest.
-    pub fn full_run_row(&self, run: usize) -> Row {
+    /// The run's whole manifest (`{run, protocol, environment}`): the index's copy when it holds
+    /// one, else the catalog's (one read by primary key).
+    pub async fn run_manifest(
+        &self,
+        catalog: &ki_catalog::Catalog,
+        run: usize,
+    ) -> Result<Value, ki_catalog::CatalogError> {
+        if let Some(manifest) = self.judgement.run_manifest(run) {
+            return Ok(manifest);
+        }
+        let row = catalog.run_by_id(&self.run(run).id).await?;
+        Ok(row.and_then(|mut row| row.remove("manifest")).unwrap_or(Value::Null))
+    }
+
+    /// The run's row in export format with its whole manifest ([`ReadModel::run_manifest`]).
+    pub async fn full_run_row(
+        &self,
+        catalog: &ki_catalog::Catalog,
+        run: usize,
+    ) -> Result<Row, ki_catalog::CatalogError> {
         let mut row = match serde_json::to_value(self.run(run)) {
             Ok(Value::Object(row)) => row,
             _ => Row::new(),
         };
-        row.insert("manifest".into(), self.judgement.run_manifest(run));
-        row
+        row.insert("manifest".into(), self.run_manifest(catalog, run).await?);
+        Ok(row)
     }
 
     pub fn full_workload_row(&self, workload: usize) -> Row {
@@ -246,6 +241,83 @@ fn with_manifest(row: &Row, manifest: Value) -> Row {
     let mut full = row.clone();
     full.insert("manifest".into(), manifest);
     full
+}
+
+/// Whether a model keeps its runs' whole manifests. A model built from a catalog does not: they
+/// are most of a catalog's bytes (kilobytes a run) and a page about one run reads its manifest from
+/// the catalog by id ([`ReadModel::run_manifest`]); one built from export rows has no catalog to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunManifests {
+    Held,
+    InCatalog,
+}
+
+/// The paths of a run manifest the ranking's index reads while it is built (framework, protocol
+/// name and title, run title, the source's own id and metrics); a model that leaves the manifests
+/// in the catalog keeps only these.
+const RUN_INDEX_PARTS: &[&[&str]] = &[
+    &["run", "metadata", "title"],
+    &["run", "spec", "sourceNative", "externalId"],
+    &["run", "spec", "sourceNative", "metrics"],
+    &["protocol", "metadata", "name"],
+    &["protocol", "metadata", "title"],
+    &["environment", "spec", "software", "framework", "name"],
+];
+
+/// Takes rows one at a time (as they stream from a catalog or an export) into what the model
+/// keeps, so that building never holds every row whole.
+pub struct ModelBuilder {
+    run_manifests: RunManifests,
+    ranking_rows: ki_ranking::CatalogRows,
+    table_rows: Vec<CatalogRow>,
+}
+
+impl ModelBuilder {
+    pub fn new(run_manifests: RunManifests) -> ModelBuilder {
+        ModelBuilder { run_manifests, ranking_rows: ki_ranking::CatalogRows::new(), table_rows: Vec::new() }
+    }
+
+    pub fn push(&mut self, table: String, mut row: Row) {
+        if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
+            self.table_rows.push(CatalogRow { table, row });
+            return;
+        }
+        // Pages read runs and measurements from the index's typed rows (`ReadModel::run`,
+        // `Index::measurements_of`).
+        if table == "measurements" {
+            self.ranking_rows.push(&table, row, None);
+            return;
+        }
+        if table == "benchmark_runs" {
+            if self.run_manifests == RunManifests::InCatalog
+                && let Some(manifest) = row.get_mut("manifest")
+            {
+                *manifest = pruned(manifest, RUN_INDEX_PARTS);
+            }
+            self.ranking_rows.push(&table, row, None);
+            return;
+        }
+        let parts = list_parts(&table);
+        let columns: Row = row
+            .iter()
+            .map(|(key, value)| match key.as_str() {
+                "manifest" if !parts.is_empty() => (key.clone(), pruned(value, parts)),
+                _ => (key.clone(), value.clone()),
+            })
+            .collect();
+        self.ranking_rows.push(&table, row, None);
+        self.table_rows.push(CatalogRow { table, row: columns });
+    }
+
+    pub fn finish(self) -> Result<ReadModel, ModelError> {
+        let mut judgement = ki_ranking::Index::from_owned_rows(self.ranking_rows)?;
+        if self.run_manifests == RunManifests::InCatalog {
+            judgement.forget_run_manifests();
+        }
+        let tables = Tables::build(self.table_rows, &judgement)?;
+        release_freed_memory();
+        Ok(ReadModel { tables, judgement })
+    }
 }
 
 /// The parts of a manifest the tables keep, per table: what list pages, labels and search
@@ -366,7 +438,7 @@ impl Tables {
             if let Some(imp) = model.implementations.index_of(&run.implementation_id) {
                 model.runs_by_implementation.entry(imp).or_default().push(i);
             }
-            model.runs_by_comparison_key.entry(run.comparison_key.clone()).or_default().push(i);
+            model.runs_by_comparison_key.entry(run.comparison_key.to_string()).or_default().push(i);
             if let Some(gpu) = run.hardware_model.as_deref().filter(|g| !g.is_empty()) {
                 gpus.entry(gpu.to_string()).or_default().push(i);
             }

@@ -40,10 +40,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     block_on(async move {
         let catalog = args.database.open().await?;
         migrate_state_file(&catalog, &args.state.clone().unwrap_or_else(|| args.database.legacy_state_dir())).await?;
-        let (rows, watch) = match &args.export {
+        let (model, watch) = match &args.export {
             Some(path) => {
                 let path = path.clone();
-                (tokio::task::spawn_blocking(move || ki_server::rows_from_export(&path)).await??, None)
+                let rows = tokio::task::spawn_blocking(move || ki_server::rows_from_export(&path)).await??;
+                errln!("ki serve: {} rows read", rows.len());
+                (tokio::task::spawn_blocking(move || ki_server::model::ReadModel::build(rows)).await??, None)
             }
             None => {
                 if let Some(report) =
@@ -52,17 +54,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     errln!("ki serve: empty catalog: imported the bundled snapshot ({} rows)", report.inserted());
                 }
                 let loaded_revision = catalog.revision().await?;
-                let rows = ki_server::rows_from_catalog(&catalog).await?;
+                let model = ki_server::model_from_catalog(&catalog).await?;
                 let watch = (args.reload_every > 0).then(|| ki_server::CatalogWatch {
                     loaded_revision,
                     every: std::time::Duration::from_secs(args.reload_every),
                 });
-                (rows, watch)
+                (model, watch)
             }
         };
-        errln!("ki serve: {} catalog rows loaded", rows.len());
+        errln!("ki serve: {} benchmark runs ranked", model.judgement.runs.len());
         let options = ki_server::ServeOptions { addr: args.addr, catalog, base_url: args.base_url.clone(), watch };
-        ki_server::serve(rows, options).await
+        ki_server::serve(model, options).await
     })??;
     Ok(ExitCode::SUCCESS)
 }

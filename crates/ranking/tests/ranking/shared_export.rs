@@ -96,7 +96,7 @@ fn every_run_is_judged_with_reasons_matching_its_row() {
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for (run, facts) in index.runs.iter().zip(&index.facts) {
         let codes: Vec<String> = facts.ineligibility.iter().map(|r| r.code()).collect();
-        assert_eq!(run.status != "passed", codes.iter().any(|c| c.starts_with("STATUS_")), "{}", run.id);
+        assert_eq!(&*run.status != "passed", codes.iter().any(|c| c.starts_with("STATUS_")), "{}", run.id);
         assert_eq!(facts.rank.is_some(), codes.is_empty());
         for code in codes {
             *reasons.entry(code).or_default() += 1;
@@ -104,7 +104,7 @@ fn every_run_is_judged_with_reasons_matching_its_row() {
         // No implementation in this snapshot has an install recipe.
         assert!(!facts.deployability.deployable);
     }
-    let failed = index.runs.iter().filter(|r| r.status != "passed").count();
+    let failed = index.runs.iter().filter(|r| &*r.status != "passed").count();
     assert_eq!(reasons.iter().filter(|(c, _)| c.starts_with("STATUS_")).map(|(_, n)| n).sum::<usize>(), failed);
     assert!(reasons.contains_key("MISSING_PRIMARY_METRIC"));
 }
@@ -179,7 +179,7 @@ fn measured_values(index: &Index, op: usize, axis: &str, fixed: &BTreeMap<String
                 .runs
                 .iter()
                 .enumerate()
-                .any(|(r, run)| run.workload_id == index.workloads[*w].id && index.facts[r].eligible())
+                .any(|(r, run)| *run.workload_id == *index.workloads[*w].id && index.facts[r].eligible())
         })
         .filter_map(|(w, _)| index.axes_of_workload(w).get(axis).and_then(Value::as_f64))
         .collect();

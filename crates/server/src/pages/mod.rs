@@ -284,12 +284,12 @@ impl ReadModel {
             title: self.run_title(run),
             implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
             project: project.map(|p| text(p, "name")).unwrap_or("").into(),
-            hardware: row.hardware_model.clone().unwrap_or_default(),
-            status: row.status.clone(),
+            hardware: row.hardware_model.as_deref().unwrap_or_default().to_string(),
+            status: row.status.to_string(),
             value: row.primary_value,
-            unit: row.primary_unit.clone().unwrap_or_default(),
+            unit: row.primary_unit.as_deref().unwrap_or_default().to_string(),
             display: primary_display(row),
-            statistic: row.primary_statistic.clone().unwrap_or_default(),
+            statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
             rank: facts.rank,
             trust: facts.trust.as_str().into(),
             observed_at: row.observed_at.text.clone(),
@@ -340,7 +340,7 @@ pub fn gpu_link(model: &str) -> Markup {
 }
 
 pub fn hardware_label(run: &RunRow) -> String {
-    fn present(text: &Option<String>) -> Option<&str> {
+    fn present(text: &Option<ki_ranking::rows::Text>) -> Option<&str> {
         text.as_deref().filter(|t| !t.is_empty())
     }
     match (present(&run.hardware_model), present(&run.hardware_architecture)) {

@@ -403,7 +403,7 @@ impl ReadModel {
                         differs_by: Vec::new(),
                         group_href: format!("{}#leaderboard", href(Some(key), sort, 1)),
                     },
-                    workload_id: lrow.workload_id.clone(),
+                    workload_id: lrow.workload_id.to_string(),
                     axis_values: self.axis_values(workload, &axes),
                     ns: primary_ns(lrow),
                     setup: setup_fields(self, leader),

@@ -226,11 +226,11 @@ pub struct RunDossier {
 }
 
 impl ReadModel {
-    pub fn dossier(&self, run: usize, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
+    /// The run's dossier from its whole manifest ([`ReadModel::run_manifest`]).
+    pub fn dossier(&self, run: usize, manifest: Value, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
         let row = self.run(run);
         let id = row.id.clone();
         let digest = row.run_digest.clone();
-        let manifest = self.judgement.run_manifest(run);
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
         let implementation = self.implementations.get(&row.implementation_id);
@@ -257,7 +257,7 @@ impl ReadModel {
         RunDossier {
             short_id: short_id(&id),
             title: self.run_title(run),
-            status: row.status.clone(),
+            status: row.status.to_string(),
             evidence_level: facts.trust.as_str().into(),
             deployability: Deployability {
                 deployable: facts.deployability.deployable,
@@ -348,7 +348,7 @@ impl ReadModel {
         let row = self.run(run);
         let facts = &self.judgement.facts[run];
         let cohort = &self.judgement.cohorts[facts.cohort];
-        let unit = row.primary_unit.clone().unwrap_or_default();
+        let unit = row.primary_unit.as_deref().unwrap_or_default().to_string();
         let interval = match (row.uncertainty_low, row.uncertainty_high) {
             (Some(low), Some(high)) => Some((low, high)),
             _ => None,
@@ -365,8 +365,8 @@ impl ReadModel {
             reference,
             interval_label: interval_label.into(),
             ineligible_explanations: facts.ineligibility.iter().map(ineligibility_sentence).collect(),
-            metric: row.primary_metric.clone().unwrap_or_default(),
-            statistic: row.primary_statistic.clone().unwrap_or_default(),
+            metric: row.primary_metric.as_deref().unwrap_or_default().to_string(),
+            statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
             value: row.primary_value,
             display: primary_display(row),
             sample_count: row.sample_count,
@@ -401,7 +401,7 @@ impl ReadModel {
             let op = self.operations.get(text(workload, "operationId"));
             fields.push(Field::new("workload", workload_label(workload, op)));
         }
-        fields.push(Field::new("comparison key", &row.comparison_key).code());
+        fields.push(Field::new("comparison key", &*row.comparison_key).code());
         if let Some(source) = row.source_id.as_deref().and_then(|s| self.sources.get(s)) {
             fields.push(Field::new("source", text(source, "name")));
         }
@@ -433,11 +433,11 @@ impl ReadModel {
                 let value = m.value?;
                 Some(Measurement {
                     label: metric_label(&m.metric),
-                    metric: m.metric.clone(),
-                    statistic: m.statistic.clone(),
+                    metric: m.metric.to_string(),
+                    statistic: m.statistic.to_string(),
                     display: ki_model::units::measured(value, &m.unit),
                     value,
-                    unit: m.unit.clone(),
+                    unit: m.unit.to_string(),
                     sample_count: m.sample_count,
                 })
             })
@@ -1243,7 +1243,8 @@ async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Proble
     let id = &model.run(run).id;
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
-    let mut dossier = model.dossier(run, attestations, &state.base_url);
+    let manifest = model.run_manifest(&state.catalog, run).await.map_err(catalog_problem)?;
+    let mut dossier = model.dossier(run, manifest, attestations, &state.base_url);
     held_contents(&state.catalog, &model, run, &mut dossier).await.map_err(catalog_problem)?;
     Ok(dossier)
 }

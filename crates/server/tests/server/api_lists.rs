@@ -88,7 +88,7 @@ fn the_run_list_filters_and_names_what_is_wrong() {
     assert!(verified["runs"].as_array().unwrap().iter().all(|r| r["evidence"] == "verified"));
 
     let seed = &index.runs[index.find_run(crate::serving::SEED_WORKLOAD_RUN).unwrap()];
-    let implementation = &index.implementations.iter().find(|i| i.id == seed.implementation_id).unwrap().slug;
+    let implementation = &index.implementations.iter().find(|i| *i.id == *seed.implementation_id).unwrap().slug;
     let by_all = server
         .get(&format!(
             "/api/v1/runs?implementation={implementation}&workload={}&status={}&source=flashinfer-bench",

@@ -36,7 +36,7 @@ fn json(path: &str) -> Value {
 /// The first run whose row, with its whole manifest, satisfies `pick`.
 fn find_run(model: &ReadModel, pick: impl Fn(&Row) -> bool) -> String {
     (0..model.judgement.runs.len())
-        .map(|run| model.full_run_row(run))
+        .map(|run| BUNDLED.server.full_run_row(model, run))
         .find(|r| pick(r))
         .map(|r| text(&r, "id").to_string())
         .expect("the bundle has such a run")
@@ -120,7 +120,7 @@ fn a_verified_h200_run_shows_every_statistic_its_manifest_records() {
             && spec(r).pointer("/timing/latencyNs/p05").is_some()
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let row = model.full_run_row(run);
+    let row = BUNDLED.server.full_run_row(&model, run);
     let row = &row;
     let spec = spec(row);
     let page = html(&format!("/runs/{id}"));
@@ -198,7 +198,7 @@ fn a_bundled_run_shows_the_reference_time_beside_the_speedup() {
         spec(r).pointer("/sourceNative/metrics/reference_latency_ms").is_some() && r["status"] == "passed"
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let full = model.full_run_row(run);
+    let full = BUNDLED.server.full_run_row(&model, run);
     let metrics = spec(&full).pointer("/sourceNative/metrics").unwrap();
     let factor = model.judgement.facts[run].reference_speedup.unwrap();
     let reference = units::duration_ns(metrics["reference_latency_ms"].as_f64().unwrap() * 1e6);
@@ -232,7 +232,7 @@ fn a_bundled_run_names_its_external_id_statistics_and_artifacts() {
             && spec(r).pointer("/timing/samples").is_some()
     });
     let run = model.judgement.find_run(&id).unwrap();
-    let row = model.full_run_row(run);
+    let row = BUNDLED.server.full_run_row(&model, run);
     let row = &row;
     let spec = spec(row);
     let body = html(&format!("/runs/{id}")).body;
@@ -302,7 +302,7 @@ fn a_derived_reference_time_is_labelled_and_hostile_manifest_text_is_escaped() {
     manifest["environment"]["metadata"]["labels"] = serde_json::json!({"<i>sm</i>": "<img src=x>"});
     let model = ReadModel::build(rows).unwrap();
     let run = model.judgement.find_run(&id).unwrap();
-    let dossier = model.dossier(run, Vec::new(), "http://localhost");
+    let dossier = model.dossier(run, model.judgement.run_manifest(run).unwrap(), Vec::new(), "http://localhost");
     let reference = dossier.primary.reference.as_ref().unwrap();
     assert_eq!(reference.basis, "derived");
     assert_eq!(reference.display, units::duration_ns(latency_ms * 1e6 * factor));

@@ -67,11 +67,11 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
         let of_seed =
             model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION);
         if on_h200 && of_seed && facts[r].eligible() && facts[r].trust >= TrustLevel::Verified {
-            groups.entry(candidate.comparison_key.as_str()).or_default().push(r);
+            groups.entry(&*candidate.comparison_key).or_default().push(r);
         }
     }
-    let group = &groups[row.comparison_key.as_str()];
-    assert_eq!(best["comparisonKey"], row.comparison_key.as_str());
+    let group = &groups[&*row.comparison_key];
+    assert_eq!(best["comparisonKey"], &*row.comparison_key);
     assert_eq!(best["groupRuns"], group.len());
     assert_eq!(best["groups"], groups.len());
     assert!(groups.values().all(|g| g.len() <= group.len()), "the best comes from the largest group");

@@ -217,7 +217,7 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
     }
     let model = SERVER.state.model();
     let run = model.judgement.find_run(SEED_WORKLOAD_RUN).unwrap();
-    let row = model.full_run_row(run);
+    let row = SERVER.runtime.block_on(model.full_run_row(&SERVER.state.catalog, run)).unwrap();
     let row = &row;
     let text = |c: &str| ki_server::model::text(row, c).to_string();
     // Facts the seed page shows, read from the catalog row rather than typed in here.

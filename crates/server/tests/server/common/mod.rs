@@ -40,8 +40,6 @@ pub fn key(scopes: &[Scope], quota: u32) -> String {
 }
 
 pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
-    let rows = ki_server::rows_from_export(&shared_export()).expect("the shared export reads");
-    let model = ReadModel::build(rows).expect("the shared export builds a read model");
     // The rows and the web's state (keys, attestations, submissions) in a scratch SQLite catalog.
     let state_dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -51,6 +49,8 @@ pub static SERVER: LazyLock<TestServer> = LazyLock::new(|| {
     runtime
         .block_on(catalog.import_file(&shared_export(), &ki_catalog::ImportOptions::default()))
         .expect("the shared export imports");
+    // Served as `ki serve` serves a catalog: the runs' manifests are read from it per page.
+    let model: ReadModel = runtime.block_on(ki_server::model_from_catalog(&catalog)).expect("the catalog's read model");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();

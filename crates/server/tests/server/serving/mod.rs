@@ -104,7 +104,11 @@ pub fn catalog_rows(catalog: &ki_catalog::Catalog) -> Vec<CatalogRow> {
 
 /// Serves `rows` with `catalog` as the web's state, under `limits`.
 pub fn serve_rows(rows: Vec<CatalogRow>, catalog: ki_catalog::Catalog, limits: Limits) -> Live {
-    let model = ReadModel::build(rows).expect("the rows build a read model");
+    serve_model(ReadModel::build(rows).expect("the rows build a read model"), catalog, limits)
+}
+
+/// Serves `model` with `catalog` as the web's state, under `limits`.
+pub fn serve_model(model: ReadModel, catalog: ki_catalog::Catalog, limits: Limits) -> Live {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
@@ -125,8 +129,15 @@ pub fn serve_rows(rows: Vec<CatalogRow>, catalog: ki_catalog::Catalog, limits: L
 
 /// Serves the catalog's own rows, as `ki serve --database URL` does.
 pub fn serve(catalog: ki_catalog::Catalog, limits: Limits) -> Live {
-    let rows = catalog_rows(&catalog);
-    serve_rows(rows, catalog, limits)
+    let model = block_on(ki_server::model_from_catalog(&catalog)).expect("the catalog's read model");
+    serve_model(model, catalog, limits)
+}
+
+impl Live {
+    /// A served run's row in export format with its whole manifest (read from the catalog).
+    pub fn full_run_row(&self, model: &ReadModel, run: usize) -> ki_server::model::Row {
+        block_on(model.full_run_row(&self.state.catalog, run)).expect("the run's row reads")
+    }
 }
 
 pub fn agent() -> ureq::Agent {
