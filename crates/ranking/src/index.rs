@@ -53,7 +53,8 @@ impl Deployability {
 pub struct RunFacts {
     pub ineligibility: Vec<Ineligibility>,
     pub trust: TrustLevel,
-    pub deployability: Deployability,
+    /// Shared by every run with the same source, licence and install recipe.
+    pub deployability: std::sync::Arc<Deployability>,
     pub cohort: usize,
     /// Dense rank inside its comparison group; None when ineligible.
     pub rank: Option<u32>,
@@ -107,8 +108,8 @@ pub struct Index {
     pub cohorts: Vec<Cohort>,
 
     pub(crate) source_by_id: HashMap<String, usize>,
-    pub(crate) run_by_id: HashMap<String, usize>,
-    pub(crate) run_by_digest: HashMap<String, usize>,
+    pub(crate) run_by_id: KeyIndex,
+    pub(crate) run_by_digest: KeyIndex,
     pub(crate) cohort_by_key: HashMap<String, usize>,
     /// Operation names, slugs and aliases, exact and lower-cased.
     pub(crate) operation_by_name: HashMap<String, usize>,
@@ -128,7 +129,7 @@ pub struct Index {
     pub(crate) operation_variable_axes: Vec<Vec<String>>,
     /// Every axis name the operation or its workloads use.
     pub(crate) operation_known_axes: Vec<Vec<String>>,
-    pub(crate) run_framework: Vec<Option<String>>,
+    pub(crate) run_framework: Vec<Option<Text>>,
     /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
     pub(crate) run_protocol_name: Vec<Option<std::sync::Arc<str>>>,
     /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
@@ -167,6 +168,50 @@ impl ManifestText {
     fn parse(text: Option<&str>) -> Value {
         // Written by `take` from a parsed value, so it parses back to the same value.
         text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+    }
+}
+
+/// Rows by a unique text (a run's id, its digest) in a dozen bytes an entry instead of a copy of
+/// the text: the text's 64-bit hash maps to the row, and a lookup checks the row's own text. Two
+/// texts with one hash (about one chance in 10^7 at a million runs) keep the later one by its text.
+#[derive(Debug, Default)]
+pub(crate) struct KeyIndex {
+    by_hash: HashMap<u64, u32>,
+    collided: HashMap<Box<str>, u32>,
+}
+
+impl KeyIndex {
+    fn hash(text: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        text.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The index of `rows` rows, row `i` holding `text_of(i)`; a text held twice finds its last
+    /// row (as a map filled in row order would).
+    fn build<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> KeyIndex {
+        let mut index = KeyIndex::default();
+        for row in 0..rows {
+            let text = text_of(row);
+            let at = u32::try_from(row).expect("fewer than 2^32 rows");
+            match index.by_hash.get_mut(&Self::hash(text)) {
+                None => drop(index.by_hash.insert(Self::hash(text), at)),
+                Some(held) if text_of(*held as usize) == text => *held = at,
+                Some(_) => drop(index.collided.insert(text.into(), at)),
+            }
+        }
+        index
+    }
+
+    /// The row holding `text`; `text_of` gives a row's own text.
+    fn get<'a>(&self, text: &str, text_of: impl Fn(usize) -> &'a str) -> Option<usize> {
+        if let Some(&row) = self.by_hash.get(&Self::hash(text))
+            && text_of(row as usize) == text
+        {
+            return Some(row as usize);
+        }
+        self.collided.get(text).map(|&row| row as usize)
     }
 }
 
@@ -261,8 +306,7 @@ impl Index {
         let implementation_by_id =
             index_by_id("implementations", implementations.iter().map(|r| r.id.as_str()), &implementation_origins)?;
         let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.as_str()), &run_origins)?;
-        let run_by_digest: HashMap<String, usize> =
-            runs.iter().enumerate().map(|(i, r)| (r.run_digest.clone(), i)).collect();
+        let run_by_digest = KeyIndex::build(runs.len(), |r| &runs[r].run_digest);
 
         let mut operation_by_name = HashMap::new();
         let mut operation_by_folded_name: HashMap<String, Vec<usize>> = HashMap::new();
@@ -428,16 +472,17 @@ impl Index {
             .iter()
             .zip(&run_implementation)
             .map(|(run, &implementation)| {
-                implementations[implementation].framework.clone().or_else(|| {
-                    run.manifest
-                        .pointer("/environment/spec/software/framework/name")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                })
+                let framework = implementations[implementation].framework.as_deref().or_else(|| {
+                    run.manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str)
+                })?;
+                let mut text: Text = framework.into();
+                interner.intern(&mut text);
+                Some(text)
             })
             .collect();
 
         // Judge every run on its own.
+        let mut deployabilities: HashMap<(bool, Option<String>, bool), std::sync::Arc<Deployability>> = HashMap::new();
         let mut cohort_by_key: HashMap<String, usize> = HashMap::new();
         let mut cohorts: Vec<Cohort> = Vec::new();
         let mut facts = Vec::with_capacity(runs.len());
@@ -475,7 +520,12 @@ impl Index {
             let has_install_recipe = implementation.installable
                 || run.installable
                 || implementation.install_command.as_deref().is_some_and(|c| !c.trim().is_empty());
-            let deployability = Deployability::assess(source_available, licence, has_install_recipe);
+            let deployability = deployabilities
+                .entry((source_available, licence.map(str::to_string), has_install_recipe))
+                .or_insert_with(|| {
+                    std::sync::Arc::new(Deployability::assess(source_available, licence, has_install_recipe))
+                })
+                .clone();
             let cohort = *cohort_by_key.entry(run.comparison_key.to_string()).or_insert_with(|| {
                 cohorts.push(Cohort {
                     comparison_key: run.comparison_key.to_string(),
@@ -575,6 +625,8 @@ impl Index {
             runs: ManifestText::take(runs.iter_mut().map(|r| &mut r.manifest)),
             runs_held: true,
         };
+        // The build's map of ids gives way to the compact index the lookups keep.
+        let run_by_id = KeyIndex::build(runs.len(), |r| &runs[r].id);
         Ok(Index {
             sources,
             projects,
@@ -664,7 +716,7 @@ impl Index {
 
     /// A run by its digest (`sha256:…`).
     pub fn run_by_digest(&self, digest: &str) -> Option<usize> {
-        self.run_by_digest.get(digest).copied()
+        self.run_by_digest.get(digest, |run| &self.runs[run].run_digest)
     }
 
     /// The workload's axes, the operation's constant axes filled in.
@@ -677,7 +729,7 @@ impl Index {
     }
 
     pub fn run_index(&self, id: &str) -> Option<usize> {
-        self.run_by_id.get(id).copied()
+        self.run_by_id.get(id, |run| &self.runs[run].id)
     }
 
     pub fn primary_value(&self, run: usize) -> Option<f64> {
@@ -734,12 +786,12 @@ impl Index {
     /// prefix of either of at least 8 characters (the short id a run page shows).
     pub fn find_run(&self, reference: &str) -> Result<usize, LookupError> {
         let reference = reference.trim();
-        if let Some(&run) = self.run_by_id.get(reference) {
+        if let Some(run) = self.run_index(reference) {
             return Ok(run);
         }
         let digest =
             if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
-        if let Some(&run) = self.run_by_digest.get(&digest) {
+        if let Some(run) = self.run_by_digest(&digest) {
             return Ok(run);
         }
         if reference.len() < 8 {
@@ -772,4 +824,30 @@ pub enum LookupError {
     NotFound { what: &'static str, given: String },
     #[error("{given:?} matches more than one {what}: {}", candidates.join(", "))]
     Ambiguous { what: &'static str, given: String, candidates: Vec<String> },
+}
+
+#[cfg(test)]
+mod key_index_tests {
+    use super::KeyIndex;
+
+    #[test]
+    fn every_text_finds_its_row_and_a_repeated_text_its_last() {
+        let texts = ["run-a", "run-b", "run-a", "run-c"];
+        let index = KeyIndex::build(texts.len(), |r| texts[r]);
+        assert_eq!(index.get("run-a", |r| texts[r]), Some(2));
+        assert_eq!(index.get("run-b", |r| texts[r]), Some(1));
+        assert_eq!(index.get("run-c", |r| texts[r]), Some(3));
+        assert_eq!(index.get("run-d", |r| texts[r]), None);
+    }
+
+    #[test]
+    fn a_text_whose_hash_another_holds_is_found_by_its_text() {
+        // Two texts with one hash cannot be found by search; this is the index two would build.
+        let texts = ["first", "second"];
+        let mut index = KeyIndex::default();
+        index.by_hash.insert(KeyIndex::hash("second"), 0);
+        index.collided.insert("second".into(), 1);
+        assert_eq!(index.get("second", |r| texts[r]), Some(1));
+        assert_eq!(index.get("first", |r| texts[r]), None, "a hash that points elsewhere is checked");
+    }
 }

@@ -326,7 +326,7 @@ impl Index {
             cohort_runs: cohort.runs.len(),
             cohort_eligible_runs: cohort.ranking.len(),
             leader,
-            deployability: facts.deployability.clone(),
+            deployability: (*facts.deployability).clone(),
             status: row.status.to_string(),
             published_at: row.published_at.as_ref().map(|t| t.text.clone()),
             retracted_at: row.retracted_at.as_ref().map(|t| t.text.clone()),
