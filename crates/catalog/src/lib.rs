@@ -315,9 +315,7 @@ impl Catalog {
         let spec = known_table(table)?;
         let column =
             spec.column(column).ok_or_else(|| CatalogError::Export(format!("{table} has no column {column:?}")))?;
-        let mut session = Session::begin(&self.pool, false).await?;
-        let found = fetch_by(&mut session, spec, column.json, value).await?;
-        session.rollback().await.context(|| "cannot end a read transaction".into())?;
+        let found = fetch_by_on_pool(&self.pool, spec, column.json, value).await?;
         found.iter().map(|values| rows::to_json_row(spec, values).map_err(CatalogError::Corrupt)).collect()
     }
 
@@ -370,26 +368,44 @@ pub(crate) async fn fetch_by(
     column_json: &str,
     value: &str,
 ) -> Result<Vec<Vec<SqlValue>>> {
-    let Some(column) = table.column(column_json) else { return Ok(Vec::new()) };
+    let Some((sql, param, storages)) = select_by(session.backend(), table, column_json, value) else {
+        return Ok(Vec::new());
+    };
+    session.fetch_all(&sql, &[param], &storages).await.context(|| format!("cannot read {}", table.name))
+}
+
+/// As [`fetch_by`], as one statement on a pooled connection (no transaction): what a request
+/// reads about one record.
+pub(crate) async fn fetch_by_on_pool(
+    pool: &store::Pool,
+    table: &'static Table,
+    column_json: &str,
+    value: &str,
+) -> Result<Vec<Vec<SqlValue>>> {
+    let Some((sql, param, storages)) = select_by(pool.backend(), table, column_json, value) else {
+        return Ok(Vec::new());
+    };
+    store::fetch_all(pool, &sql, &[param], &storages).await.context(|| format!("cannot read {}", table.name))
+}
+
+/// The statement reading `table`'s rows whose `column_json` equals `value`, with its parameter
+/// and result storages; None when no row can match (a malformed value for the column's type).
+fn select_by(
+    backend: Backend,
+    table: &'static Table,
+    column_json: &str,
+    value: &str,
+) -> Option<(String, SqlValue, Vec<rows::Storage>)> {
+    let column = table.column(column_json)?;
     // A malformed id cannot match, and PostgreSQL would reject it as a uuid.
     if column.kind == Kind::Uuid && uuid::Uuid::try_parse(value).is_err() {
-        return Ok(Vec::new());
+        return None;
     }
-    let backend = session.backend();
     let param = match rows::storage(column.kind) {
         rows::Storage::Text => SqlValue::Text(Some(value.to_string())),
-        rows::Storage::Int => match value.parse() {
-            Ok(number) => SqlValue::Int(Some(number)),
-            Err(_) => return Ok(Vec::new()),
-        },
-        rows::Storage::Real => match value.parse() {
-            Ok(number) => SqlValue::Real(Some(number)),
-            Err(_) => return Ok(Vec::new()),
-        },
-        rows::Storage::Bool => match value.parse() {
-            Ok(flag) => SqlValue::Bool(Some(flag)),
-            Err(_) => return Ok(Vec::new()),
-        },
+        rows::Storage::Int => SqlValue::Int(Some(value.parse().ok()?)),
+        rows::Storage::Real => SqlValue::Real(Some(value.parse().ok()?)),
+        rows::Storage::Bool => SqlValue::Bool(Some(value.parse().ok()?)),
     };
     let sql = format!(
         "SELECT {} FROM {} WHERE {} = {} ORDER BY seq",
@@ -398,8 +414,7 @@ pub(crate) async fn fetch_by(
         column.sql,
         store::placeholder(backend, 1, column.kind)
     );
-    let storages = store::storages(table.columns.iter().map(|column| column.kind));
-    session.fetch_all(&sql, &[param], &storages).await.context(|| format!("cannot read {}", table.name))
+    Some((sql, param, store::storages(table.columns.iter().map(|column| column.kind))))
 }
 
 /// The public snapshot and our verified runs as one import (one transaction). Rows the runs
