@@ -66,6 +66,11 @@ fn bar(length: u64, template: &str) -> ProgressBar {
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    // A file that is not an export (empty, binary, /dev/zero) is refused before the database
+    // is opened; a later unreadable line refuses the file inside the import's transaction.
+    if let Some(Err(error)) = ki_model::export::open_export(&args.file)?.next() {
+        anyhow::bail!("snapshot refused, nothing written: {error}");
+    }
     // The file is streamed into the catalog: progress is in bytes of the file read.
     let progress = bar(1, "{msg:9} {wide_bar} {bytes}/{total_bytes}");
     let verbose = args.verbose;
