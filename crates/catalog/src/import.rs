@@ -612,6 +612,9 @@ struct PendingReference {
 /// Writes queued to the import's writer task before it makes them wait.
 const WRITER_QUEUE: usize = 16;
 
+/// The writer task: it gives the transaction back with the first failed write, if any.
+type WriterTask = tokio::task::JoinHandle<(Session, Result<()>)>;
+
 /// What the import's writer task is asked to do, in order.
 enum Command {
     Write {
@@ -634,7 +637,7 @@ pub(crate) struct Importer {
     session: Option<Session>,
     /// The writer task holding the transaction while parts are added: writes are queued to
     /// it and run while the next part is checked and verified; lookups queue behind them.
-    writer: Option<(tokio::sync::mpsc::Sender<Command>, tokio::task::JoinHandle<(Session, Result<()>)>)>,
+    writer: Option<(tokio::sync::mpsc::Sender<Command>, WriterTask)>,
     options: ImportOptions,
     /// Tables that held rows before the import began: only these need lookups.
     stored_before: Vec<bool>,

@@ -265,13 +265,18 @@ fn stated_of(spec: Option<&Value>) -> Stated {
         .collect()
 }
 
+/// Each recomputed from a workload's manifest, or why it could not be.
+type Recomputed = Result<String, String>;
+/// A workload manifest's correctness key, operationSpecDigest and digest.
+type WorkloadKeys = (Recomputed, Recomputed, Recomputed);
+
 /// What a benchmark run's checks need of the workload row it points at.
 #[derive(Debug, Clone)]
 struct WorkloadFacts {
     /// The stored `workloadDigest` column.
     digest: String,
     /// From the workload's manifest: (correctness key, operationSpecDigest, manifest digest).
-    manifest: Result<(Result<String, String>, Result<String, String>, Result<String, String>), String>,
+    manifest: Result<WorkloadKeys, String>,
 }
 
 /// What a row's checks need of a row it refers to, by the referenced row's table.
