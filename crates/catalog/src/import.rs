@@ -1134,6 +1134,7 @@ impl Importer {
             return Ok(());
         }
         let table = &TABLES[position];
+        report_progress(&self.options, ImportStage::Writing, Some(table.name), self.lines, self.lines);
         let Some((sender, _)) = &self.writer else {
             return Err(CatalogError::Export("the import's transaction has ended".into()));
         };
