@@ -202,15 +202,15 @@ impl Catalog {
 
     /// Reads an export file (`.jsonl` or `.jsonl.zst`) and imports it with
     /// [`Catalog::import_lines`]. A line that cannot be read refuses the whole file.
+    ///
+    /// The file is streamed: read, checked, verified and written in parts inside the one
+    /// transaction, keeping only compact facts of the rows read (keys, unique values, what
+    /// later rows' checks need), so memory does not grow with the rows' text. Progress is
+    /// reported as bytes of the file read (`done` of `total`).
     pub async fn import_file(&self, path: &Path, options: &ImportOptions) -> Result<ImportReport> {
-        let owned_path = path.to_path_buf();
-        let lines = tokio::task::spawn_blocking(move || ki_model::export::read_export(&owned_path))
-            .await
-            .map_err(|error| CatalogError::Export(format!("reading {} failed: {error}", path.display())))?
-            .map_err(|error| CatalogError::Snapshot(error.to_string()))?;
         let mut options = options.clone();
         options.origin.get_or_insert_with(|| path.display().to_string());
-        self.import_lines(&lines, &options).await
+        import::import_file(&self.pool, path, &options).await
     }
 
     /// Imports the bundled snapshot when the catalog holds no rows at all; returns its

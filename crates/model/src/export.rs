@@ -264,6 +264,11 @@ impl ExportReader {
         self.file_len
     }
 
+    /// The length in bytes of the line last read (with its newline).
+    pub fn last_line_bytes(&self) -> usize {
+        self.buffer.len()
+    }
+
     fn parse_line(&self, text: &str) -> Result<ExportLine, ExportError> {
         let line = self.line;
         let path = || self.path.clone();

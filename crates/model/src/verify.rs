@@ -178,48 +178,326 @@ impl VerifyReport {
     }
 }
 
-/// Rows of the tables that others refer to, by id.
-struct Index<'a> {
-    operations: HashMap<&'a str, &'a ExportLine>,
-    workloads: HashMap<&'a str, &'a ExportLine>,
-    implementations: HashMap<&'a str, &'a ExportLine>,
-    runs: HashMap<&'a str, &'a ExportLine>,
-    serving_runs: HashMap<&'a str, &'a ExportLine>,
-    models: HashMap<&'a str, &'a ExportLine>,
-    stacks: HashMap<&'a str, &'a ExportLine>,
-    configurations: HashMap<&'a str, &'a ExportLine>,
-    serving_workloads: HashMap<&'a str, &'a ExportLine>,
+/// A row id as a map key: a canonical lowercase UUID packed into 128 bits (what every
+/// catalog row carries), anything else kept as text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Id {
+    Uuid(u128),
+    Other(Box<str>),
 }
 
-impl<'a> Index<'a> {
-    fn build(lines: &'a [ExportLine]) -> Self {
-        let mut index = Index {
-            operations: HashMap::new(),
-            workloads: HashMap::new(),
-            implementations: HashMap::new(),
-            runs: HashMap::new(),
-            serving_runs: HashMap::new(),
-            models: HashMap::new(),
-            stacks: HashMap::new(),
-            configurations: HashMap::new(),
-            serving_workloads: HashMap::new(),
-        };
-        for line in lines {
-            let map = match line.table.as_str() {
-                "operations" => &mut index.operations,
-                "workloads" => &mut index.workloads,
-                "implementations" => &mut index.implementations,
-                "benchmark_runs" => &mut index.runs,
-                "serving_runs" => &mut index.serving_runs,
-                "model_revisions" => &mut index.models,
-                "serving_stack_revisions" => &mut index.stacks,
-                "serving_configurations" => &mut index.configurations,
-                "serving_workloads" => &mut index.serving_workloads,
-                _ => continue,
+fn id_key(text: &str) -> Id {
+    let bytes = text.as_bytes();
+    if bytes.len() == 36 {
+        let mut value: u128 = 0;
+        let mut ok = true;
+        for (index, byte) in bytes.iter().enumerate() {
+            if matches!(index, 8 | 13 | 18 | 23) {
+                ok &= *byte == b'-';
+                continue;
+            }
+            let digit = match byte {
+                b'0'..=b'9' => byte - b'0',
+                b'a'..=b'f' => byte - b'a' + 10,
+                _ => {
+                    ok = false;
+                    break;
+                }
             };
-            map.insert(line.id(), line);
+            value = (value << 4) | u128::from(digit);
         }
-        index
+        if ok {
+            return Id::Uuid(value);
+        }
+    }
+    Id::Other(text.into())
+}
+
+/// A stored column's text, kept small: a `sha256:` digest as its 32 bytes.
+#[derive(Debug, Clone)]
+enum Compact {
+    Sha256([u8; 32]),
+    Text(Box<str>),
+}
+
+impl Compact {
+    fn new(text: String) -> Compact {
+        if text.len() == 71
+            && let Some(hex_digits) = text.strip_prefix("sha256:")
+            && hex_digits.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            let mut bytes = [0u8; 32];
+            if hex::decode_to_slice(hex_digits, &mut bytes).is_ok() {
+                return Compact::Sha256(bytes);
+            }
+        }
+        Compact::Text(text.into_boxed_str())
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Compact::Sha256(bytes) => format!("sha256:{}", hex::encode(bytes)),
+            Compact::Text(text) => text.to_string(),
+        }
+    }
+}
+
+/// What a run's measurement rows are checked against: each measurement its manifest states,
+/// shown as `metric:statistic:unit = value (n samples)`.
+type Stated = Box<[Box<str>]>;
+
+fn show_measurement(kind: &str, value: Option<f64>, samples: Option<u64>) -> String {
+    format!(
+        "{kind} = {} ({} samples)",
+        value.map_or("null".to_string(), |v| v.to_string()),
+        samples.map_or("null".to_string(), |s| s.to_string())
+    )
+}
+
+fn stated_of(spec: Option<&Value>) -> Stated {
+    spec.map(identity::stated_measurements)
+        .unwrap_or_default()
+        .iter()
+        .map(|s| {
+            show_measurement(&format!("{}:{}:{}", s.metric, s.statistic, s.unit), Some(s.value), s.sample_count)
+                .into_boxed_str()
+        })
+        .collect()
+}
+
+/// Each recomputed from a workload's manifest, or why it could not be.
+type Recomputed = Result<String, String>;
+/// A workload manifest's correctness key, operationSpecDigest and digest.
+type WorkloadKeys = (Recomputed, Recomputed, Recomputed);
+
+/// What a benchmark run's checks need of the workload row it points at.
+#[derive(Debug, Clone)]
+struct WorkloadFacts {
+    /// The stored `workloadDigest` column.
+    digest: String,
+    /// From the workload's manifest: (correctness key, operationSpecDigest, manifest digest).
+    manifest: Result<WorkloadKeys, String>,
+}
+
+/// What a row's checks need of a row it refers to, by the referenced row's table.
+#[derive(Debug, Clone)]
+enum Fact {
+    /// A stored digest column (operations, implementations, stacks, configurations).
+    Digest(Compact),
+    Workload(Box<WorkloadFacts>),
+    /// A benchmark run: its comparison key and stated measurements.
+    Run(Compact, Stated),
+    /// A serving run: its stated measurements.
+    ServingRun(Stated),
+    /// A model revision or serving workload: its digest column and manifest (serving run keys
+    /// are computed from both manifests; these tables are small).
+    Manifested(Compact, Option<Box<Value>>),
+}
+
+/// Which referenced tables the verifier follows, from which column.
+const FOLLOWED: &[(&str, &str, &str)] = &[
+    ("workloads", "operationId", "operations"),
+    ("implementations", "operationId", "operations"),
+    ("benchmark_runs", "implementationId", "implementations"),
+    ("benchmark_runs", "workloadId", "workloads"),
+    ("measurements", "runId", "benchmark_runs"),
+    ("record_events", "runId", "benchmark_runs"),
+    ("serving_configurations", "stackRevisionId", "serving_stack_revisions"),
+    ("serving_measurements", "runId", "serving_runs"),
+    ("serving_runs", "modelRevisionId", "model_revisions"),
+    ("serving_runs", "configurationId", "serving_configurations"),
+    ("serving_runs", "workloadId", "serving_workloads"),
+];
+
+/// The referenced tables, in the order of [`References::tables`].
+const REFERENCED: &[&str] = &[
+    "operations",
+    "workloads",
+    "implementations",
+    "benchmark_runs",
+    "serving_runs",
+    "model_revisions",
+    "serving_stack_revisions",
+    "serving_configurations",
+    "serving_workloads",
+];
+
+/// Compact facts of the rows that others refer to, by table and id: what the checks of a
+/// referring row need, not the whole rows (a run keeps its comparison key and stated
+/// measurements, a workload the keys its manifest gives).
+#[derive(Debug, Default)]
+pub struct References {
+    tables: [HashMap<Id, Fact>; REFERENCED.len()],
+}
+
+fn facts_of(line: &ExportLine) -> Option<(usize, Id, Fact)> {
+    let position = REFERENCED.iter().position(|table| *table == line.table)?;
+    let row = &line.row;
+    let manifest = row.get("manifest");
+    let fact = match line.table.as_str() {
+        "operations" => Fact::Digest(Compact::new(stored(row, "semanticDigest"))),
+        "implementations" => Fact::Digest(Compact::new(stored(row, "implementationDigest"))),
+        "serving_stack_revisions" => Fact::Digest(Compact::new(stored(row, "stackDigest"))),
+        "serving_configurations" => Fact::Digest(Compact::new(stored(row, "configurationDigest"))),
+        "workloads" => Fact::Workload(Box::new(WorkloadFacts {
+            digest: stored(row, "workloadDigest"),
+            manifest: manifest.ok_or_else(|| "the workload row has no manifest".to_string()).map(|w| {
+                (
+                    identity::correctness_key(w.pointer("/spec/correctness"))
+                        .map_err(|e| at_pointer("workload manifest/spec", e)),
+                    manifest_str(Some(w), "/spec/operationSpecDigest").map_err(|reason| format!("workload {reason}")),
+                    manifest_digest(Some(w), "workload manifest"),
+                )
+            }),
+        })),
+        "benchmark_runs" => Fact::Run(
+            Compact::new(stored(row, "comparisonKey")),
+            stated_of(manifest.and_then(|m| m.pointer("/run/spec"))),
+        ),
+        "serving_runs" => Fact::ServingRun(stated_of(manifest.and_then(|m| m.get("spec")))),
+        "model_revisions" => {
+            Fact::Manifested(Compact::new(stored(row, "modelDigest")), manifest.cloned().map(Box::new))
+        }
+        "serving_workloads" => {
+            Fact::Manifested(Compact::new(stored(row, "workloadDigest")), manifest.cloned().map(Box::new))
+        }
+        _ => return None,
+    };
+    Some((position, id_key(line.id()), fact))
+}
+
+impl References {
+    /// Adds the facts of `lines` (rows of tables others refer to; other rows are ignored).
+    /// A later row with the same id replaces an earlier one.
+    pub fn learn(&mut self, lines: &[ExportLine]) {
+        let facts: Vec<(usize, Id, Fact)> = lines.par_iter().filter_map(facts_of).collect();
+        for (position, id, fact) in facts {
+            self.tables[position].insert(id, fact);
+        }
+    }
+
+    fn get(&self, table: &str, id: &str) -> Option<&Fact> {
+        let position = REFERENCED.iter().position(|known| *known == table)?;
+        self.tables[position].get(&id_key(id))
+    }
+
+    /// The rows `line`'s checks follow that these references lack: (table, id).
+    pub fn unknown_references<'l>(&self, line: &'l ExportLine) -> Vec<(&'static str, &'l str)> {
+        FOLLOWED
+            .iter()
+            .filter(|(table, _, _)| *table == line.table)
+            .filter_map(|(_, column, target)| {
+                let id = line.row.get(*column).and_then(Value::as_str)?;
+                self.get(target, id).is_none().then_some((*target, id))
+            })
+            .collect()
+    }
+}
+
+/// Verifies an export in parts, in file order, keeping only compact facts of the rows that
+/// later rows refer to. A row whose referenced rows are not known yet is kept and checked by
+/// [`Verifier::finish`] (a parent may come later in the file). The report equals
+/// [`verify_export`]'s on the same rows.
+#[derive(Debug)]
+pub struct Verifier {
+    pub references: References,
+    fields: Vec<FieldTally>,
+    table_rows: Vec<(String, u64)>,
+    deferred: Vec<ExportLine>,
+}
+
+impl Default for Verifier {
+    fn default() -> Self {
+        Verifier::new()
+    }
+}
+
+fn empty_tallies() -> Vec<FieldTally> {
+    FIELDS.iter().map(|field| FieldTally::new(*field)).collect()
+}
+
+fn merge_tallies(mut left: Vec<FieldTally>, right: Vec<FieldTally>) -> Vec<FieldTally> {
+    for (mine, theirs) in left.iter_mut().zip(right) {
+        mine.merge(theirs);
+    }
+    left
+}
+
+fn check_lines(lines: &[&ExportLine], references: &References, progress: &(impl Fn(u64) + Sync)) -> Vec<FieldTally> {
+    let done = std::sync::atomic::AtomicU64::new(0);
+    lines
+        .par_chunks(256)
+        .fold(empty_tallies, |mut tallies, chunk| {
+            for line in chunk {
+                check_line(line, references, &mut |field, outcome| {
+                    let slot = FIELDS.iter().position(|known| *known == field).expect("every checked field is listed");
+                    tallies[slot].record(outcome);
+                });
+            }
+            let total = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
+            progress(total);
+            tallies
+        })
+        .reduce(empty_tallies, merge_tallies)
+}
+
+impl Verifier {
+    pub fn new() -> Self {
+        Verifier {
+            references: References::default(),
+            fields: empty_tallies(),
+            table_rows: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Learns the facts of `lines` and checks every row whose references are known; the
+    /// others wait for [`Verifier::finish`].
+    pub fn add(&mut self, lines: &[ExportLine]) {
+        self.learn(lines);
+        self.check(lines);
+    }
+
+    /// Learns the facts of `lines` (also of stored rows given as lines), checking nothing.
+    pub fn learn(&mut self, lines: &[ExportLine]) {
+        self.references.learn(lines);
+    }
+
+    /// Checks every row of `lines` whose references are known (learn them first); the others
+    /// wait for [`Verifier::finish`].
+    pub fn check(&mut self, lines: &[ExportLine]) {
+        let mut ready = Vec::with_capacity(lines.len());
+        for line in lines {
+            count_row(&mut self.table_rows, &line.table);
+            if self.references.unknown_references(line).is_empty() {
+                ready.push(line);
+            } else {
+                self.deferred.push(line.clone());
+            }
+        }
+        let tallies = check_lines(&ready, &self.references, &|_| {});
+        self.fields = merge_tallies(std::mem::take(&mut self.fields), tallies);
+    }
+
+    /// Mismatches found so far.
+    pub fn mismatches(&self) -> u64 {
+        self.fields.iter().map(|tally| tally.mismatched).sum()
+    }
+
+    /// Checks the rows that waited for their references, and reports.
+    pub fn finish(mut self) -> VerifyReport {
+        let deferred = std::mem::take(&mut self.deferred);
+        let waiting: Vec<&ExportLine> = deferred.iter().collect();
+        let tallies = check_lines(&waiting, &self.references, &|_| {});
+        let fields = merge_tallies(self.fields, tallies);
+        VerifyReport { table_rows: self.table_rows, fields }
+    }
+}
+
+fn count_row(table_rows: &mut Vec<(String, u64)>, table: &str) {
+    match table_rows.iter_mut().find(|(name, _)| name == table) {
+        Some((_, count)) => *count += 1,
+        None => table_rows.push((table.to_string(), 1)),
     }
 }
 
@@ -231,28 +509,10 @@ pub fn verify_export(lines: &[ExportLine]) -> VerifyReport {
 
 /// As [`verify_export`], calling `progress(rows_done)` now and then (from any thread).
 pub fn verify_export_with_progress(lines: &[ExportLine], progress: impl Fn(u64) + Sync) -> VerifyReport {
-    let index = Index::build(lines);
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let empty = || FIELDS.iter().map(|field| FieldTally::new(*field)).collect::<Vec<_>>();
-    let fields = lines
-        .par_chunks(256)
-        .fold(empty, |mut tallies, chunk| {
-            for line in chunk {
-                check_line(line, &index, &mut |field, outcome| {
-                    let slot = FIELDS.iter().position(|known| *known == field).expect("every checked field is listed");
-                    tallies[slot].record(outcome);
-                });
-            }
-            let total = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
-            progress(total);
-            tallies
-        })
-        .reduce(empty, |mut left, right| {
-            for (mine, theirs) in left.iter_mut().zip(right) {
-                mine.merge(theirs);
-            }
-            left
-        });
+    let mut references = References::default();
+    references.learn(lines);
+    let all: Vec<&ExportLine> = lines.iter().collect();
+    let fields = check_lines(&all, &references, &progress);
     let mut table_rows: Vec<(String, u64)> = Vec::new();
     let mut positions: BTreeMap<&str, usize> = BTreeMap::new();
     for line in lines {
@@ -295,15 +555,24 @@ fn at_pointer(at: &str, error: IdentityError) -> String {
     format!("{at}{error}")
 }
 
-/// The row of `table` that `row[column]` points at.
+/// The facts of the row of `table` that `row[column]` points at.
 fn referenced<'a>(
     row: &Map<String, Value>,
     column: &str,
     table: &str,
-    rows: &HashMap<&str, &'a ExportLine>,
-) -> Result<&'a ExportLine, String> {
+    references: &'a References,
+) -> Result<&'a Fact, String> {
     let id = row.get(column).and_then(Value::as_str).ok_or_else(|| format!("{column} is not an id"))?;
-    rows.get(id).copied().ok_or_else(|| format!("no {table} row with id {id}"))
+    references.get(table, id).ok_or_else(|| format!("no {table} row with id {id}"))
+}
+
+/// The stored digest column of a referenced row.
+fn digest_of(fact: &Fact) -> String {
+    match fact {
+        Fact::Digest(digest) | Fact::Manifested(digest, _) | Fact::Run(digest, _) => digest.text(),
+        Fact::Workload(workload) => workload.digest.clone(),
+        Fact::ServingRun(_) => "null".to_string(),
+    }
 }
 
 /// A string inside a manifest, for cross-reference checks.
@@ -315,7 +584,7 @@ fn manifest_str(manifest: Option<&Value>, pointer: &str) -> Result<String, Strin
         .ok_or_else(|| format!("manifest{pointer}: required string"))
 }
 
-fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+fn check_line(line: &ExportLine, index: &References, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
     let row = &line.row;
     let manifest = row.get("manifest");
     match line.table.as_str() {
@@ -328,8 +597,7 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
                 WORKLOAD_DIGEST,
                 compare(line, stored(row, "workloadDigest"), manifest_digest(manifest, "manifest")),
             );
-            let operation = referenced(row, "operationId", "operations", &index.operations)
-                .map(|op| stored(&op.row, "semanticDigest"));
+            let operation = referenced(row, "operationId", "operations", index).map(digest_of);
             check_reference(
                 line,
                 WORKLOAD_OPERATION,
@@ -343,8 +611,7 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
                 IMPLEMENTATION_DIGEST,
                 compare(line, stored(row, "implementationDigest"), manifest_digest(manifest, "manifest")),
             );
-            let operation = referenced(row, "operationId", "operations", &index.operations)
-                .map(|op| stored(&op.row, "semanticDigest"));
+            let operation = referenced(row, "operationId", "operations", index).map(digest_of);
             check_reference(
                 line,
                 IMPLEMENTATION_OPERATION,
@@ -355,16 +622,14 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
         }
         "benchmark_runs" => check_benchmark_run(line, index, record),
         "measurements" => {
-            let run = referenced(row, "runId", "benchmark_runs", &index.runs);
-            let stated = run.map(|run| {
-                let spec = run.row.get("manifest").and_then(|m| m.pointer("/run/spec"));
-                spec.map(identity::stated_measurements).unwrap_or_default()
+            let stated = referenced(row, "runId", "benchmark_runs", index).map(|run| match run {
+                Fact::Run(_, stated) => &stated[..],
+                _ => &[][..],
             });
             record(MEASUREMENT_OF_RUN, check_measurement(line, stated));
         }
         "record_events" => {
-            let run =
-                referenced(row, "runId", "benchmark_runs", &index.runs).map(|run| stored(&run.row, "comparisonKey"));
+            let run = referenced(row, "runId", "benchmark_runs", index).map(digest_of);
             record(EVENT_COMPARISON_KEY, compare(line, stored(row, "comparisonKey"), run));
         }
         "model_revisions" => {
@@ -378,8 +643,7 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
                 CONFIGURATION_DIGEST,
                 compare(line, stored(row, "configurationDigest"), manifest_digest(manifest, "manifest")),
             );
-            let stack = referenced(row, "stackRevisionId", "serving_stack_revisions", &index.stacks)
-                .map(|s| stored(&s.row, "stackDigest"));
+            let stack = referenced(row, "stackRevisionId", "serving_stack_revisions", index).map(digest_of);
             check_reference(line, CONFIGURATION_STACK, manifest_str(manifest, "/spec/stackDigest"), stack, record);
         }
         "serving_workloads" => record(
@@ -388,10 +652,9 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
         ),
         "serving_runs" => check_serving_run(line, index, record),
         "serving_measurements" => {
-            let run = referenced(row, "runId", "serving_runs", &index.serving_runs);
-            let stated = run.map(|run| {
-                let spec = run.row.get("manifest").and_then(|m| m.get("spec"));
-                spec.map(identity::stated_measurements).unwrap_or_default()
+            let stated = referenced(row, "runId", "serving_runs", index).map(|run| match run {
+                Fact::ServingRun(stated) => &stated[..],
+                _ => &[][..],
             });
             record(SERVING_MEASUREMENT_OF_RUN, check_measurement(line, stated));
         }
@@ -403,30 +666,25 @@ fn check_line(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field
 /// same metric, statistic and unit with the same value and sample count. (The row need not
 /// be the only one: the public index writes a row per statement, our runner only the
 /// primary one.)
-fn check_measurement(
-    line: &ExportLine,
-    stated: Result<Vec<identity::StatedMeasurement>, String>,
-) -> Result<(), Mismatch> {
+fn check_measurement(line: &ExportLine, stated: Result<&[Box<str>], String>) -> Result<(), Mismatch> {
     let row = &line.row;
     let text = |column: &str| row.get(column).and_then(Value::as_str).unwrap_or("null");
     let (metric, statistic, unit) = (text("metric"), text("statistic"), text("unit"));
-    let show = |value: Option<f64>, samples: Option<u64>| {
-        format!(
-            "{metric}:{statistic}:{unit} = {} ({} samples)",
-            value.map_or("null".to_string(), |v| v.to_string()),
-            samples.map_or("null".to_string(), |s| s.to_string())
-        )
-    };
-    let stored = show(row.get("value").and_then(Value::as_f64), row.get("sampleCount").and_then(Value::as_u64));
+    let kind = format!("{metric}:{statistic}:{unit}");
+    let stored = show_measurement(
+        &kind,
+        row.get("value").and_then(Value::as_f64),
+        row.get("sampleCount").and_then(Value::as_u64),
+    );
+    let prefix = format!("{kind} = ");
     let recomputed = stated.and_then(|stated| {
-        let same_kind: Vec<_> =
-            stated.iter().filter(|s| s.metric == metric && s.statistic == statistic && s.unit == unit).collect();
+        let same_kind: Vec<&str> =
+            stated.iter().map(|shown| &**shown).filter(|shown| shown.starts_with(&prefix)).collect();
         if same_kind.is_empty() {
             return Err(format!("the run's manifest states no {metric}:{statistic}:{unit}"));
         }
         // Equal when any statement agrees (a latency may be stated twice, in timing and in measurements).
-        let shown: Vec<String> = same_kind.iter().map(|s| show(Some(s.value), s.sample_count)).collect();
-        Ok(shown.iter().find(|s| **s == stored).unwrap_or(&shown[0]).clone())
+        Ok(same_kind.iter().find(|s| **s == stored).unwrap_or(&same_kind[0]).to_string())
     });
     compare(line, stored, recomputed)
 }
@@ -447,7 +705,7 @@ fn check_reference(
     record(field, outcome);
 }
 
-fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+fn check_benchmark_run(line: &ExportLine, index: &References, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
     let row = &line.row;
     let manifest = row.get("manifest");
     let run = manifest.and_then(|m| m.get("run"));
@@ -468,8 +726,7 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
         record,
     );
 
-    let implementation = referenced(row, "implementationId", "implementations", &index.implementations);
-    let implementation_digest = implementation.map(|i| stored(&i.row, "implementationDigest"));
+    let implementation_digest = referenced(row, "implementationId", "implementations", index).map(digest_of);
     check_reference(
         line,
         RUN_IMPLEMENTATION,
@@ -477,16 +734,16 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
         implementation_digest,
         record,
     );
-    let workload = referenced(row, "workloadId", "workloads", &index.workloads);
-    let workload_digest = workload.clone().map(|w| stored(&w.row, "workloadDigest"));
+    let workload = referenced(row, "workloadId", "workloads", index).and_then(|fact| match fact {
+        Fact::Workload(workload) => Ok(&**workload),
+        _ => Err("the workload row has no manifest".to_string()),
+    });
+    let workload_digest = workload.clone().map(|w| w.digest.clone());
     check_reference(line, RUN_WORKLOAD, manifest_str(run, "/spec/workloadDigest"), workload_digest, record);
 
     // The workload's own manifest, not its stored digest column, feeds the keys.
-    let workload_manifest =
-        workload.and_then(|w| w.row.get("manifest").ok_or_else(|| "the workload row has no manifest".to_string()));
-    let correctness_key = workload_manifest.clone().and_then(|w| {
-        identity::correctness_key(w.pointer("/spec/correctness")).map_err(|e| at_pointer("workload manifest/spec", e))
-    });
+    let workload_manifest = workload.and_then(|w| w.manifest.clone());
+    let correctness_key = workload_manifest.clone().and_then(|(correctness, _, _)| correctness);
     record(RUN_CORRECTNESS_KEY, compare(line, stored(row, "correctnessKey"), correctness_key.clone()));
 
     let primary = run
@@ -519,10 +776,8 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
     record(RUN_PRIMARY_VALUE, compare(line, stored_value, value));
 
     let comparison_key = (|| -> Result<String, String> {
-        let workload_manifest = workload_manifest?;
-        let operation = manifest_str(Some(workload_manifest), "/spec/operationSpecDigest")
-            .map_err(|reason| format!("workload {reason}"))?;
-        let workload_digest = manifest_digest(Some(workload_manifest), "workload manifest")?;
+        let (_, operation, workload_digest) = workload_manifest?;
+        let (operation, workload_digest) = (operation?, workload_digest?);
         Ok(identity::comparison_key(&ComparisonParts {
             operation: &operation,
             workload: &workload_digest,
@@ -535,40 +790,46 @@ fn check_benchmark_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn Fn
     record(RUN_COMPARISON_KEY, compare(line, stored(row, "comparisonKey"), comparison_key));
 }
 
-fn check_serving_run(line: &ExportLine, index: &Index<'_>, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+fn check_serving_run(line: &ExportLine, index: &References, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
     let row = &line.row;
     let manifest = row.get("manifest");
     record(SERVING_RUN_DIGEST, compare(line, stored(row, "runDigest"), manifest_digest(manifest, "manifest")));
 
-    let model = referenced(row, "modelRevisionId", "model_revisions", &index.models);
-    let configuration = referenced(row, "configurationId", "serving_configurations", &index.configurations);
-    let workload = referenced(row, "workloadId", "serving_workloads", &index.serving_workloads);
+    let model = referenced(row, "modelRevisionId", "model_revisions", index);
+    let configuration = referenced(row, "configurationId", "serving_configurations", index);
+    let workload = referenced(row, "workloadId", "serving_workloads", index);
     check_reference(
         line,
         SERVING_RUN_MODEL,
         manifest_str(manifest, "/spec/modelDigest"),
-        model.clone().map(|m| stored(&m.row, "modelDigest")),
+        model.clone().map(digest_of),
         record,
     );
     check_reference(
         line,
         SERVING_RUN_CONFIGURATION,
         manifest_str(manifest, "/spec/configurationDigest"),
-        configuration.map(|c| stored(&c.row, "configurationDigest")),
+        configuration.map(digest_of),
         record,
     );
     check_reference(
         line,
         SERVING_RUN_WORKLOAD,
         manifest_str(manifest, "/spec/workloadDigest"),
-        workload.clone().map(|w| stored(&w.row, "workloadDigest")),
+        workload.clone().map(digest_of),
         record,
     );
 
     let keys = (|| -> Result<identity::ServingRunKeys, String> {
         let run = manifest.ok_or("no manifest")?;
-        let model = model?.row.get("manifest").ok_or("the model_revisions row has no manifest")?;
-        let workload = workload?.row.get("manifest").ok_or("the serving_workloads row has no manifest")?;
+        fn manifest_of(fact: &Fact) -> Option<&Value> {
+            match fact {
+                Fact::Manifested(_, Some(manifest)) => Some(&**manifest),
+                _ => None,
+            }
+        }
+        let model = manifest_of(model?).ok_or("the model_revisions row has no manifest")?;
+        let workload = manifest_of(workload?).ok_or("the serving_workloads row has no manifest")?;
         identity::serving_run_keys(run, model, workload).map_err(|error| error.to_string())
     })();
     let part =

@@ -147,7 +147,10 @@ pub fn generate(runs: u64, seed: u64, path: &Path) -> io::Result<GeneratedSummar
             "spec": {
                 "family": family,
                 "axes": {"batch_size": {"role": "variable", "type": "integer"}, "seq_len": {"role": "variable", "type": "integer"},
-                         "hidden": {"role": "constant", "type": "integer", "value": 128 << (o % 5)}},
+                         "hidden": {"role": "constant", "type": "integer", "value": 128 << (o % 5)},
+                         // The semantic digest covers the spec only: without this, operation
+                         // o and o + 40 (same family and hidden size) were one operation twice.
+                         "variant": {"role": "constant", "type": "integer", "value": o}},
                 "inputs": [{"name": "x", "tensor": {"dtype": "bf16", "shape": ["batch_size", "seq_len", "hidden"]}}],
                 "outputs": [{"name": "y", "tensor": {"dtype": "bf16", "shape": ["batch_size", "seq_len", "hidden"]}}],
                 "reference": {"language": "python"},

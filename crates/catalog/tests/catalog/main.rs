@@ -11,4 +11,5 @@ mod queue;
 mod search;
 mod state;
 mod store;
+mod streamed;
 mod typed_rows;

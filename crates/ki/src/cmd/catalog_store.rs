@@ -9,7 +9,6 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ki_catalog::{ImportOptions, ImportProgress, ImportReport, ImportStage};
-use ki_model::export::{ExportLine, open_export};
 
 use super::database::{DatabaseArgs, runtime};
 use crate::term::{errln, outln};
@@ -67,20 +66,13 @@ fn bar(length: u64, template: &str) -> ProgressBar {
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let reader = open_export(&args.file)?;
-    let reading = bar(reader.file_len(), "reading   {wide_bar} {bytes}/{total_bytes}");
-    let consumed = reader.progress_counter();
-    let mut lines: Vec<ExportLine> = Vec::new();
-    for line in reader {
-        // One unreadable line refuses the whole file, before the database is touched.
-        lines.push(line.map_err(|error| anyhow::anyhow!("snapshot refused, nothing written: {error}"))?);
-        if lines.len().is_multiple_of(1024) {
-            reading.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
-        }
+    // A file that is not an export (empty, binary, /dev/zero) is refused before the database
+    // is opened; a later unreadable line refuses the file inside the import's transaction.
+    if let Some(Err(error)) = ki_model::export::open_export(&args.file)?.next() {
+        anyhow::bail!("snapshot refused, nothing written: {error}");
     }
-    reading.finish_and_clear();
-
-    let progress = bar(lines.len() as u64, "{msg:9} {wide_bar} {pos}/{len}");
+    // The file is streamed into the catalog: progress is in bytes of the file read.
+    let progress = bar(1, "{msg:9} {wide_bar} {bytes}/{total_bytes}");
     let verbose = args.verbose;
     // The stage (and table) last reported, so a verbose import prints each once.
     let last_stage: Arc<Mutex<Option<StageAndTable>>> = Arc::default();
@@ -101,7 +93,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
                 if verbose && (update.stage != ImportStage::Checking) {
                     match update.table {
                         Some(table) => errln!("{label} {table} ({} of {} rows done)", update.done, update.total),
-                        None => errln!("{label} ({} rows)", update.total),
+                        None => errln!("{label}"),
                     }
                 }
             }
@@ -114,18 +106,19 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         progress: Some(Arc::new(on_progress)),
         // A snapshot carries its own record events (`ki catalog verify` checks them); runs
         // without any, such as the verification runner's rows, get the ones ranking-v1 requires.
-        append_record_events: lines.iter().any(|line| line.table == "benchmark_runs")
-            && !lines.iter().any(|line| line.table == "record_events"),
+        append_record_events_unless_ledgered: true,
+        ..ImportOptions::default()
     };
     let report = runtime()?.block_on(async {
         let catalog = args.database.open().await?;
-        let report = catalog.import_lines(&lines, &options).await;
+        let report = catalog.import_file(&args.file, &options).await;
         catalog.close().await;
         anyhow::Ok(report?)
     });
     progress.finish_and_clear();
     let report = report?;
-    print_import_report(&args, &report, lines.len(), started.elapsed().as_secs_f64());
+    let rows = (report.inserted() + report.unchanged() + report.conflicting()) as usize;
+    print_import_report(&args, &report, rows, started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
 
