@@ -78,19 +78,19 @@ figures "search \`$(python3 -c 'import sys,urllib.parse;print(urllib.parse.unquo
   -c16 "$BASE/api/v1/search?q=$(cat "$WORK/search")"
 
 if [ "$WRITES" -gt 0 ]; then
-  python3 -c 'import json,sys;[print(r["id"]) for r in json.load(open(sys.argv[1]))["runs"][1:]]' "$WORK/runs.json" \
-    | head -"$WRITES" >"$WORK/targets"
+  python3 -c 'import json,sys;[print(r["id"]) for r in json.load(open(sys.argv[1]))["runs"][1:1 + int(sys.argv[2])]]' \
+    "$WORK/runs.json" "$WRITES" >"$WORK/targets"
   (
     while read -r target; do
-      "$BIN" admin retract "$target" --reason "bench/scale/serve.sh: a write during the load" \
+      "$BIN" admin retract "$target" --reason "bench/scale/serve.sh: a write during the load" --actor bench \
         --database "$DATABASE" >>"$WORK/writes.log" 2>&1
       sleep 1
     done <"$WORK/targets"
   ) &
   WRITER=$!
   figures "run page during $WRITES writes (1/s), c32" -c32 -d"$((WRITES + 5))s" "$BASE/runs/$RUN"
-  wait $WRITER
-  echo "writes: $(grep -c . "$WORK/targets") retractions; reloads: $(grep -c 'reloaded' "$WORK/serve.log")"
+  wait $WRITER || { echo "a write failed:" >&2; cat "$WORK/writes.log" >&2; exit 1; }
+  echo "writes: $(grep -c . "$WORK/targets") retractions; reloads: $(grep -c 'reloaded' "$WORK/serve.log" || true)"
   for _ in $(seq 1 600); do # until the last write is served
     last=$(tail -1 "$WORK/targets")
     curl -fsS "$BASE/api/v1/runs/$last" | grep -q '"kind":"retracted"' && break

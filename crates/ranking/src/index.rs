@@ -286,16 +286,10 @@ impl Index {
         let (mut workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
         let (mut implementations, implementation_origins): (Vec<ImplementationRow>, _) =
             parse_table("implementations", rows.implementations)?;
-        let (mut runs, run_origins): (Vec<BenchmarkRunRow>, _) = parse_table("benchmark_runs", rows.benchmark_runs)?;
-        let (mut measurements, measurement_origins): (Vec<MeasurementRow>, _) =
-            parse_table("measurements", rows.measurements)?;
+        // Parsed and interned as they were pushed.
+        let (mut runs, run_origins) = rows.benchmark_runs.finish()?;
+        let (measurements, measurement_origins) = rows.measurements.finish()?;
         let mut interner = Interner::default();
-        for run in &mut runs {
-            run.intern(&mut interner);
-        }
-        for measurement in &mut measurements {
-            measurement.intern(&mut interner);
-        }
         let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
         let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
 

@@ -18,7 +18,7 @@ pub struct RowOrigin {
     pub line: Option<u64>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum RowError {
     #[error("{location}: {pointer}: {message}")]
     InvalidField { location: String, pointer: String, message: String },
@@ -48,8 +48,11 @@ pub struct CatalogRows {
     pub operation_aliases: Vec<(RowOrigin, Value)>,
     pub workloads: Vec<(RowOrigin, Value)>,
     pub implementations: Vec<(RowOrigin, Value)>,
-    pub benchmark_runs: Vec<(RowOrigin, Value)>,
-    pub measurements: Vec<(RowOrigin, Value)>,
+    /// Runs and measurements are most of a catalog's rows: they are parsed as they come, so
+    /// that a catalog streamed in is never held whole as JSON maps (kilobytes a run).
+    pub benchmark_runs: Parsed<BenchmarkRunRow>,
+    pub measurements: Parsed<MeasurementRow>,
+    interner: Interner,
     pub record_events: Vec<(RowOrigin, Value)>,
     pub artifacts: Vec<(RowOrigin, Value)>,
 }
@@ -77,6 +80,17 @@ impl CatalogRows {
     /// read, such as the serving tables.
     pub fn push(&mut self, table: &str, row: Map<String, Value>, line: Option<u64>) -> bool {
         let origin = RowOrigin { line };
+        match table {
+            "benchmark_runs" => {
+                self.benchmark_runs.push(table, origin, Value::Object(row), |run| run.intern(&mut self.interner));
+                return true;
+            }
+            "measurements" => {
+                self.measurements.push(table, origin, Value::Object(row), |m| m.intern(&mut self.interner));
+                return true;
+            }
+            _ => {}
+        }
         let target = match table {
             "sources" => &mut self.sources,
             "projects" => &mut self.projects,
@@ -84,8 +98,6 @@ impl CatalogRows {
             "operation_aliases" => &mut self.operation_aliases,
             "workloads" => &mut self.workloads,
             "implementations" => &mut self.implementations,
-            "benchmark_runs" => &mut self.benchmark_runs,
-            "measurements" => &mut self.measurements,
             "record_events" => &mut self.record_events,
             "artifacts" => &mut self.artifacts,
             _ => return false,
@@ -101,8 +113,8 @@ impl CatalogRows {
             + self.operation_aliases.len()
             + self.workloads.len()
             + self.implementations.len()
-            + self.benchmark_runs.len()
-            + self.measurements.len()
+            + self.benchmark_runs.rows.len()
+            + self.measurements.rows.len()
             + self.record_events.len()
             + self.artifacts.len()
     }
@@ -121,25 +133,59 @@ pub(crate) fn parse_table<T: DeserializeOwned>(
     table: &str,
     rows: Vec<(RowOrigin, Value)>,
 ) -> Result<(Vec<T>, Origins), RowError> {
-    let mut parsed = Vec::with_capacity(rows.len());
-    let mut origins = Vec::with_capacity(rows.len());
-    for (index, (origin, value)) in rows.into_iter().enumerate() {
+    let mut parsed = Parsed::default();
+    for (origin, value) in rows {
+        parsed.push(table, origin, value, |_| {});
+    }
+    parsed.finish()
+}
+
+/// A table's rows parsed as they are pushed; the first bad row is kept as the error.
+#[derive(Debug, Clone)]
+pub struct Parsed<T> {
+    rows: Vec<T>,
+    origins: Origins,
+    error: Option<RowError>,
+}
+
+impl<T> Default for Parsed<T> {
+    fn default() -> Self {
+        Parsed { rows: Vec::new(), origins: Vec::new(), error: None }
+    }
+}
+
+impl<T: DeserializeOwned> Parsed<T> {
+    fn push(&mut self, table: &str, origin: RowOrigin, value: Value, mut keep: impl FnMut(&mut T)) {
+        if self.error.is_some() {
+            return;
+        }
+        let index = self.rows.len();
         let id = value.get("id").and_then(Value::as_str).map(String::from);
         match serde_path_to_error::deserialize::<_, T>(value) {
-            Ok(row) => parsed.push(row),
+            Ok(mut row) => {
+                keep(&mut row);
+                self.rows.push(row);
+                self.origins.push((origin, id));
+            }
             Err(err) => {
                 let path = err.path().to_string();
                 let pointer = if path == "." { "/".to_string() } else { format!("/{}", path.replace('.', "/")) };
-                return Err(RowError::InvalidField {
+                self.error = Some(RowError::InvalidField {
                     location: describe_location(table, index, origin, id.as_deref()),
                     pointer,
                     message: err.into_inner().to_string(),
                 });
             }
         }
-        origins.push((origin, id));
     }
-    Ok((parsed, origins))
+
+    /// The rows and where each came from, or the first bad row's error.
+    pub(crate) fn finish(self) -> Result<(Vec<T>, Origins), RowError> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok((self.rows, self.origins)),
+        }
+    }
 }
 
 /// Text many rows repeat (ids of parents, keys, GPU names, units), held once and shared: the
@@ -147,7 +193,7 @@ pub(crate) fn parse_table<T: DeserializeOwned>(
 pub type Text = std::sync::Arc<str>;
 
 /// Hands out one shared copy of each distinct text.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Interner {
     held: std::collections::HashSet<Text>,
 }

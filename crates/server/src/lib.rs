@@ -121,10 +121,14 @@ pub struct CatalogWatch {
     /// [`ki_catalog::Catalog::revision`] read before the served rows were.
     pub loaded_revision: u64,
     pub every: std::time::Duration,
+    /// The catalog's address (with any password), which a rebuild opens on its own thread.
+    pub database_url: String,
 }
 
 /// Rebuilds the read model whenever the catalog's revision moves, and swaps it in;
-/// readers keep the old model until the new one is ready. Runs until the process ends.
+/// readers keep the old model until the new one is ready. A rebuild runs on a thread of its
+/// own at the lowest priority, with its own connection to the catalog, so that it takes the
+/// time requests leave rather than a request worker's. Runs until the process ends.
 pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
     let catalog = state.catalog.clone();
     let mut loaded = watch.loaded_revision;
@@ -139,29 +143,49 @@ pub async fn watch_catalog(state: Arc<AppState>, watch: CatalogWatch) {
                 continue;
             }
         };
-        let rebuilt = match rows_from_catalog(&catalog).await {
-            Ok(rows) => {
-                tokio::task::spawn_blocking(move || {
-                    ReadModel::build(rows).map(|model| (model.judgement.runs.len(), model))
-                })
-                .await
-            }
-            Err(error) => {
-                eprintln!("ki serve: cannot reload the catalog: {error:#}");
-                continue;
-            }
-        };
-        match rebuilt {
-            Ok(Ok((runs, model))) => {
+        match rebuild_in_background(watch.database_url.clone()).await {
+            Ok(model) => {
+                let runs = model.judgement.runs.len();
                 state.replace_model(model);
                 loaded = revision;
                 eprintln!("ki serve: the catalog changed; reloaded ({runs} benchmark runs)");
             }
-            Ok(Err(error)) => {
-                eprintln!("ki serve: the changed catalog cannot be served, keeping the previous one: {error}")
+            Err(error) => {
+                eprintln!("ki serve: the changed catalog cannot be served, keeping the previous one: {error:#}")
             }
-            Err(error) => eprintln!("ki serve: reloading the catalog failed: {error}"),
         }
+    }
+}
+
+/// [`model_from_catalog`] on a new thread at the lowest scheduling priority, with its own
+/// runtime and connection (the threads SQLite's connection starts inherit the priority).
+async fn rebuild_in_background(database_url: String) -> anyhow::Result<ReadModel> {
+    let (done, built) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name("ki-rebuild".into()).spawn(move || {
+        lowest_priority();
+        let rebuilt =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(anyhow::Error::from).and_then(
+                |runtime| {
+                    runtime.block_on(async {
+                        let catalog = ki_catalog::Catalog::open(&database_url).await?;
+                        let model = model_from_catalog(&catalog).await;
+                        catalog.close().await;
+                        model
+                    })
+                },
+            );
+        let _ = done.send(rebuilt);
+    })?;
+    built.await.map_err(|_| anyhow::anyhow!("the rebuild thread ended without a model"))?
+}
+
+/// Lowers the calling thread's scheduling priority to the least (nice 19).
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority on the calling thread's own id changes only its scheduling priority.
+    unsafe {
+        let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, thread, 19);
     }
 }
 

@@ -58,6 +58,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 let watch = (args.reload_every > 0).then(|| ki_server::CatalogWatch {
                     loaded_revision,
                     every: std::time::Duration::from_secs(args.reload_every),
+                    database_url: args.database.url(),
                 });
                 (model, watch)
             }
