@@ -123,8 +123,9 @@ struct Snapshot {
     tables: Vec<Vec<PreparedRow>>,
 }
 
-fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
-    let invalid = |line: &ExportLine, pointer: &str, message: String| CatalogError::InvalidRow {
+/// A line refused, named by its line, table and the JSON pointer of what is wrong.
+fn invalid_row(options: &ImportOptions, line: &ExportLine, pointer: &str, message: String) -> CatalogError {
+    CatalogError::InvalidRow {
         origin: origin_prefix(options),
         problem: Box::new(crate::RowProblem {
             line: line.line,
@@ -132,10 +133,15 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
             pointer: pointer.to_string(),
             message,
         }),
-    };
-    // Checking a row is independent of the others, so rows are checked in parallel; the
-    // results keep line order, so the problem reported is still the first by line.
-    let checked: Vec<Result<(usize, PreparedRow)>> = lines
+    }
+}
+
+/// Each line checked against its table (its position in `TABLES` and its prepared values), in
+/// line order. Checking a row is independent of the others, so rows are checked in parallel; the
+/// results keep line order, so the problem reported is still the first by line.
+fn check_lines(lines: &[ExportLine], options: &ImportOptions) -> Vec<Result<(usize, PreparedRow)>> {
+    let invalid = |line: &ExportLine, pointer: &str, message: String| invalid_row(options, line, pointer, message);
+    lines
         .par_iter()
         .map(|line| {
             let Some(position) = TABLES.iter().position(|table| table.name == line.table) else {
@@ -151,7 +157,12 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
             })?;
             Ok((position, prepared))
         })
-        .collect();
+        .collect()
+}
+
+fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
+    let invalid = |line: &ExportLine, pointer: &str, message: String| invalid_row(options, line, pointer, message);
+    let checked = check_lines(lines, options);
     let mut tables: Vec<Vec<PreparedRow>> = TABLES.iter().map(|_| Vec::new()).collect();
     let mut seen: Vec<HashMap<String, usize>> = TABLES.iter().map(|_| HashMap::new()).collect();
     for (line, result) in lines.iter().zip(checked) {
@@ -873,32 +884,8 @@ impl Importer {
     /// Rows checked against their tables, grouped by table; a repeated key is refused.
     fn prepare(&mut self, lines: &[ExportLine]) -> Result<Vec<Vec<PreparedRow>>> {
         let options = &self.options;
-        let invalid = |line: &ExportLine, pointer: &str, message: String| CatalogError::InvalidRow {
-            origin: origin_prefix(options),
-            problem: Box::new(crate::RowProblem {
-                line: line.line,
-                table: line.table.clone(),
-                pointer: pointer.to_string(),
-                message,
-            }),
-        };
-        let checked: Vec<Result<(usize, PreparedRow)>> = lines
-            .par_iter()
-            .map(|line| {
-                let Some(position) = TABLES.iter().position(|table| table.name == line.table) else {
-                    let known: Vec<&str> = schema::table_names().collect();
-                    return Err(invalid(
-                        line,
-                        "/table",
-                        format!("unknown table {:?} (known: {})", line.table, known.join(", ")),
-                    ));
-                };
-                let prepared = rows::prepare_row(&TABLES[position], line.line, &line.row).map_err(|problem| {
-                    CatalogError::InvalidRow { origin: origin_prefix(options), problem: Box::new(problem) }
-                })?;
-                Ok((position, prepared))
-            })
-            .collect();
+        let invalid = |line: &ExportLine, pointer: &str, message: String| invalid_row(options, line, pointer, message);
+        let checked = check_lines(lines, options);
         let mut tables: Vec<Vec<PreparedRow>> = TABLES.iter().map(|_| Vec::new()).collect();
         for (line, result) in lines.iter().zip(checked) {
             let (position, prepared) = result?;
