@@ -65,45 +65,39 @@ pub fn rows_from_export(path: &Path) -> anyhow::Result<Vec<CatalogRow>> {
 
 /// The read model of a catalog, built as its rows stream in (unpublished runs included: the
 /// ranking names them ineligible); the runs' manifests stay in the catalog
-/// ([`model::RunManifests::InCatalog`]), read per page. Then the corrections' audit trail, as
-/// rows of a `corrections` table (pages show why a run was superseded).
+/// ([`model::RunManifests::InCatalog`]), read per page.
 pub async fn model_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<ReadModel> {
     let mut builder = model::ModelBuilder::new(model::RunManifests::InCatalog);
-    for table in ki_catalog::schema::table_names() {
-        catalog
-            .for_each_row(table, |row| {
-                builder.push(table.to_string(), row);
-                Ok(())
-            })
-            .await?;
-    }
-    for correction in catalog.corrections().await? {
-        if let serde_json::Value::Object(row) = serde_json::to_value(&correction)? {
-            builder.push("corrections".into(), row);
-        }
-    }
+    visit_catalog(catalog, |row| builder.push(row.table, row.row)).await?;
     Ok(tokio::task::spawn_blocking(move || builder.finish()).await??)
 }
 
 /// Reads every table of the catalog (unpublished runs included: the ranking names them
-/// ineligible) into catalog rows, in export order, then the corrections' audit trail as
-/// rows of a `corrections` table (pages show why a run was superseded).
+/// ineligible) into catalog rows, in export order, then the corrections' audit trail.
 pub async fn rows_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<Vec<CatalogRow>> {
     let mut rows = Vec::new();
+    visit_catalog(catalog, |row| rows.push(row)).await?;
+    Ok(rows)
+}
+
+/// Hands every row of the catalog to `visit` as it is read, table by table in export order,
+/// then the corrections' audit trail as rows of a `corrections` table (pages show why a run
+/// was superseded).
+async fn visit_catalog(catalog: &ki_catalog::Catalog, mut visit: impl FnMut(CatalogRow)) -> anyhow::Result<()> {
     for table in ki_catalog::schema::table_names() {
         catalog
             .for_each_row(table, |row| {
-                rows.push(CatalogRow { table: table.to_string(), row });
+                visit(CatalogRow { table: table.to_string(), row });
                 Ok(())
             })
             .await?;
     }
     for correction in catalog.corrections().await? {
         if let serde_json::Value::Object(row) = serde_json::to_value(&correction)? {
-            rows.push(CatalogRow { table: "corrections".into(), row });
+            visit(CatalogRow { table: "corrections".into(), row });
         }
     }
-    Ok(rows)
+    Ok(())
 }
 
 pub struct ServeOptions {
