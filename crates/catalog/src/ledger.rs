@@ -147,7 +147,7 @@ async fn pending_for_key(session: &mut Session, key: &str) -> Result<Vec<LedgerE
             stale.run_id,
             stale.previous_run_id.as_deref().unwrap_or("nobody"),
             stale.cause,
-            stale.at.text
+            stale.at.text()
         );
         return Err(CatalogError::Refused(Refusal::RewritesHistory { comparison_key: key.to_string(), event }));
     }
@@ -170,7 +170,7 @@ pub(crate) async fn append_pending(session: &mut Session, keys: &BTreeSet<String
                 previous_run_id: event.previous_run_id.clone(),
                 policy_version: event.policy_version.clone(),
                 cause: event.cause.clone(),
-                at: event.at.text.clone(),
+                at: event.at.text().into_owned(),
                 created_at: created_at.clone(),
             })
             .into_map();
@@ -188,7 +188,7 @@ pub(crate) async fn append_pending(session: &mut Session, keys: &BTreeSet<String
                 run_id: event.run_id,
                 previous_run_id: event.previous_run_id,
                 cause: event.cause,
-                at: event.at.text,
+                at: event.at.text().into_owned(),
             });
         }
     }

@@ -119,9 +119,8 @@ impl Reader {
                 let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
                 let id = model.run(run).id.clone();
                 let attestations = catalog.attestations_of(&id)?;
-                // The reader's model is built from the catalog's rows whole, manifests included.
-                let manifest = model.judgement.run_manifest(run).unwrap_or_default();
-                let mut dossier = model.dossier(run, manifest, attestations, PUBLIC_BASE_URL);
+                let detail = catalog.run_detail(&model, run)?;
+                let mut dossier = model.dossier(run, detail, attestations, PUBLIC_BASE_URL);
                 catalog.held_contents(&model, run, &mut dossier)?;
                 Ok(serde_json::to_value(dossier)?)
             }
@@ -285,9 +284,10 @@ impl CatalogReader {
                 catalog.close().await;
                 return Ok(model.clone());
             }
-            let rows = ki_server::rows_from_catalog(&catalog).await.with_context(|| format!("cannot read {shown}"));
+            // As `ki serve` builds it: rows streamed, the runs' details left in the catalog.
+            let model = ki_server::model_from_catalog(&catalog).await.with_context(|| format!("cannot read {shown}"));
             catalog.close().await;
-            let model = Arc::new(ReadModel::build(rows?).with_context(|| format!("cannot rank the rows of {shown}"))?);
+            let model = Arc::new(model?);
             if self.keep {
                 *kept = Some((revision, model.clone()));
             }
@@ -363,6 +363,20 @@ impl CatalogReader {
                 .context("cannot read the content store");
             catalog.close().await;
             added
+        })
+    }
+
+    /// A run's manifest and measurements: the model's (an export's rows hold them), else the
+    /// catalog's, read by run id as the web reads them.
+    fn run_detail(&self, model: &ReadModel, run: usize) -> anyhow::Result<ki_server::model::RunDetail> {
+        if let Some(detail) = model.held_run_detail(run) {
+            return Ok(detail);
+        }
+        runtime()?.block_on(async {
+            let catalog = self.data.database.open().await?;
+            let detail = model.run_detail(&catalog, run).await.context("cannot read the run from the catalog");
+            catalog.close().await;
+            detail
         })
     }
 

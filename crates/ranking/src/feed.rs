@@ -256,8 +256,8 @@ impl Index {
             statistic: row.primary_statistic.as_deref().map(str::to_string),
             value: self.primary_value(run),
             unit: row.primary_unit.as_deref().map(str::to_string),
-            observed_at: row.observed_at.text.clone(),
-            published_at: row.published_at.as_ref().map(|t| t.text.clone()),
+            observed_at: row.observed_at.text().into_owned(),
+            published_at: row.published_at.as_ref().map(|t| t.text().into_owned()),
             comparison_key: row.comparison_key.to_string(),
             href: format!("/runs/{}", row.id),
         }
@@ -415,7 +415,7 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
     for event in &index.record_events {
         let run = index.run_index(&event.run_id);
         items.push(FeedItem {
-            at: event.at.text.clone(),
+            at: event.at.text().into_owned(),
             event: FeedEvent::Record(RecordChange {
                 comparison_key: event.comparison_key.clone(),
                 run_id: event.run_id.clone(),
@@ -431,7 +431,10 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
     let mut batches: BTreeMap<(Instant, String, Option<&str>), Vec<usize>> = BTreeMap::new();
     for (run, row) in index.runs.iter().enumerate() {
         if let Some(published) = &row.published_at {
-            batches.entry((published.instant, published.text.clone(), row.source_id.as_deref())).or_default().push(run);
+            batches
+                .entry((published.instant, published.text().into_owned(), row.source_id.as_deref()))
+                .or_default()
+                .push(run);
         }
     }
     for ((_, at, _), runs) in batches {

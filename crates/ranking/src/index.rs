@@ -110,6 +110,9 @@ pub struct Index {
     pub(crate) source_by_id: HashMap<String, usize>,
     pub(crate) run_by_id: KeyIndex,
     pub(crate) run_by_digest: KeyIndex,
+    /// Runs in id order and in digest order, for prefixes (a short id, a digest's start).
+    pub(crate) run_id_order: Vec<u32>,
+    pub(crate) run_digest_order: Vec<u32>,
     pub(crate) cohort_by_key: HashMap<String, usize>,
     /// Operation names, slugs and aliases, exact and lower-cased.
     pub(crate) operation_by_name: HashMap<String, usize>,
@@ -120,6 +123,8 @@ pub struct Index {
     pub(crate) run_workload: Vec<usize>,
     pub(crate) workloads_by_operation: Vec<Vec<usize>>,
     pub(crate) runs_by_workload: Vec<Vec<usize>>,
+    /// The comparison groups with eligible runs on each workload (what resolve reads).
+    pub(crate) cohorts_by_workload: Vec<Vec<MeasuredCohort>>,
     pub(crate) measurements_by_run: Vec<Vec<usize>>,
     pub(crate) events_by_run: HashMap<String, Vec<usize>>,
     pub(crate) artifact_by_digest: HashMap<String, usize>,
@@ -129,7 +134,6 @@ pub struct Index {
     pub(crate) operation_variable_axes: Vec<Vec<String>>,
     /// Every axis name the operation or its workloads use.
     pub(crate) operation_known_axes: Vec<Vec<String>>,
-    pub(crate) run_framework: Vec<Option<Text>>,
     /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
     pub(crate) run_protocol_name: Vec<Option<std::sync::Arc<str>>>,
     /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
@@ -169,6 +173,63 @@ impl ManifestText {
         // Written by `take` from a parsed value, so it parses back to the same value.
         text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
     }
+}
+
+/// Row indexes in the order of their text, for prefix look-ups.
+fn text_order<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..u32::try_from(rows).expect("fewer than 2^32 rows")).collect();
+    order.sort_unstable_by(|&a, &b| text_of(a as usize).cmp(text_of(b as usize)));
+    order
+}
+
+/// The rows of `order` (rows sorted by `text_of`) whose text starts with `prefix`, in text order.
+fn prefixed<'a, 't>(
+    order: &'a [u32],
+    text_of: impl Fn(usize) -> &'t str + 'a,
+    prefix: &'a str,
+) -> impl Iterator<Item = usize> + 'a {
+    let start = order.partition_point(|&r| text_of(r as usize) < prefix);
+    order[start..].iter().map(|&r| r as usize).take_while(move |&r| text_of(r).starts_with(prefix))
+}
+
+/// A comparison group measured on a workload, with the hardware and framework of its eligible
+/// runs (what resolve's filters test), each distinct pair once.
+#[derive(Debug)]
+pub(crate) struct MeasuredCohort {
+    pub(crate) cohort: u32,
+    pub(crate) filters: Vec<(Option<Text>, Option<Text>)>,
+}
+
+/// Each workload's comparison groups that have eligible runs, in the order of their first
+/// eligible run.
+fn measured_cohorts(
+    runs_by_workload: &[Vec<usize>],
+    runs: &[BenchmarkRunRow],
+    facts: &[RunFacts],
+    run_framework: &[Option<Text>],
+) -> Vec<Vec<MeasuredCohort>> {
+    runs_by_workload
+        .iter()
+        .map(|workload_runs| {
+            let mut measured: Vec<MeasuredCohort> = Vec::new();
+            let mut position: HashMap<usize, usize> = HashMap::new();
+            for &run in workload_runs.iter().filter(|&&run| facts[run].eligible()) {
+                let cohort = facts[run].cohort;
+                let at = *position.entry(cohort).or_insert_with(|| {
+                    measured.push(MeasuredCohort {
+                        cohort: u32::try_from(cohort).expect("fewer than 2^32 comparison groups"),
+                        filters: Vec::new(),
+                    });
+                    measured.len() - 1
+                });
+                let pair = (runs[run].hardware_model.clone(), run_framework[run].clone());
+                if !measured[at].filters.contains(&pair) {
+                    measured[at].filters.push(pair);
+                }
+            }
+            measured
+        })
+        .collect()
 }
 
 /// Rows by a unique text (a run's id, its digest) in a dozen bytes an entry instead of a copy of
@@ -287,7 +348,8 @@ impl Index {
         let (mut implementations, implementation_origins): (Vec<ImplementationRow>, _) =
             parse_table("implementations", rows.implementations)?;
         // Parsed and interned as they were pushed.
-        let (mut runs, run_origins) = rows.benchmark_runs.finish()?;
+        let (runs, run_origins) = rows.benchmark_runs.finish()?;
+        let mut run_manifests = rows.run_manifests;
         let (measurements, measurement_origins) = rows.measurements.finish()?;
         let mut interner = Interner::default();
         let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
@@ -443,7 +505,8 @@ impl Index {
             }
         }
 
-        let mut measurements_by_run = vec![Vec::new(); runs.len()];
+        // None held (a model whose runs' details stay in the catalog): no list per run either.
+        let mut measurements_by_run = if measurements.is_empty() { Vec::new() } else { vec![Vec::new(); runs.len()] };
         for (index, measurement) in measurements.iter().enumerate() {
             let run = resolve_reference(
                 &run_by_id,
@@ -462,12 +525,12 @@ impl Index {
         }
         let artifact_by_digest = artifacts.iter().enumerate().map(|(i, a)| (a.content_digest.clone(), i)).collect();
 
-        let run_framework = runs
+        let run_framework: Vec<Option<Text>> = run_manifests
             .iter()
             .zip(&run_implementation)
-            .map(|(run, &implementation)| {
+            .map(|(manifest, &implementation)| {
                 let framework = implementations[implementation].framework.as_deref().or_else(|| {
-                    run.manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str)
+                    manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str)
                 })?;
                 let mut text: Text = framework.into();
                 interner.intern(&mut text);
@@ -539,7 +602,7 @@ impl Index {
                 cohort,
                 rank: None,
                 position: None,
-                reference_speedup: source_native_reference_speedup(&run.manifest),
+                reference_speedup: source_native_reference_speedup(&run_manifests[index]),
                 baseline_speedup: None,
             });
         }
@@ -600,27 +663,30 @@ impl Index {
             }
         }
 
+        let cohorts_by_workload = measured_cohorts(&runs_by_workload, &runs, &facts, &run_framework);
+
         let mut interned: HashMap<String, std::sync::Arc<str>> = HashMap::new();
-        let mut intern_at = |run: &BenchmarkRunRow, pointer: &str| {
-            let name = run.manifest.pointer(pointer).and_then(Value::as_str)?;
+        let mut intern_at = |manifest: &Value, pointer: &str| {
+            let name = manifest.pointer(pointer).and_then(Value::as_str)?;
             Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
         };
-        let run_protocol_name = runs.iter().map(|run| intern_at(run, "/protocol/metadata/name")).collect();
-        let run_protocol_title = runs.iter().map(|run| intern_at(run, "/protocol/metadata/title")).collect();
-        let run_text = |run: &BenchmarkRunRow, pointer: &str| {
-            run.manifest.pointer(pointer).and_then(Value::as_str).map(Box::<str>::from)
-        };
-        let run_title = runs.iter().map(|run| run_text(run, "/run/metadata/title")).collect();
-        let run_external_id = runs.iter().map(|run| run_text(run, "/run/spec/sourceNative/externalId")).collect();
+        let run_protocol_name = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/name")).collect();
+        let run_protocol_title = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/title")).collect();
+        let run_text =
+            |manifest: &Value, pointer: &str| manifest.pointer(pointer).and_then(Value::as_str).map(Box::<str>::from);
+        let run_title = run_manifests.iter().map(|m| run_text(m, "/run/metadata/title")).collect();
+        let run_external_id = run_manifests.iter().map(|m| run_text(m, "/run/spec/sourceNative/externalId")).collect();
         let manifests = ManifestText {
             operations: ManifestText::take(operations.iter_mut().map(|r| &mut r.manifest)),
             workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
             implementations: ManifestText::take(implementations.iter_mut().map(|r| &mut r.manifest)),
-            runs: ManifestText::take(runs.iter_mut().map(|r| &mut r.manifest)),
+            runs: ManifestText::take(run_manifests.iter_mut()),
             runs_held: true,
         };
         // The build's map of ids gives way to the compact index the lookups keep.
         let run_by_id = KeyIndex::build(runs.len(), |r| &runs[r].id);
+        let run_id_order = text_order(runs.len(), |r| &runs[r].id);
+        let run_digest_order = text_order(runs.len(), |r| &runs[r].run_digest);
         Ok(Index {
             sources,
             projects,
@@ -637,6 +703,8 @@ impl Index {
             source_by_id,
             run_by_id,
             run_by_digest,
+            run_id_order,
+            run_digest_order,
             cohort_by_key,
             operation_by_name,
             operation_by_folded_name,
@@ -646,13 +714,13 @@ impl Index {
             run_workload,
             workloads_by_operation,
             runs_by_workload,
+            cohorts_by_workload,
             measurements_by_run,
             events_by_run,
             artifact_by_digest,
             workload_axes,
             operation_variable_axes,
             operation_known_axes,
-            run_framework,
             run_protocol_name,
             run_protocol_title,
             run_title,
@@ -732,7 +800,7 @@ impl Index {
 
     /// The run's measurement rows, in the catalog's order.
     pub fn measurements_of(&self, run: usize) -> impl Iterator<Item = &MeasurementRow> {
-        self.measurements_by_run[run].iter().map(|&m| &self.measurements[m])
+        self.measurements_by_run.get(run).into_iter().flatten().map(|&m| &self.measurements[m])
     }
 
     pub fn implementation_of(&self, run: usize) -> &ImplementationRow {
@@ -776,6 +844,11 @@ impl Index {
         }
     }
 
+    /// The runs whose id starts with `prefix`, in id order (a binary search, not a scan).
+    pub fn runs_with_id_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = usize> + 'a {
+        prefixed(&self.run_id_order, |r| &self.runs[r].id, prefix)
+    }
+
     /// Finds a run by id, by run digest (with or without `sha256:`), or by a unique
     /// prefix of either of at least 8 characters (the short id a run page shows).
     pub fn find_run(&self, reference: &str) -> Result<usize, LookupError> {
@@ -792,12 +865,10 @@ impl Index {
             return Err(LookupError::NotFound { what: "run", given: reference.to_string() });
         }
         let mut matches: Vec<usize> = self
-            .runs
-            .iter()
-            .enumerate()
-            .filter(|(_, run)| run.id.starts_with(reference) || run.run_digest.starts_with(&digest))
-            .map(|(i, _)| i)
+            .runs_with_id_prefix(reference)
+            .chain(prefixed(&self.run_digest_order, |r| &self.runs[r].run_digest, &digest))
             .collect();
+        matches.sort_unstable();
         matches.dedup();
         match matches.as_slice() {
             [run] => Ok(*run),

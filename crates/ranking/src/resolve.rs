@@ -97,19 +97,12 @@ fn axis_equal(a: &Value, b: &Value) -> bool {
 }
 
 impl Index {
-    fn run_passes_filters(&self, run: usize, request: &ResolveRequest) -> bool {
-        let row = &self.runs[run];
-        if let Some(hardware) = &request.hardware
-            && !row.hardware_model.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(hardware.trim()))
-        {
-            return false;
-        }
-        if let Some(framework) = &request.framework
-            && !self.run_framework[run].as_deref().is_some_and(|f| f.eq_ignore_ascii_case(framework.trim()))
-        {
-            return false;
-        }
-        true
+    /// Whether a run on this hardware with this framework passes the request's filters.
+    fn passes_filters(hardware: Option<&str>, framework: Option<&str>, request: &ResolveRequest) -> bool {
+        let named = |wanted: &Option<String>, have: Option<&str>| {
+            wanted.as_ref().is_none_or(|wanted| have.is_some_and(|h| h.eq_ignore_ascii_case(wanted.trim())))
+        };
+        named(&request.hardware, hardware) && named(&request.framework, framework)
     }
 
     fn workload_has_dtypes(&self, workload: usize, dtypes: &[String]) -> bool {
@@ -117,36 +110,45 @@ impl Index {
         dtypes.iter().all(|wanted| own.iter().any(|d| d.eq_ignore_ascii_case(wanted.trim())))
     }
 
-    /// Comparison groups of a workload with at least one eligible run passing the filters.
+    /// Comparison groups of a workload with at least one eligible run passing the filters: read
+    /// from the groups measured on it (`Index::cohorts_by_workload`), not from its runs, so that
+    /// an answer costs the same for a workload of ten runs and one of a hundred thousand.
+    /// Callers dedup what several workloads added (two workload rows may share a digest, and so a group).
     fn measured_cohorts(&self, workload: usize, request: &ResolveRequest, into: &mut Vec<usize>) {
-        for &run in &self.runs_by_workload[workload] {
-            let cohort = self.facts[run].cohort;
-            if self.facts[run].eligible() && self.run_passes_filters(run, request) && !into.contains(&cohort) {
+        for measured in &self.cohorts_by_workload[workload] {
+            let cohort = measured.cohort as usize;
+            let passes = measured
+                .filters
+                .iter()
+                .any(|(hardware, framework)| Self::passes_filters(hardware.as_deref(), framework.as_deref(), request));
+            if passes {
                 into.push(cohort);
             }
         }
     }
 
-    fn cohort_views(&self, mut cohorts: Vec<usize>) -> (Vec<CohortView>, usize) {
+    fn cohort_views(&self, mut cohorts: Vec<usize>, limit: usize) -> (Vec<CohortView>, usize) {
         // Groups are not comparable with each other; list them in a stable, readable order.
-        cohorts.sort_by(|&a, &b| {
-            let key = |c: usize| {
-                let first = self.cohorts[c].ranking[0].run;
-                (
-                    self.runs[first].hardware_model.clone(),
-                    std::cmp::Reverse(self.cohorts[c].ranking.len()),
-                    self.cohorts[c].comparison_key.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
+        cohorts.sort_by_cached_key(|&c| {
+            let first = self.cohorts[c].ranking[0].run;
+            (
+                self.runs[first].hardware_model.clone(),
+                std::cmp::Reverse(self.cohorts[c].ranking.len()),
+                self.cohorts[c].comparison_key.clone(),
+            )
         });
-        let omitted = cohorts.len().saturating_sub(MAX_COHORTS_PER_ANSWER);
-        let views =
-            cohorts.into_iter().take(MAX_COHORTS_PER_ANSWER).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
+        let omitted = cohorts.len().saturating_sub(limit);
+        let views = cohorts.into_iter().take(limit).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
         (views, omitted)
     }
 
     pub fn resolve(&self, request: &ResolveRequest) -> ResolveResponse {
+        self.resolve_listing(request, MAX_COHORTS_PER_ANSWER)
+    }
+
+    /// [`Index::resolve`] listing at most `limit` comparison groups (the rest are counted in
+    /// `omitted_cohorts`): what a search's leading answer shows.
+    pub fn resolve_listing(&self, request: &ResolveRequest, limit: usize) -> ResolveResponse {
         let mut response = ResolveResponse {
             request: request.clone(),
             mode: ResolveMode::None,
@@ -195,6 +197,8 @@ impl Index {
                 self.measured_cohorts(workload, request, &mut exact_cohorts);
             }
         }
+        exact_cohorts.sort_unstable();
+        exact_cohorts.dedup();
         if !exact_cohorts.is_empty() {
             response.mode = match (pinned, exact_cohorts.len()) {
                 (true, 1) => ResolveMode::Exact,
@@ -207,7 +211,7 @@ impl Index {
                     missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
                 ));
             }
-            (response.cohorts, response.omitted_cohorts) = self.cohort_views(exact_cohorts);
+            (response.cohorts, response.omitted_cohorts) = self.cohort_views(exact_cohorts, limit);
             return response;
         }
 
@@ -236,7 +240,7 @@ impl Index {
                     .push(format!("measured without the hardware/framework filter on: {}", hardware.join(", ")));
             }
         }
-        response.nearest = self.nearest_cases(op, request);
+        response.nearest = self.nearest_cases(op, request, limit);
         if !response.nearest.is_empty() {
             response.mode = ResolveMode::Browse;
         }
@@ -245,7 +249,7 @@ impl Index {
 
     /// For each requested numeric axis, the closest measured values below and above,
     /// taken only from cases that agree with the request on every other requested axis.
-    fn nearest_cases(&self, op: usize, request: &ResolveRequest) -> Vec<NearestCase> {
+    fn nearest_cases(&self, op: usize, request: &ResolveRequest, limit: usize) -> Vec<NearestCase> {
         // axis -> side -> (measured value, cohorts)
         let mut best: BTreeMap<(String, u8), (f64, Value, Vec<usize>)> = BTreeMap::new();
         for &workload in &self.workloads_by_operation[op] {
@@ -293,7 +297,7 @@ impl Index {
                 axis,
                 side: if side == 0 { Side::Below } else { Side::Above },
                 measured,
-                cohorts: self.cohort_views(cohorts).0,
+                cohorts: self.cohort_views(cohorts, limit).0,
             })
             .collect()
     }

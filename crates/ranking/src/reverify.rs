@@ -255,7 +255,7 @@ pub fn plan(index: &Index, seen: &[EnvironmentFacts], policy: &Policy, now: Inst
         let staleness = if !newer.is_empty() {
             Staleness::NewerSoftware { newer }
         } else if policy.max_age_ns.is_some_and(|max_age| age > max_age) {
-            Staleness::Old { observed_at: observed.text.clone(), age_days: age / 86_400_000_000_000 }
+            Staleness::Old { observed_at: observed.text().into_owned(), age_days: age / 86_400_000_000_000 }
         } else {
             continue;
         };

@@ -51,6 +51,9 @@ pub struct CatalogRows {
     /// Runs and measurements are most of a catalog's rows: they are parsed as they come, so
     /// that a catalog streamed in is never held whole as JSON maps (kilobytes a run).
     pub benchmark_runs: Parsed<BenchmarkRunRow>,
+    /// Each run's `manifest` column, taken off its row as it is pushed (the index reads a few
+    /// parts while it is built and keeps the rest as text, or not at all).
+    pub(crate) run_manifests: Vec<Value>,
     pub measurements: Parsed<MeasurementRow>,
     interner: Interner,
     pub record_events: Vec<(RowOrigin, Value)>,
@@ -82,7 +85,13 @@ impl CatalogRows {
         let origin = RowOrigin { line };
         match table {
             "benchmark_runs" => {
+                let mut row = row;
+                let manifest = row.remove("manifest").unwrap_or(Value::Null);
+                let held = self.benchmark_runs.rows.len();
                 self.benchmark_runs.push(table, origin, Value::Object(row), |run| run.intern(&mut self.interner));
+                if self.benchmark_runs.rows.len() > held {
+                    self.run_manifests.push(manifest);
+                }
                 return true;
             }
             "measurements" => {
@@ -254,11 +263,29 @@ impl MeasurementRow {
     }
 }
 
-/// A timestamp column: the text as stored plus its instant for ordering.
+/// A timestamp column: its instant, and the text as stored when that is not the instant's
+/// export form (`YYYY-MM-DDTHH:MM:SS.mmmZ`): most timestamps are, and a million runs then hold
+/// no timestamp text at all. [`Timestamp::text`] gives the stored text back exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timestamp {
-    pub text: String,
     pub instant: Instant,
+    stored: Option<Box<str>>,
+}
+
+impl Timestamp {
+    pub fn parse(text: &str) -> Result<Timestamp, String> {
+        let instant = Instant::parse(text)?;
+        let canonical = instant.0 % 1_000_000 == 0 && ki_model::utc::from_unix_millis(instant.0 / 1_000_000) == text;
+        Ok(Timestamp { instant, stored: (!canonical).then(|| text.into()) })
+    }
+
+    /// The text as stored.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.stored {
+            Some(text) => std::borrow::Cow::Borrowed(text),
+            None => std::borrow::Cow::Owned(ki_model::utc::from_unix_millis(self.instant.0 / 1_000_000)),
+        }
+    }
 }
 
 impl schemars::JsonSchema for Timestamp {
@@ -273,15 +300,14 @@ impl schemars::JsonSchema for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.text)
+        serializer.serialize_str(&self.text())
     }
 }
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        let instant = Instant::parse(&text).map_err(serde::de::Error::custom)?;
-        Ok(Timestamp { text, instant })
+        let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -430,13 +456,11 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub environment_summary: Option<Text>,
     #[serde(default)]
-    pub supersedes_id: Option<String>,
+    pub supersedes_id: Option<Box<str>>,
     #[serde(default)]
-    pub retracted_at: Option<Timestamp>,
+    pub retracted_at: Option<Box<Timestamp>>,
     #[serde(default)]
-    pub retraction_reason: Option<String>,
-    #[serde(default)]
-    pub manifest: Value,
+    pub retraction_reason: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]

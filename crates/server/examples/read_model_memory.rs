@@ -3,6 +3,10 @@
 //! the peak, so the figures do not depend on the allocator's fragmentation.
 //!
 //!     cargo run --release -p ki-server --example read_model_memory [EXPORT...]
+//!     cargo run --release -p ki-server --example read_model_memory sqlite:///path/catalog.db
+//!
+//! From a catalog URL the model is built as `ki serve` builds it (`model_from_catalog`, rows
+//! streamed), so "rows read" is not reported.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -64,28 +68,17 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let base = LIVE.load(Relaxed);
-    let mut rows = Vec::new();
-    // The bundled files share some rows (sources, projects): each once, as an import keeps it.
-    let mut seen = std::collections::HashSet::new();
-    for file in &files {
-        for row in ki_server::rows_from_export(std::path::Path::new(file))? {
-            let id = row.row.get("id").and_then(|v| v.as_str()).map(str::to_string);
-            if id.is_none_or(|id| seen.insert((row.table.clone(), id))) {
-                rows.push(row);
-            }
-        }
-    }
-    drop(seen);
-    let loaded = LIVE.load(Relaxed) - base;
-    println!("rows read ({} rows)           {}", rows.len(), mib(loaded));
-    PEAK.store(LIVE.load(Relaxed), Relaxed);
     let started = std::time::Instant::now();
-    // As `ki serve` builds it from a catalog: the runs' manifests stay there.
-    let mut builder = ki_server::model::ModelBuilder::new(ki_server::model::RunManifests::InCatalog);
-    for row in rows {
-        builder.push(row.table, row.row);
-    }
-    let model = builder.finish()?;
+    let model = match files.as_slice() {
+        [url] if url.starts_with("sqlite:") || url.starts_with("postgres") => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let catalog = ki_catalog::Catalog::open(url).await?;
+                ki_server::model_from_catalog(&catalog).await
+            })?
+        }
+        _ => model_from_exports(&files)?,
+    };
     let built = LIVE.load(Relaxed) - base;
     println!(
         "read model built in {:.2} s      {}   (peak {}, RSS {})",
@@ -95,9 +88,20 @@ fn main() -> anyhow::Result<()> {
         rss()
     );
     let ki_server::model::ReadModel { tables, judgement } = model;
+    let mut judgement = judgement;
+    let mut index_part = |name: &str, take: &mut dyn FnMut(&mut ki_ranking::Index)| {
+        let before = LIVE.load(Relaxed);
+        take(&mut judgement);
+        println!("  index: {name:<23}{}", mib(before - LIVE.load(Relaxed)));
+    };
+    index_part("runs", &mut |i| drop(std::mem::take(&mut i.runs)));
+    index_part("measurements", &mut |i| drop(std::mem::take(&mut i.measurements)));
+    index_part("record events", &mut |i| drop(std::mem::take(&mut i.record_events)));
+    index_part("run facts", &mut |i| drop(std::mem::take(&mut i.facts)));
+    index_part("comparison groups", &mut |i| drop(std::mem::take(&mut i.cohorts)));
     let before = LIVE.load(Relaxed);
     drop(judgement);
-    println!("  ranking index                 {}", mib(before - LIVE.load(Relaxed)));
+    println!("  index: the rest               {}", mib(before - LIVE.load(Relaxed)));
     let mut tables = tables;
     let mut part = |name: &str, take: &mut dyn FnMut(&mut ki_server::model::Tables)| {
         let before = LIVE.load(Relaxed);
@@ -110,7 +114,7 @@ fn main() -> anyhow::Result<()> {
     });
     part("workloads", &mut |t| drop(std::mem::take(&mut t.workloads)));
     part("implementations", &mut |t| drop(std::mem::take(&mut t.implementations)));
-    part("record events", &mut |t| drop(std::mem::take(&mut t.record_events)));
+    part("record events", &mut |t| drop(std::mem::take(&mut t.records)));
     part("artifacts", &mut |t| drop(std::mem::take(&mut t.artifacts)));
     part("operations", &mut |t| drop(std::mem::take(&mut t.operations)));
     part("serving", &mut |t| {
@@ -126,4 +130,29 @@ fn main() -> anyhow::Result<()> {
     drop(tables);
     println!("  tables: the rest              {}", mib(before - LIVE.load(Relaxed)));
     Ok(())
+}
+
+/// The model from export files, as `ki serve` builds it from a catalog (the runs' manifests
+/// left where they came from); prints the rows' own size first.
+fn model_from_exports(files: &[String]) -> anyhow::Result<ki_server::model::ReadModel> {
+    let base = LIVE.load(Relaxed);
+    let mut rows = Vec::new();
+    // The bundled files share some rows (sources, projects): each once, as an import keeps it.
+    let mut seen = std::collections::HashSet::new();
+    for file in files {
+        for row in ki_server::rows_from_export(std::path::Path::new(file))? {
+            let id = row.row.get("id").and_then(|v| v.as_str()).map(str::to_string);
+            if id.is_none_or(|id| seen.insert((row.table.clone(), id))) {
+                rows.push(row);
+            }
+        }
+    }
+    drop(seen);
+    println!("rows read ({} rows)           {}", rows.len(), mib(LIVE.load(Relaxed) - base));
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+    let mut builder = ki_server::model::ModelBuilder::new(ki_server::model::RunDetails::InCatalog);
+    for row in rows {
+        builder.push(row.table, row.row);
+    }
+    Ok(builder.finish()?)
 }

@@ -21,7 +21,7 @@ async fn main() -> anyhow::Result<()> {
     let url = std::env::var("DATABASE").unwrap_or_else(|_| "sqlite:///tmp/search-cost.db".to_string());
     let catalog = ki_catalog::Catalog::open(&url).await?;
     catalog.ensure_bundled_snapshot().await?;
-    let model = ki_server::model::ReadModel::build(ki_server::rows_from_catalog(&catalog).await?)?;
+    let model = ki_server::model_from_catalog(&catalog).await?;
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(200);
     if std::env::var("INDEX_ONLY").is_ok() {
         for query in &queries {

@@ -65,9 +65,9 @@ pub fn rows_from_export(path: &Path) -> anyhow::Result<Vec<CatalogRow>> {
 
 /// The read model of a catalog, built as its rows stream in (unpublished runs included: the
 /// ranking names them ineligible); the runs' manifests stay in the catalog
-/// ([`model::RunManifests::InCatalog`]), read per page.
+/// ([`model::RunDetails::InCatalog`]), read per page.
 pub async fn model_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result<ReadModel> {
-    let mut builder = model::ModelBuilder::new(model::RunManifests::InCatalog);
+    let mut builder = model::ModelBuilder::new(model::RunDetails::InCatalog);
     visit_catalog(catalog, |row| builder.push(row.table, row.row)).await?;
     Ok(tokio::task::spawn_blocking(move || builder.finish()).await??)
 }

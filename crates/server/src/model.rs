@@ -104,6 +104,13 @@ pub struct SearchEntry {
     pub run_list: Vec<usize>,
 }
 
+/// A record event of the ranking index (`Index::record_events[event]`) and its new holder's run.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRef {
+    pub event: u32,
+    pub holder: Option<u32>,
+}
+
 /// Every row, indexed for display lookups.
 #[derive(Debug, Default)]
 pub struct Tables {
@@ -113,7 +120,9 @@ pub struct Tables {
     pub workloads: Table,
     pub implementations: Table,
     pub artifacts: Table,
-    pub record_events: Vec<Row>,
+    /// The ranking index's record events newest first (ties by id), each with its new holder's
+    /// run, so that the ledger pages neither sort nor look runs up per request.
+    pub records: Vec<RecordRef>,
     pub model_revisions: Table,
     pub serving_stacks: Table,
     pub serving_configurations: Table,
@@ -141,8 +150,6 @@ pub struct Tables {
     pub runs_by_implementation: HashMap<usize, Vec<usize>>,
     pub runs_by_comparison_key: HashMap<String, Vec<usize>>,
     pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
-    /// Record events newest first.
-    pub events_by_comparison_key: HashMap<String, Vec<usize>>,
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<usize>)>,
     pub search: Vec<SearchEntry>,
@@ -181,7 +188,7 @@ impl ReadModel {
     /// tables keep the columns and, of the big manifests, only what lists and search read for
     /// many rows at once ([`list_parts`]).
     pub fn build(rows: Vec<CatalogRow>) -> Result<ReadModel, ModelError> {
-        let mut builder = ModelBuilder::new(RunManifests::Held);
+        let mut builder = ModelBuilder::new(RunDetails::Held);
         for CatalogRow { table, row } in rows {
             builder.push(table, row);
         }
@@ -193,21 +200,38 @@ impl ReadModel {
         &self.judgement.runs[run]
     }
 
-    /// The run's whole manifest (`{run, protocol, environment}`): the index's copy when it holds
-    /// one, else the catalog's (one read by primary key).
-    pub async fn run_manifest(
+    /// What the model holds of the run beyond its typed row, when it holds its details (a model
+    /// built from export rows); None for a model whose runs' details stay in the catalog.
+    pub fn held_run_detail(&self, run: usize) -> Option<RunDetail> {
+        let manifest = self.judgement.run_manifest(run)?;
+        Some(RunDetail { manifest, measurements: self.judgement.measurements_of(run).cloned().collect() })
+    }
+
+    /// The run's whole manifest (`{run, protocol, environment}`) and its measurements: the
+    /// index's copies when it holds them, else the catalog's (read by indexed run id).
+    pub async fn run_detail(
         &self,
         catalog: &ki_catalog::Catalog,
         run: usize,
-    ) -> Result<Value, ki_catalog::CatalogError> {
-        if let Some(manifest) = self.judgement.run_manifest(run) {
-            return Ok(manifest);
+    ) -> Result<RunDetail, ki_catalog::CatalogError> {
+        if let Some(detail) = self.held_run_detail(run) {
+            return Ok(detail);
         }
-        let row = catalog.run_by_id(&self.run(run).id).await?;
-        Ok(row.and_then(|mut row| row.remove("manifest")).unwrap_or(Value::Null))
+        let id = &self.run(run).id;
+        let manifest = catalog.run_by_id(id).await?.and_then(|mut row| row.remove("manifest")).unwrap_or(Value::Null);
+        let measurements = catalog
+            .measurements_of_run(id)
+            .await?
+            .into_iter()
+            .map(|row| {
+                serde_json::from_value(Value::Object(row))
+                    .map_err(|e| ki_catalog::CatalogError::Corrupt(format!("a measurement of run {id}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(RunDetail { manifest, measurements })
     }
 
-    /// The run's row in export format with its whole manifest ([`ReadModel::run_manifest`]).
+    /// The run's row in export format with its whole manifest ([`ReadModel::run_detail`]).
     pub async fn full_run_row(
         &self,
         catalog: &ki_catalog::Catalog,
@@ -217,7 +241,7 @@ impl ReadModel {
             Ok(Value::Object(row)) => row,
             _ => Row::new(),
         };
-        row.insert("manifest".into(), self.run_manifest(catalog, run).await?);
+        row.insert("manifest".into(), self.run_detail(catalog, run).await?.manifest);
         Ok(row)
     }
 
@@ -243,11 +267,20 @@ fn with_manifest(row: &Row, manifest: Value) -> Row {
     full
 }
 
-/// Whether a model keeps its runs' whole manifests. A model built from a catalog does not: they
-/// are most of a catalog's bytes (kilobytes a run) and a page about one run reads its manifest from
-/// the catalog by id ([`ReadModel::run_manifest`]); one built from export rows has no catalog to ask.
+/// What a run's page reads beyond the run's typed row ([`ReadModel::run_detail`]).
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    /// `{run, protocol, environment}`.
+    pub manifest: Value,
+    pub measurements: Vec<ki_ranking::rows::MeasurementRow>,
+}
+
+/// Whether a model keeps its runs' details (whole manifests and measurement rows). A model built
+/// from a catalog does not: they are most of a catalog's bytes (kilobytes a run) and a page about
+/// one run reads them from the catalog by id ([`ReadModel::run_detail`]); one built from export
+/// rows has no catalog to ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunManifests {
+pub enum RunDetails {
     Held,
     InCatalog,
 }
@@ -267,14 +300,14 @@ const RUN_INDEX_PARTS: &[&[&str]] = &[
 /// Takes rows one at a time (as they stream from a catalog or an export) into what the model
 /// keeps, so that building never holds every row whole.
 pub struct ModelBuilder {
-    run_manifests: RunManifests,
+    run_details: RunDetails,
     ranking_rows: ki_ranking::CatalogRows,
     table_rows: Vec<CatalogRow>,
 }
 
 impl ModelBuilder {
-    pub fn new(run_manifests: RunManifests) -> ModelBuilder {
-        ModelBuilder { run_manifests, ranking_rows: ki_ranking::CatalogRows::new(), table_rows: Vec::new() }
+    pub fn new(run_details: RunDetails) -> ModelBuilder {
+        ModelBuilder { run_details, ranking_rows: ki_ranking::CatalogRows::new(), table_rows: Vec::new() }
     }
 
     pub fn push(&mut self, table: String, mut row: Row) {
@@ -285,11 +318,13 @@ impl ModelBuilder {
         // Pages read runs and measurements from the index's typed rows (`ReadModel::run`,
         // `Index::measurements_of`).
         if table == "measurements" {
-            self.ranking_rows.push(&table, row, None);
+            if self.run_details == RunDetails::Held {
+                self.ranking_rows.push(&table, row, None);
+            }
             return;
         }
         if table == "benchmark_runs" {
-            if self.run_manifests == RunManifests::InCatalog
+            if self.run_details == RunDetails::InCatalog
                 && let Some(manifest) = row.get_mut("manifest")
             {
                 *manifest = pruned(manifest, RUN_INDEX_PARTS);
@@ -311,7 +346,7 @@ impl ModelBuilder {
 
     pub fn finish(self) -> Result<ReadModel, ModelError> {
         let mut judgement = ki_ranking::Index::from_owned_rows(self.ranking_rows)?;
-        if self.run_manifests == RunManifests::InCatalog {
+        if self.run_details == RunDetails::InCatalog {
             judgement.forget_run_manifests();
         }
         let tables = Tables::build(self.table_rows, &judgement)?;
@@ -382,7 +417,8 @@ impl Tables {
                 "operation_aliases" => aliases.push(row),
                 "workloads" => drop(model.workloads.push(row)),
                 "implementations" => drop(model.implementations.push(row)),
-                "record_events" => model.record_events.push(row),
+                // The ranking index holds the record events as typed rows (`Tables::records`).
+                "record_events" => {}
                 "artifacts" => drop(model.artifacts.push(row)),
                 "model_revisions" => drop(model.model_revisions.push(row)),
                 "serving_stack_revisions" => drop(model.serving_stacks.push(row)),
@@ -457,10 +493,19 @@ impl Tables {
             model.serving_run_by_digest.insert(text(r, "runDigest").to_string(), i);
         }
         // Newest first, ties by id, so "recent records" needs no sort per request.
-        model.record_events.sort_by(|a, b| text(b, "at").cmp(text(a, "at")).then(text(b, "id").cmp(text(a, "id"))));
-        for (i, e) in model.record_events.iter().enumerate() {
-            model.events_by_comparison_key.entry(text(e, "comparisonKey").to_string()).or_default().push(i);
-        }
+        let events = &judgement.record_events;
+        let mut newest: Vec<usize> = (0..events.len()).collect();
+        newest.sort_by(|&a, &b| {
+            let (a, b) = (&events[a], &events[b]);
+            b.at.text().cmp(&a.at.text()).then(b.id.as_deref().unwrap_or("").cmp(a.id.as_deref().unwrap_or("")))
+        });
+        model.records = newest
+            .into_iter()
+            .map(|event| RecordRef {
+                event: u32::try_from(event).expect("fewer than 2^32 record events"),
+                holder: judgement.run_index(&events[event].run_id).map(|run| run as u32),
+            })
+            .collect();
         model.check_aligned(judgement)?;
         model.search = model.build_search(judgement);
         model.search_by_key = model

@@ -256,7 +256,7 @@ fn ledger_is_a_running_best_with_no_event_for_an_equal_value() {
         [("first", None, "new_run"), ("better", Some("first"), "new_run"), ("a-best", Some("better"), "new_run")]
     );
     assert!(events.iter().all(|e| e.policy_version == "ranking-v1"));
-    assert_eq!(events[1].at.text, "2026-01-03T00:00:00Z");
+    assert_eq!(events[1].at.text(), "2026-01-03T00:00:00Z");
     // Idempotent: same rows, same ledger; stored as-is, nothing is pending.
     assert_eq!(index.ledger_for_cohort(0), events);
     assert_eq!(index.recompute_ledger().len(), 4);
@@ -276,9 +276,9 @@ fn a_retraction_appends_an_event_for_the_new_leader_and_deletes_nothing() {
         run("later", 95.0, "2026-03-01T00:00:00Z", json!({})),
     ]);
     let events = index.ledger_for_cohort(0);
-    let chain: Vec<(&str, Option<&str>, &str, &str)> = events
+    let chain: Vec<(&str, Option<&str>, &str, String)> = events
         .iter()
-        .map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str(), e.at.text.as_str()))
+        .map(|e| (e.run_id.as_str(), e.previous_run_id.as_deref(), e.cause.as_str(), e.at.text().into_owned()))
         .collect();
     assert_eq!(
         chain,
@@ -288,6 +288,7 @@ fn a_retraction_appends_an_event_for_the_new_leader_and_deletes_nothing() {
             ("cheat", Some("second"), "new_run", "2026-01-03T00:00:00Z"),
             ("second", Some("cheat"), "retraction", "2026-02-01T00:00:00Z"),
         ]
+        .map(|(run, previous, cause, at)| (run, previous, cause, at.to_string()))
     );
     // The retracted run stays in the catalog, unranked, with its reason.
     let cheat = index.run_index("cheat").unwrap();
@@ -402,4 +403,38 @@ fn a_hardware_filter_that_removes_everything_says_where_the_case_was_measured() 
     request.hardware = None;
     request.dtypes = vec!["fp16".into()];
     assert_eq!(index.resolve(&request).mode, ResolveMode::None, "the workload does not use fp16");
+}
+
+#[test]
+fn a_framework_filter_finds_a_group_by_any_of_its_eligible_runs() {
+    let mut rows = base_rows();
+    rows.push("implementations", object(implementation("triton", json!({"framework": "Triton"}))), Some(7));
+    rows.push("implementations", object(implementation("cuda", json!({"framework": "CUDA"}))), Some(8));
+    let runs = [
+        run("t", 10.0, "2026-01-01T00:00:00Z", json!({"implementationId": "triton"})),
+        // A failed run's framework does not make its group measured for that framework.
+        run("c", 12.0, "2026-01-02T00:00:00Z", json!({"implementationId": "cuda", "status": "runtime_error"})),
+        run("c2", 11.0, "2026-01-03T00:00:00Z", json!({"implementationId": "cuda", "comparisonKey": OTHER_KEY})),
+    ];
+    for (i, row) in runs.into_iter().enumerate() {
+        rows.push("benchmark_runs", row, Some(100 + i as u64));
+    }
+    let index = Index::from_rows(&rows).expect("synthetic catalog indexes");
+    let mut request = ResolveRequest {
+        operation: "scale_add".into(),
+        axes: [("n".into(), json!(1024))].into(),
+        ..Default::default()
+    };
+    assert_eq!(index.resolve(&request).cohorts.len(), 2, "both groups measured n = 1024");
+    request.framework = Some("triton".into());
+    let answer = index.resolve(&request);
+    assert_eq!(answer.mode, ResolveMode::Exact);
+    assert_eq!(answer.cohorts.len(), 1);
+    assert_eq!(answer.cohorts[0].comparison_key, KEY);
+    request.framework = Some("CUDA".into());
+    let answer = index.resolve(&request);
+    assert_eq!(answer.cohorts.len(), 1);
+    assert_eq!(answer.cohorts[0].comparison_key, OTHER_KEY, "the failed CUDA run's group is not measured for CUDA");
+    request.framework = Some("jax".into());
+    assert_eq!(index.resolve(&request).mode, ResolveMode::None);
 }

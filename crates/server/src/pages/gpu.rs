@@ -142,7 +142,7 @@ impl ReadModel {
 
         let observed = |r: &usize| {
             let at = &self.run(*r).observed_at;
-            Some((at.instant, at.text.as_str()))
+            Some((at.instant, at.text()))
         };
         let first_observed_at = runs.iter().filter_map(observed).min().map(|(_, at)| at.to_string());
         let latest_observed_at = runs.iter().filter_map(observed).max().map(|(_, at)| at.to_string());

@@ -62,7 +62,7 @@ impl ReadModel {
         let project = self.projects.get(text(row, "projectId"));
         let op = self.operations.index_of(text(row, "operationId"));
         let mut runs: Vec<usize> = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
-        runs.sort_by(|a, b| self.run(*b).observed_at.text.cmp(&self.run(*a).observed_at.text));
+        runs.sort_by_cached_key(|&r| std::cmp::Reverse(self.run(r).observed_at.text().into_owned()));
         let runs_total = runs.len();
         runs.truncate(PAGE_LIMIT);
         ImplementationView {

@@ -292,7 +292,7 @@ impl ReadModel {
             statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
             rank: facts.rank,
             trust: facts.trust.as_str().into(),
-            observed_at: row.observed_at.text.clone(),
+            observed_at: row.observed_at.text().into_owned(),
         }
     }
 

@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde::Serialize;
 
 use super::{Answer, Link, PageQuery, RunSummary, Shared, html_response, json_response, layout, pager, pages_for};
-use crate::model::{ReadModel, Row, opt_text, text};
+use crate::model::{ReadModel, RecordRef, text};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -127,22 +127,23 @@ impl ReadModel {
     }
 
     /// Whether a record event's new holder passes the filters.
-    pub fn record_matches(&self, event: &Row, filter: &RecordFilter) -> bool {
+    pub fn record_matches(&self, record: RecordRef, filter: &RecordFilter) -> bool {
         if filter.is_empty() {
             return true;
         }
-        let Some(h) = self.judgement.run_index(text(event, "runId")) else {
+        let Some(h) = record.holder.map(|h| h as usize) else {
             return false;
         };
         let row = self.run(h);
         filter.gpu.as_deref().is_none_or(|g| row.hardware_model.as_deref().unwrap_or("") == g)
             && (!filter.verified || self.judgement.facts[h].trust.is_verified())
-            && (!filter.source || self.judgement.runs[h].source_available)
+            && (!filter.source || row.source_available)
     }
 
-    pub fn record_item(&self, event: &Row) -> RecordItem {
-        let holder = self.judgement.run_index(text(event, "runId"));
-        let previous = opt_text(event, "previousRunId").and_then(|p| self.judgement.run_index(p));
+    pub fn record_item(&self, record: RecordRef) -> RecordItem {
+        let event = &self.judgement.record_events[record.event as usize];
+        let holder = record.holder.map(|h| h as usize);
+        let previous = event.previous_run_id.as_deref().and_then(|p| self.judgement.run_index(p));
         let implementation_name = |run: usize| {
             self.implementations
                 .get(&self.run(run).implementation_id)
@@ -151,8 +152,8 @@ impl ReadModel {
                 .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id)))
         };
         RecordItem {
-            at: text(event, "at").into(),
-            cause: text(event, "cause").into(),
+            at: event.at.text().into_owned(),
+            cause: event.cause.clone(),
             operation: holder.and_then(|h| self.run_operation(h)).map(|o| Link {
                 label: self.operation_title(o).into(),
                 href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
@@ -169,7 +170,7 @@ impl ReadModel {
             previous: previous
                 .map(|p| Link { label: implementation_name(p), href: format!("/runs/{}", self.run(p).id) }),
             previous_display: previous.map(|p| crate::pages::primary_display(self.run(p))),
-            comparison_key: text(event, "comparisonKey").into(),
+            comparison_key: event.comparison_key.clone(),
         }
     }
 
@@ -180,14 +181,14 @@ impl ReadModel {
 
     /// Record events whose new holder passes `filter`, newest first, a page at a time.
     pub fn record_list_filtered(&self, filter: &RecordFilter, page: usize, per_page: usize) -> RecordList {
-        let matching: Vec<&Row> = self.record_events.iter().filter(|e| self.record_matches(e, filter)).collect();
-        let total = matching.len();
+        let matching = || self.records.iter().copied().filter(|&r| self.record_matches(r, filter));
+        let total = if filter.is_empty() { self.records.len() } else { matching().count() };
         let pages = pages_for(total, per_page);
         let page = page.clamp(1, pages);
         RecordList {
-            records: matching.iter().skip((page - 1) * per_page).take(per_page).map(|e| self.record_item(e)).collect(),
+            records: matching().skip((page - 1) * per_page).take(per_page).map(|r| self.record_item(r)).collect(),
             total,
-            all: self.record_events.len(),
+            all: self.records.len(),
             page,
             pages,
             filter: filter.clone(),

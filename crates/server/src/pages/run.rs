@@ -17,7 +17,7 @@ use super::{
 };
 use crate::AppState;
 use crate::http::presented_key;
-use crate::model::{ReadModel, Row, RunRow, opt_text, pointer, text};
+use crate::model::{ReadModel, Row, RunDetail, RunRow, opt_text, pointer, text};
 use crate::problem::{FieldProblem, Problem};
 use ki_catalog::{Attestation, AttestationKind, NewAttestation, Scope};
 
@@ -226,8 +226,9 @@ pub struct RunDossier {
 }
 
 impl ReadModel {
-    /// The run's dossier from its whole manifest ([`ReadModel::run_manifest`]).
-    pub fn dossier(&self, run: usize, manifest: Value, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
+    /// The run's dossier from its details ([`ReadModel::run_detail`]).
+    pub fn dossier(&self, run: usize, detail: RunDetail, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
+        let RunDetail { manifest, measurements } = detail;
         let row = self.run(run);
         let id = row.id.clone();
         let digest = row.run_digest.clone();
@@ -269,19 +270,19 @@ impl ReadModel {
             identity: self.identity(run, &manifest, &implementation_link, &project_link),
             correctness: correctness_fields(row, &manifest),
             workload: workload_section(workload, operation.map(|op| &self.operations.rows[op])),
-            measurements: self.measurements(run, &manifest),
+            measurements: measurement_list(&measurements, &manifest),
             statistics: statistics(&run_spec),
             samples: self.samples(row, &run_spec),
             protocol: protocol_fields(&manifest),
             environment: environment_fields(&manifest),
             artifacts: self.artifacts_of(&run_spec, implementation),
             attestations,
-            citation: citation(&id, &digest, &self.run_title(run), base_url, &row.observed_at.text),
+            citation: citation(&id, &digest, &self.run_title(run), base_url, &row.observed_at.text()),
             report_issue_href: format!(
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
                 percent_encode(&format!("Run {id}: "))
             ),
-            published_at: row.published_at.as_ref().map(|t| ki_model::utc::date_of(&t.text).to_string()),
+            published_at: row.published_at.as_ref().map(|t| ki_model::utc::date_of(&t.text()).to_string()),
             source: source
                 .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
@@ -303,12 +304,12 @@ impl ReadModel {
     fn banners(&self, run: usize) -> Vec<Banner> {
         let row = self.run(run);
         let mut banners = Vec::new();
-        if let Some(at) = row.retracted_at.as_ref().map(|at| at.text.as_str()) {
+        if let Some(at) = row.retracted_at.as_ref().map(|at| at.text()) {
             let reason = row.retraction_reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("no reason given");
             banners.push(Banner {
                 kind: "retracted",
                 title: banner_title("retracted"),
-                message: format!("on {}: {reason}", ki_model::utc::date_of(at)),
+                message: format!("on {}: {reason}", ki_model::utc::date_of(&at)),
                 link: None,
             });
         }
@@ -330,7 +331,7 @@ impl ReadModel {
                 });
             }
         }
-        if let Some(observed) = ki_model::utc::day_of(&row.observed_at.text) {
+        if let Some(observed) = ki_model::utc::day_of(&row.observed_at.text()) {
             let age = ki_model::utc::today() - observed;
             if age > STALE_AFTER_DAYS {
                 banners.push(Banner {
@@ -378,7 +379,7 @@ impl ReadModel {
             rank: facts.rank,
             group_size: cohort.ranking.len(),
             profile: profile_label(cohort.profile).into(),
-            observed_at: ki_model::utc::date_of(&row.observed_at.text).into(),
+            observed_at: ki_model::utc::date_of(&row.observed_at.text()).into(),
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
             compare_href: leader_run.map(|leader| format!("/compare?run={id}&run={}", self.run(leader).id)),
             leader: leader_run.map(|leader| self.run_summary(leader)),
@@ -423,51 +424,6 @@ impl ReadModel {
         });
         fields.push(Field::new("run digest", &row.run_digest).code());
         fields
-    }
-
-    fn measurements(&self, run: usize, manifest: &Value) -> Vec<Measurement> {
-        let mut out: Vec<Measurement> = self
-            .judgement
-            .measurements_of(run)
-            .filter_map(|m| {
-                let value = m.value?;
-                Some(Measurement {
-                    label: metric_label(&m.metric),
-                    metric: m.metric.to_string(),
-                    statistic: m.statistic.to_string(),
-                    display: ki_model::units::measured(value, &m.unit),
-                    value,
-                    unit: m.unit.to_string(),
-                    sample_count: m.sample_count,
-                })
-            })
-            .collect();
-        // The manifest's own measurements the table does not carry (the catalog keeps the primary
-        // one as a row; eager, graph replay and speed of light live in the manifest only).
-        let listed = pointer(manifest, &["run", "spec", "measurements"]);
-        for m in listed.and_then(Value::as_array).into_iter().flatten() {
-            let (Some(metric), Some(value)) =
-                (m.get("metric").and_then(Value::as_str), m.get("value").and_then(Value::as_f64))
-            else {
-                continue;
-            };
-            let statistic = m.get("statistic").and_then(Value::as_str).unwrap_or("");
-            if out.iter().any(|o| o.metric == metric && o.statistic == statistic) {
-                continue;
-            }
-            let unit = m.get("unit").and_then(Value::as_str).unwrap_or("").to_string();
-            out.push(Measurement {
-                label: metric_label(metric),
-                metric: metric.into(),
-                statistic: statistic.into(),
-                display: ki_model::units::measured(value, &unit),
-                value,
-                unit,
-                sample_count: m.get("sampleCount").and_then(Value::as_i64),
-            });
-        }
-        out.sort_by(|a, b| (&a.metric, &a.statistic).cmp(&(&b.metric, &b.statistic)));
-        out
     }
 
     /// Where an implementation's source is: its repository, the file the index holds a digest of
@@ -1235,6 +1191,51 @@ pub fn render(d: &RunDossier) -> Markup {
     layout(&format!("Run {}", d.short_id), main)
 }
 
+/// The run's measurement rows and the manifest's own measurements the rows do not carry, by metric.
+fn measurement_list(rows: &[ki_ranking::rows::MeasurementRow], manifest: &Value) -> Vec<Measurement> {
+    let mut out: Vec<Measurement> = rows
+        .iter()
+        .filter_map(|m| {
+            let value = m.value?;
+            Some(Measurement {
+                label: metric_label(&m.metric),
+                metric: m.metric.to_string(),
+                statistic: m.statistic.to_string(),
+                display: ki_model::units::measured(value, &m.unit),
+                value,
+                unit: m.unit.to_string(),
+                sample_count: m.sample_count,
+            })
+        })
+        .collect();
+    // The manifest's own measurements the table does not carry (the catalog keeps the primary
+    // one as a row; eager, graph replay and speed of light live in the manifest only).
+    let listed = pointer(manifest, &["run", "spec", "measurements"]);
+    for m in listed.and_then(Value::as_array).into_iter().flatten() {
+        let (Some(metric), Some(value)) =
+            (m.get("metric").and_then(Value::as_str), m.get("value").and_then(Value::as_f64))
+        else {
+            continue;
+        };
+        let statistic = m.get("statistic").and_then(Value::as_str).unwrap_or("");
+        if out.iter().any(|o| o.metric == metric && o.statistic == statistic) {
+            continue;
+        }
+        let unit = m.get("unit").and_then(Value::as_str).unwrap_or("").to_string();
+        out.push(Measurement {
+            label: metric_label(metric),
+            metric: metric.into(),
+            statistic: statistic.into(),
+            display: ki_model::units::measured(value, &unit),
+            value,
+            unit,
+            sample_count: m.get("sampleCount").and_then(Value::as_i64),
+        });
+    }
+    out.sort_by(|a, b| (&a.metric, &a.statistic).cmp(&(&b.metric, &b.statistic)));
+    out
+}
+
 // ---------- runs ----------
 
 async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
@@ -1243,8 +1244,8 @@ async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Proble
     let id = &model.run(run).id;
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
-    let manifest = model.run_manifest(&state.catalog, run).await.map_err(catalog_problem)?;
-    let mut dossier = model.dossier(run, manifest, attestations, &state.base_url);
+    let detail = model.run_detail(&state.catalog, run).await.map_err(catalog_problem)?;
+    let mut dossier = model.dossier(run, detail, attestations, &state.base_url);
     held_contents(&state.catalog, &model, run, &mut dossier).await.map_err(catalog_problem)?;
     Ok(dossier)
 }

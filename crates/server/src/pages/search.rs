@@ -25,7 +25,8 @@ pub struct SearchAnswer<'a> {
     pub query: String,
     /// The query as the grammar read it (with notes on what it could not use).
     pub request: SearchRequest,
-    /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU.
+    /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU:
+    /// its first ten comparison groups (`omittedCohorts` counts the rest).
     pub answer: Option<ResolveResponse>,
     /// Runs the query names by id, id prefix, digest or external id.
     pub records: Vec<RunHit>,
@@ -48,6 +49,9 @@ pub struct RunHit {
     pub hardware: String,
     pub href: String,
 }
+
+/// Comparison groups the answer leading a search lists (the rest are counted).
+const ANSWER_COHORTS: usize = 10;
 
 /// Runs listed for an id prefix that several runs share.
 const MAX_PREFIX_RUNS: usize = 10;
@@ -227,10 +231,8 @@ impl ReadModel {
                 }
                 // A prefix several runs share: the first of them, by id.
                 Err(ki_ranking::LookupError::Ambiguous { .. }) => {
-                    let mut runs: Vec<usize> =
-                        (0..self.judgement.runs.len()).filter(|&r| self.run(r).id.starts_with(word.as_str())).collect();
-                    runs.sort_by(|&a, &b| self.run(a).id.cmp(&self.run(b).id));
-                    found.extend(runs.into_iter().take(MAX_PREFIX_RUNS).map(|r| (r, "id prefix")));
+                    let runs = self.judgement.runs_with_id_prefix(word).take(MAX_PREFIX_RUNS);
+                    found.extend(runs.map(|r| (r, "id prefix")));
                 }
                 Err(_) => {}
             }
@@ -306,7 +308,8 @@ impl ReadModel {
             .iter()
             .find(|(_, e)| e.kind == "operation" && e.runs > 0)
             .and_then(|(_, e)| e.operation)
-            .map(|op| self.judgement.resolve(&self.resolve_request(op, &request)));
+            // The answer leads the results; the whole list is the resolve form's (one link away).
+            .map(|op| self.judgement.resolve_listing(&self.resolve_request(op, &request), ANSWER_COHORTS));
         let did_you_mean =
             if ranked.is_empty() && records.is_empty() { self.did_you_mean(catalog, &request).await? } else { None };
         let total = ranked.len();
@@ -432,7 +435,7 @@ fn render_answer(resolved: &ResolveResponse) -> Markup {
                 table {
                     caption { "Fastest per comparison group" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
                     thead { tr { th scope="col" { "workload" } th scope="col" { "GPU" } th scope="col" { "#1" } th scope="col" class="num" { "value" } th scope="col" { "best verified" } } }
-                    tbody { @for c in resolved.cohorts.iter().take(10) { tr {
+                    tbody { @for c in &resolved.cohorts { tr {
                         td { (c.axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(" · ")) }
                         td { (c.hardware.as_deref().unwrap_or("—")) }
                         td { @if let Some(first) = c.fastest.first() { a href={ "/runs/" (first.run_id) } { (first.implementation) } } }

@@ -177,7 +177,7 @@ fn request_for(run: usize) -> Value {
 fn resolve_of_a_reported_only_workload_says_best_verified_none_and_stale_where_it_applies() {
     let model = SERVER.state.model();
     let index = &model.judgement;
-    let age = |run: usize| ki_model::utc::today() - ki_model::utc::day_of(&index.runs[run].observed_at.text).unwrap();
+    let age = |run: usize| ki_model::utc::today() - ki_model::utc::day_of(&index.runs[run].observed_at.text()).unwrap();
     // Groups whose eligible runs are all reported (no verified run): one whose #1 is stale, and
     // one whose #1 is not, when the catalog has one.
     let reported_only = |c: &&ki_ranking::Cohort| {
@@ -219,7 +219,7 @@ fn resolve_shows_the_caveats_of(cohort: &ki_ranking::Cohort) {
         view["caveats"].as_array().unwrap().iter().map(|c| c["message"].as_str().unwrap()).collect();
     assert!(messages.iter().any(|m| m.starts_with("best verified: none")), "{messages:?}");
     // Stale exactly when #1 was observed more than 180 days ago (judged independently).
-    let age = ki_model::utc::today() - ki_model::utc::day_of(&index.runs[first].observed_at.text).unwrap();
+    let age = ki_model::utc::today() - ki_model::utc::day_of(&index.runs[first].observed_at.text()).unwrap();
     assert_eq!(kinds.contains(&"stale"), age > ki_ranking::views::STALE_AFTER_DAYS, "age {age}: {kinds:?}");
     // Not deployable, with its reasons, exactly when #1 is not.
     assert_eq!(kinds.contains(&"not_deployable"), !index.facts[first].deployability.deployable);
@@ -274,8 +274,10 @@ fn bundled_html(path: &str) -> Reply {
 fn expected_records(gpu: Option<&str>, verified: bool, source: bool) -> Vec<String> {
     let model = BUNDLED.server.state.model();
     let mut out = Vec::new();
-    for event in &model.record_events {
-        let run_id = event["runId"].as_str().unwrap();
+    let mut events: Vec<&ki_ranking::rows::RecordEventRow> = model.judgement.record_events.iter().collect();
+    events.sort_by(|a, b| (b.at.text(), &b.id).cmp(&(a.at.text(), &a.id)));
+    for event in events {
+        let run_id = event.run_id.as_str();
         let Some(h) = model.judgement.run_index(run_id) else { continue };
         let row = &model.judgement.runs[h];
         if gpu.is_some_and(|g| row.hardware_model.as_deref() != Some(g)) {
@@ -287,7 +289,7 @@ fn expected_records(gpu: Option<&str>, verified: bool, source: bool) -> Vec<Stri
         if source && !row.source_available {
             continue;
         }
-        out.push(format!("{}|{}", event["at"].as_str().unwrap(), run_id));
+        out.push(format!("{}|{}", event.at.text(), run_id));
     }
     out
 }
@@ -330,7 +332,7 @@ fn records_filters_live_in_the_url_and_count_honestly() {
         }
         let (records, first) = all_record_pages(&query);
         assert_eq!(first["total"].as_u64().unwrap() as usize, expected.len(), "{query}");
-        assert_eq!(first["all"].as_u64().unwrap() as usize, model.record_events.len());
+        assert_eq!(first["all"].as_u64().unwrap() as usize, model.judgement.record_events.len());
         assert_eq!(first["pages"].as_u64().unwrap() as usize, expected.len().div_ceil(100).max(1), "{query}");
         let got: Vec<String> = records
             .iter()
@@ -352,7 +354,11 @@ fn records_filters_live_in_the_url_and_count_honestly() {
         if query.is_empty() {
             assert!(page.body.contains(&format!("{} events, newest first", expected.len())));
         } else {
-            assert!(page.body.contains(&format!("{} of {} events match", expected.len(), model.record_events.len())));
+            assert!(page.body.contains(&format!(
+                "{} of {} events match",
+                expected.len(),
+                model.judgement.record_events.len()
+            )));
             let escaped = query.replace('&', "&amp;");
             assert!(page.body.contains(&format!("/records.atom?{escaped}")), "{query}");
             if expected.len() > 100 {

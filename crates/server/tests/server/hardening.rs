@@ -296,7 +296,7 @@ fn compare_exports_escape_html_and_guard_every_formula_lead() {
     let atom = server.get("/records.atom");
     assert!(atom.content_type.starts_with("application/atom+xml"));
     let feed = atom_syndication::Feed::read_from(atom.body.as_bytes()).expect("the feed is valid Atom");
-    assert_eq!(feed.entries().len(), 50.min(server.state.model().record_events.len()));
+    assert_eq!(feed.entries().len(), 50.min(server.state.model().judgement.record_events.len()));
     assert!(!atom.body.contains("<b>&"));
     assert!(feed.entries().iter().all(|e| e.links().first().is_some_and(|l| l.href().starts_with(&server.base))));
 }

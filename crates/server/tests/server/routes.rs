@@ -445,9 +445,9 @@ fn resolve_compare_records_and_catalog_pages_agree_with_the_ranking() {
 
     let atom = get("/records.atom");
     assert!(atom.body.starts_with("<?xml") && atom.body.contains("<feed xmlns=\"http://www.w3.org/2005/Atom\">"));
-    assert_eq!(atom.body.matches("<entry>").count(), 50.min(model.record_events.len()));
+    assert_eq!(atom.body.matches("<entry>").count(), 50.min(model.judgement.record_events.len()));
     let records = get("/api/v1/records").json();
-    assert_eq!(records["total"], model.record_events.len());
+    assert_eq!(records["total"], model.judgement.record_events.len());
 
     let operation = get_html("/operations/gqa-paged-decode-h32-kv4-d128-ps1");
     for part in [
