@@ -453,8 +453,11 @@ fn check_lines(lines: &[&ExportLine], references: &References, progress: &(impl 
 /// text: what a row states decides nothing, it only finds the candidates.
 #[derive(Default)]
 struct DigestMemo {
-    parts: HashMap<String, Vec<(Value, Result<String, String>)>>,
+    parts: HashMap<String, Vec<Remembered>>,
 }
+
+/// A manifest part and its object digest (or why it has none).
+type Remembered = (Value, Result<String, String>);
 
 /// Candidates remembered per stated key: rows that state one key for different parts are
 /// digested each time beyond this.
