@@ -343,7 +343,7 @@ pub(crate) async fn verify_lines(pool: &Pool, lines: &[ExportLine], options: &Im
 /// the import streamed); the importer then skips verification.
 pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<ImportReport> {
     verify_lines(pool, lines, options).await?;
-    let mut importer = Importer::begin(pool, options).await?;
+    let mut importer = Importer::begin(pool, options, Load::Rows).await?;
     importer.verified_before = true;
     let total = lines.len() as u64;
     let mut done = 0;
@@ -588,7 +588,7 @@ impl Val {
     fn of(text: &str) -> Val {
         if let Ok(uuid) = uuid::Uuid::try_parse(text)
             && text.len() == 36
-            && uuid.hyphenated().to_string() == text
+            && *uuid.hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()) == *text
         {
             return Val::Uuid(uuid.as_u128());
         }
@@ -620,6 +620,12 @@ struct PendingReference {
     id: String,
 }
 
+/// SQLite's page cache during an import, in KiB: a million runs' unique keys and indexes.
+const IMPORT_CACHE_KIB: i64 = 384 << 10;
+
+/// Bytes of `COPY` text per statement (PostgreSQL).
+const COPY_BYTES: usize = 2 << 20;
+
 /// Writes queued to the import's writer task before it makes them wait.
 const WRITER_QUEUE: usize = 16;
 
@@ -631,6 +637,12 @@ enum Command {
     Write {
         sql: String,
         params: Vec<SqlValue>,
+        context: String,
+    },
+    /// PostgreSQL: rows in `COPY`'s text format.
+    Copy {
+        sql: String,
+        data: Vec<u8>,
         context: String,
     },
     Fetch {
@@ -678,18 +690,113 @@ pub(crate) struct Importer {
     backend: Backend,
     /// The rows were verified before the import began ([`import_lines`]).
     verified_before: bool,
+    /// The plain indexes of tables empty when the import began, dropped for the load and
+    /// made again (these statements) before the commit.
+    dropped_indexes: Vec<String>,
+    /// PostgreSQL: the foreign keys of those tables, dropped for the load and added again
+    /// (checked) after the indexes.
+    dropped_keys: Vec<String>,
     pub(crate) timing: [std::time::Duration; 5],
+}
+
+/// The plain (not unique) indexes of `table`: (name, the statement that makes it), read from
+/// the database itself so that they are made again exactly as the migrations made them.
+/// Unique indexes stay: they back the keys, unique columns and foreign keys.
+async fn plain_indexes(session: &mut Session, table: &Table) -> Result<Vec<(String, String)>> {
+    let sql = match session.backend() {
+        Backend::Sqlite => {
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL \
+             ORDER BY name"
+        }
+        Backend::Postgres => {
+            "SELECT c.relname::text, pg_get_indexdef(x.indexrelid) FROM pg_index x \
+             JOIN pg_class c ON c.oid = x.indexrelid \
+             WHERE x.indrelid = to_regclass($1::text) AND NOT x.indisunique AND NOT x.indisprimary \
+             ORDER BY 1"
+        }
+    };
+    let found = session
+        .fetch_all(sql, &[SqlValue::Text(Some(table.name.to_string()))], &[rows::Storage::Text, rows::Storage::Text])
+        .await
+        .context(|| format!("cannot list the indexes of {}", table.name))?;
+    Ok(found
+        .into_iter()
+        .filter_map(|values| match (values[0].as_text(), values[1].as_text()) {
+            (Some(name), Some(statement)) if statement.starts_with("CREATE INDEX ") => {
+                Some((name.to_string(), statement.to_string()))
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+/// PostgreSQL: the foreign keys of `table` as (name, the statement that adds it again).
+async fn foreign_keys(session: &mut Session, table: &Table) -> Result<Vec<(String, String)>> {
+    let sql = "SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint \
+               WHERE conrelid = to_regclass($1::text) AND contype = 'f' ORDER BY 1";
+    let found = session
+        .fetch_all(sql, &[SqlValue::Text(Some(table.name.to_string()))], &[rows::Storage::Text, rows::Storage::Text])
+        .await
+        .context(|| format!("cannot list the foreign keys of {}", table.name))?;
+    Ok(found
+        .into_iter()
+        .filter_map(|values| match (values[0].as_text(), values[1].as_text()) {
+            (Some(name), Some(definition)) => Some((
+                name.to_string(),
+                format!("ALTER TABLE {} ADD CONSTRAINT {} {definition}", table.name, quote_ident(name)),
+            )),
+            _ => None,
+        })
+        .collect())
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Whether a file import into `table`, empty when it began, drops the table's plain indexes and
+/// makes them again after the load. Making an index scans the whole table: on SQLite, whose
+/// tables hold their rows' manifests inline (about 3 KB a run), a scan per index costs more than
+/// keeping the index up to date in the import's page cache, so only tables without manifests
+/// (measurements, record events, aliases) are rebuilt there. PostgreSQL rebuilds every table.
+fn rebuilds_indexes(backend: Backend, table: &Table) -> bool {
+    match backend {
+        Backend::Sqlite => table.column("manifest").is_none(),
+        Backend::Postgres => true,
+    }
+}
+
+/// SQLite: the connection's page cache back to its default size (the import's connection goes
+/// back to the pool). Best effort: the cache only sizes memory.
+async fn restore_cache(session: &mut Session) {
+    if session.backend() == Backend::Sqlite {
+        let _ = session.execute("PRAGMA cache_size = -2000", &[]).await;
+    }
+}
+
+/// How an import loads its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Load {
+    /// Rows in memory (publishing, the queue, sources): few, into tables that stay indexed.
+    Rows,
+    /// A file: a table empty when the import began is loaded without its plain indexes,
+    /// which are made again, sorted once, before the commit (in the same transaction).
+    File,
 }
 
 impl Importer {
     /// Begins the import's transaction (a write transaction unless a dry run) and reads
     /// which tables hold rows.
-    pub(crate) async fn begin(pool: &Pool, options: &ImportOptions) -> Result<Importer> {
+    pub(crate) async fn begin(pool: &Pool, options: &ImportOptions, load: Load) -> Result<Importer> {
         let mut session = Session::begin(pool, !options.dry_run).await?;
         let backend = session.backend();
         if backend == Backend::Sqlite && !options.dry_run {
-            // A bulk load's pages stay in memory until the commit spills them (64 MiB at most).
-            session.execute("PRAGMA cache_size = -65536", &[]).await.context(|| "cannot size the cache".into())?;
+            // The pages a bulk load keeps changing (the B-trees of its tables' unique keys and of the
+            // indexes kept up to date) stay in memory rather than being written and read again.
+            session
+                .execute(&format!("PRAGMA cache_size = -{IMPORT_CACHE_KIB}"), &[])
+                .await
+                .context(|| "cannot size the cache".into())?;
         }
         let mut stored_before = Vec::with_capacity(TABLES.len());
         for table in TABLES {
@@ -700,6 +807,30 @@ impl Importer {
                 .context(|| format!("cannot read {}", table.name))?;
             stored_before.push(!rows.is_empty());
         }
+        let mut dropped_indexes = Vec::new();
+        let mut dropped_keys = Vec::new();
+        if load == Load::File && !options.dry_run {
+            for (table, stored) in TABLES.iter().zip(&stored_before) {
+                if *stored || !rebuilds_indexes(backend, table) {
+                    continue;
+                }
+                for (name, statement) in plain_indexes(&mut session, table).await? {
+                    let drop = format!("DROP INDEX {}", quote_ident(&name));
+                    session.execute(&drop, &[]).await.context(|| format!("cannot drop the index {name}"))?;
+                    dropped_indexes.push(statement);
+                }
+                // PostgreSQL checks a deferred foreign key per row at the commit (and a table with
+                // such checks pending cannot be indexed); added again after the load, each is
+                // checked by one join.
+                if backend == Backend::Postgres {
+                    for (name, statement) in foreign_keys(&mut session, table).await? {
+                        let drop = format!("ALTER TABLE {} DROP CONSTRAINT {}", table.name, quote_ident(&name));
+                        session.execute(&drop, &[]).await.context(|| format!("cannot drop {name}"))?;
+                        dropped_keys.push(statement);
+                    }
+                }
+            }
+        }
         let (sender, mut receiver) = tokio::sync::mpsc::channel::<Command>(WRITER_QUEUE);
         let handle = tokio::spawn(async move {
             let mut outcome: Result<()> = Ok(());
@@ -708,6 +839,13 @@ impl Importer {
                     Command::Write { sql, params, context } => {
                         if outcome.is_ok()
                             && let Err(cause) = session.execute(&sql, &params).await
+                        {
+                            outcome = Err(CatalogError::Database { context, cause });
+                        }
+                    }
+                    Command::Copy { sql, data, context } => {
+                        if outcome.is_ok()
+                            && let Err(cause) = session.copy_in(&sql, &data).await
                         {
                             outcome = Err(CatalogError::Database { context, cause });
                         }
@@ -749,6 +887,8 @@ impl Importer {
             lines: 0,
             backend,
             verified_before: false,
+            dropped_indexes,
+            dropped_keys,
             timing: Default::default(),
         })
     }
@@ -1060,11 +1200,17 @@ impl Importer {
                 new_rows.push(row);
             }
             // References of the new rows: to a snapshot row, or a stored one.
+            let targets: Vec<Option<usize>> = table
+                .columns
+                .iter()
+                .map(|column| {
+                    column.references.map(|target| TABLES.iter().position(|known| known.name == target).expect("known"))
+                })
+                .collect();
             let mut unknown: HashMap<usize, Vec<String>> = HashMap::new();
             for row in &new_rows {
-                for (column, value) in table.columns.iter().zip(&row.values) {
-                    let (Some(target), Some(id)) = (column.references, value.as_text()) else { continue };
-                    let target_position = TABLES.iter().position(|known| known.name == target).expect("known");
+                for (target, value) in targets.iter().zip(&row.values) {
+                    let (Some(target_position), Some(id)) = (*target, value.as_text()) else { continue };
                     let id_val = Val::of(id);
                     if !self.seen[target_position].contains_key(&id_val)
                         && !self.stored_ids[target_position].contains_key(&id_val)
@@ -1079,28 +1225,38 @@ impl Importer {
             for row in new_rows {
                 let mut wait = false;
                 for (index, (column, value)) in table.columns.iter().zip(&row.values).enumerate() {
-                    let (Some(target), Some(id)) = (column.references, value.as_text()) else { continue };
-                    let target_position = TABLES.iter().position(|known| known.name == target).expect("known");
+                    let (Some(target), Some(target_position), Some(id)) =
+                        (column.references, targets[index], value.as_text())
+                    else {
+                        continue;
+                    };
                     let id_val = Val::of(id);
-                    let stored = self.stored_ids[target_position].get(&id_val).copied().unwrap_or(false);
+                    let stored = self.stored_before[target_position]
+                        && self.stored_ids[target_position].get(&id_val).copied().unwrap_or(false);
                     if stored {
                         continue;
                     }
                     // A row of this import: written already, unless it waits itself (or comes
                     // later in the same table, which one statement covers only within a batch).
-                    let earlier = self.seen[target_position].get(&id_val).is_some_and(|line| *line <= row.line)
-                        || target_position < position && self.seen[target_position].contains_key(&id_val);
-                    if !self.seen[target_position].contains_key(&id_val) {
-                        self.pending.push(PendingReference {
-                            table: position,
-                            line: row.line,
-                            column: index,
-                            target,
-                            id: id.to_string(),
-                        });
-                        wait = true;
-                    } else if !earlier || self.deferred_keys[target_position].contains(&id_val) {
-                        wait = true;
+                    match self.seen[target_position].get(&id_val).copied() {
+                        None => {
+                            self.pending.push(PendingReference {
+                                table: position,
+                                line: row.line,
+                                column: index,
+                                target,
+                                id: id.to_string(),
+                            });
+                            wait = true;
+                        }
+                        Some(line) => {
+                            let earlier = line <= row.line || target_position < position;
+                            let target_waits = !self.deferred_keys[target_position].is_empty()
+                                && self.deferred_keys[target_position].contains(&id_val);
+                            if !earlier || target_waits {
+                                wait = true;
+                            }
+                        }
                     }
                 }
                 if wait {
@@ -1125,15 +1281,31 @@ impl Importer {
         let Some((sender, _)) = &self.writer else {
             return Err(CatalogError::Export("the import's transaction has ended".into()));
         };
-        for batch in rows.chunks(store::batch_rows(table)) {
-            let sql = store::insert_sql(self.backend, table, batch.len());
-            let params: Vec<SqlValue> = batch.iter().flat_map(|row| row.values.iter().cloned()).collect();
-            let lines: Vec<String> = batch.iter().map(|row| row.line.to_string()).collect();
-            let context = format!("cannot write {} rows (lines {})", table.name, abbreviate(&lines));
-            sender
-                .send(Command::Write { sql, params, context })
-                .await
-                .map_err(|_| CatalogError::Export("the import's writer stopped".into()))?;
+        let stopped = |_| CatalogError::Export("the import's writer stopped".into());
+        if self.backend == Backend::Postgres {
+            // COPY, in statements of about COPY_BYTES each.
+            let mut start = 0;
+            while start < rows.len() {
+                let mut data = Vec::with_capacity(COPY_BYTES + (COPY_BYTES >> 2));
+                let mut end = start;
+                while end < rows.len() && data.len() < COPY_BYTES {
+                    store::copy_row(&rows[end].values, &mut data);
+                    end += 1;
+                }
+                let lines = [rows[start].line.to_string(), rows[end - 1].line.to_string()];
+                let context =
+                    format!("cannot write {} rows (lines {})", table.name, abbreviate(&lines[..(end - start).min(2)]));
+                sender.send(Command::Copy { sql: store::copy_sql(table), data, context }).await.map_err(stopped)?;
+                start = end;
+            }
+        } else {
+            for batch in rows.chunks(store::batch_rows(table)) {
+                let sql = store::insert_sql(self.backend, table, batch.len());
+                let params: Vec<SqlValue> = batch.iter().flat_map(|row| row.values.iter().cloned()).collect();
+                let lines: Vec<String> = batch.iter().map(|row| row.line.to_string()).collect();
+                let context = format!("cannot write {} rows (lines {})", table.name, abbreviate(&lines));
+                sender.send(Command::Write { sql, params, context }).await.map_err(stopped)?;
+            }
         }
         match table.name {
             "operations" | "operation_aliases" | "implementations" | "projects" => self.search.text_changed = true,
@@ -1157,7 +1329,8 @@ impl Importer {
     /// Rolls the transaction back after an error of `add`.
     pub(crate) async fn abandon(mut self) {
         let _ = self.reclaim().await;
-        if let Some(session) = self.session.take() {
+        if let Some(mut session) = self.session.take() {
+            restore_cache(&mut session).await;
             let _ = session.rollback().await;
         }
     }
@@ -1167,8 +1340,12 @@ impl Importer {
     /// that waited are written, the search index refreshed and the record events appended,
     /// and the transaction committed (rolled back after a dry run).
     pub(crate) async fn finish(mut self) -> Result<ImportReport> {
+        let started = std::time::Instant::now();
         let concluded = self.conclude().await;
         let reclaimed = self.reclaim().await;
+        if std::env::var_os("KI_IMPORT_TIMING").is_some() {
+            eprintln!("concluded (queued writes done) in {:?}", started.elapsed());
+        }
         let Some(mut session) = self.session.take() else {
             return Err(concluded
                 .err()
@@ -1183,10 +1360,15 @@ impl Importer {
         match outcome {
             Ok(report) if !report.dry_run => {
                 report_progress(&self.options, ImportStage::Committing, None, self.lines, self.lines);
+                let started = std::time::Instant::now();
                 session.commit().await.context(|| "cannot commit the import".into())?;
+                if std::env::var_os("KI_IMPORT_TIMING").is_some() {
+                    eprintln!("committed in {:?}", started.elapsed());
+                }
                 Ok(report)
             }
             outcome => {
+                restore_cache(&mut session).await;
                 session.rollback().await.context(|| "cannot roll back".into())?;
                 outcome
             }
@@ -1195,6 +1377,30 @@ impl Importer {
 
     /// After every row is written: the search index, the record events, the cache size.
     async fn complete(&mut self, session: &mut Session, mut report: ImportReport) -> Result<ImportReport> {
+        let started = std::time::Instant::now();
+        if session.backend() == Backend::Postgres && !self.dropped_indexes.is_empty() {
+            // Each index is sorted in memory rather than in temporary files (this transaction only).
+            session
+                .execute("SET LOCAL maintenance_work_mem = '256MB'", &[])
+                .await
+                .context(|| "cannot set maintenance_work_mem".into())?;
+        }
+        for statement in std::mem::take(&mut self.dropped_indexes) {
+            session.execute(&statement, &[]).await.context(|| format!("cannot make an index again: {statement}"))?;
+        }
+        let indexed = started.elapsed();
+        for statement in std::mem::take(&mut self.dropped_keys) {
+            session
+                .execute(&statement, &[])
+                .await
+                .context(|| format!("cannot add a foreign key again: {statement}"))?;
+        }
+        if std::env::var_os("KI_IMPORT_TIMING").is_some() {
+            eprintln!(
+                "indexes made again in {indexed:?}, foreign keys added again in {:?}",
+                started.elapsed() - indexed
+            );
+        }
         let search = std::mem::take(&mut self.search);
         crate::search::refresh(session, &search).await?;
         let append = self.options.append_record_events
@@ -1205,9 +1411,7 @@ impl Importer {
                 events.inserted += report.record_events.len() as u64;
             }
         }
-        if session.backend() == Backend::Sqlite {
-            session.execute("PRAGMA cache_size = -2000", &[]).await.context(|| "cannot size the cache".into())?;
-        }
+        restore_cache(session).await;
         Ok(report)
     }
 
@@ -1343,7 +1547,7 @@ pub(crate) async fn import_file(pool: &Pool, path: &std::path::Path, options: &I
         }
     });
     let outcome = async {
-        let mut importer = Importer::begin(pool, options).await?;
+        let mut importer = Importer::begin(pool, options, Load::File).await?;
         report_progress(options, ImportStage::Verifying, None, 0, file_len);
         let mut waited = std::time::Duration::ZERO;
         let mut working = std::time::Duration::ZERO;

@@ -102,8 +102,19 @@ pub fn prepare_row(table: &'static Table, line: usize, row: &Map<String, Value>)
     };
     let mut values = Vec::with_capacity(table.columns.len());
     let mut found = 0;
+    // Rows usually hold their columns in the table's order (exports are written so): each
+    // column is first looked for at the next key, and looked up by name only when not there.
+    let mut next = row.iter().peekable();
     for column in table.columns {
-        let value = match row.get(column.json) {
+        let in_order = match next.peek() {
+            Some((key, value)) if key.as_str() == column.json => {
+                let value = *value;
+                next.next();
+                Some(value)
+            }
+            _ => None,
+        };
+        let value = match in_order.or_else(|| row.get(column.json)) {
             Some(value) => {
                 found += 1;
                 column_value(column, value)
@@ -253,7 +264,7 @@ fn type_name(value: &Value) -> &'static str {
 /// so both backends give back the same text.
 fn check_uuid(text: &str) -> Result<(), String> {
     match uuid::Uuid::try_parse(text) {
-        Ok(parsed) if parsed.hyphenated().to_string() == text => Ok(()),
+        Ok(parsed) if *parsed.hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()) == *text => Ok(()),
         Ok(_) => Err(format!("{text:?} is not in canonical lowercase hyphenated UUID form")),
         Err(error) => Err(format!("{text:?} is not a UUID: {error}")),
     }

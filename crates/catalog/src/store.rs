@@ -117,6 +117,59 @@ pub(crate) fn insert_sql(backend: Backend, table: &Table, rows: usize) -> String
     sql
 }
 
+/// `COPY table (columns) FROM STDIN`: PostgreSQL's bulk load of new rows, in its text format
+/// ([`copy_row`]), the columns as [`insert_sql`] names them.
+pub(crate) fn copy_sql(table: &Table) -> String {
+    let columns: Vec<&str> = table.columns.iter().map(|column| column.sql).collect();
+    format!("COPY {} ({}) FROM STDIN", table.name, columns.join(", "))
+}
+
+/// Appends one row in `COPY`'s text format: values separated by tabs, `\N` for null, a
+/// backslash, tab, newline and carriage return in text escaped; doubles in their shortest
+/// text that reads back as the same double, as a bound double is stored.
+pub(crate) fn copy_row(values: &[SqlValue], out: &mut Vec<u8>) {
+    use std::io::Write as _;
+    for (index, value) in values.iter().enumerate() {
+        if index > 0 {
+            out.push(b'\t');
+        }
+        match value {
+            SqlValue::Text(None) | SqlValue::Int(None) | SqlValue::Real(None) | SqlValue::Bool(None) => {
+                out.extend_from_slice(b"\\N")
+            }
+            SqlValue::Text(Some(text)) if !text.bytes().any(|byte| matches!(byte, b'\\' | b'\t' | b'\n' | b'\r')) => {
+                out.extend_from_slice(text.as_bytes())
+            }
+            SqlValue::Text(Some(text)) => {
+                let bytes = text.as_bytes();
+                let mut start = 0;
+                for (at, byte) in bytes.iter().enumerate() {
+                    let escaped: &[u8] = match byte {
+                        b'\\' => b"\\\\",
+                        b'\t' => b"\\t",
+                        b'\n' => b"\\n",
+                        b'\r' => b"\\r",
+                        _ => continue,
+                    };
+                    out.extend_from_slice(&bytes[start..at]);
+                    out.extend_from_slice(escaped);
+                    start = at + 1;
+                }
+                out.extend_from_slice(&bytes[start..]);
+            }
+            SqlValue::Int(Some(number)) => {
+                let _ = write!(out, "{number}");
+            }
+            // Rust writes the shortest digits that read back as the same double.
+            SqlValue::Real(Some(number)) => {
+                let _ = write!(out, "{number:?}");
+            }
+            SqlValue::Bool(Some(flag)) => out.push(if *flag { b't' } else { b'f' }),
+        }
+    }
+    out.push(b'\n');
+}
+
 /// Rows per INSERT statement: big enough to keep round trips few, within both
 /// backends' parameter limits (SQLite 32766, PostgreSQL 65535).
 pub(crate) fn batch_rows(table: &Table) -> usize {
@@ -319,6 +372,18 @@ impl Session {
         match self {
             Session::Sqlite(tx) => sqlite_io::run_script(tx, sql).await,
             Session::Postgres(tx) => pg_io::run_script(tx, sql).await,
+        }
+    }
+
+    /// `COPY … FROM STDIN` of `data` ([`copy_row`]s) in this transaction (PostgreSQL only).
+    pub(crate) async fn copy_in(&mut self, statement: &str, data: &[u8]) -> Result<u64, sqlx::Error> {
+        match self {
+            Session::Postgres(tx) => {
+                let mut copy = tx.copy_in_raw(statement).await?;
+                copy.send(data).await?;
+                copy.finish().await
+            }
+            Session::Sqlite(_) => Err(sqlx::Error::Protocol("COPY is PostgreSQL's".into())),
         }
     }
 

@@ -67,12 +67,13 @@ pub fn is_digest(text: &str) -> bool {
 /// The object digest of a manifest: JCS of `{apiVersion, kind, spec}` only.
 pub fn object_digest(manifest: &Value) -> Result<String, IdentityError> {
     let object = manifest.as_object().ok_or_else(|| shape("", "a manifest must be an object"))?;
-    let mut identity = Map::new();
+    let mut identity: Vec<(&str, &Value)> = Vec::with_capacity(3);
     for field in ["apiVersion", "kind", "spec"] {
         let part = object.get(field).ok_or_else(|| shape(&format!("/{field}"), "required for the object digest"))?;
-        identity.insert(field.to_string(), part.clone());
+        identity.push((field, part));
     }
-    digest_of(&Value::Object(identity))
+    // JCS of {apiVersion, kind, spec}, written from the manifest's own members (no copy).
+    Ok(sha256_digest(jcs::canonicalize_members(&identity)?.as_bytes()))
 }
 
 /// The correctness key of a workload's `spec.correctness`; an absent body is left out

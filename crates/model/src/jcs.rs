@@ -44,6 +44,28 @@ pub fn write_canonical(value: &Value, out: &mut String) -> Result<(), JcsError> 
     write_value(value, out, &mut path)
 }
 
+/// Canonical JSON text of the object whose members are `members` (distinct names), as
+/// [`canonicalize`] writes that object, without building it.
+pub fn canonicalize_members(members: &[(&str, &Value)]) -> Result<String, JcsError> {
+    let mut entries: Vec<(&str, &Value)> = members.to_vec();
+    entries.sort_unstable_by(|(a, _), (b, _)| compare_utf16(a, b));
+    let mut out = String::with_capacity(256);
+    let mut path = Vec::new();
+    out.push('{');
+    for (index, (key, item)) in entries.into_iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_string(key, &mut out);
+        out.push(':');
+        path.push(Step::Key(key));
+        write_value(item, &mut out, &mut path)?;
+        path.pop();
+    }
+    out.push('}');
+    Ok(out)
+}
+
 /// One step of the path to the value being written, kept only to name it in errors.
 enum Step<'a> {
     Key(&'a str),
@@ -253,6 +275,20 @@ mod tests {
         let error = canonicalize(&json!({"a": [1, 9007199254740993u64]})).unwrap_err();
         assert_eq!(error, JcsError::UnsafeInteger { pointer: "/a/1".into(), literal: "9007199254740993".into() });
         assert!(canonicalize(&json!(-9007199254740993i64)).is_err());
+    }
+
+    #[test]
+    fn members_canonicalize_as_the_object_they_make() {
+        let spec = json!({"b": [1, 2.5, "x\u{1}"], "a": {"z": null, "é": true}});
+        let members: [(&str, &Value); 3] = [("spec", &spec), ("kind", &json!("K")), ("apiVersion", &json!("v"))];
+        let object: Map<String, Value> =
+            members.iter().map(|(key, value)| (key.to_string(), (*value).clone())).collect();
+        assert_eq!(canonicalize_members(&members).unwrap(), canonicalize(&Value::Object(object)).unwrap());
+        let unsafe_spec = json!({"a": [9007199254740993u64]});
+        assert_eq!(
+            canonicalize_members(&[("spec", &unsafe_spec)]).unwrap_err(),
+            canonicalize(&json!({"spec": unsafe_spec})).unwrap_err()
+        );
     }
 
     #[test]

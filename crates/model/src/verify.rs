@@ -427,18 +427,56 @@ fn check_lines(lines: &[&ExportLine], references: &References, progress: &(impl 
     let done = std::sync::atomic::AtomicU64::new(0);
     lines
         .par_chunks(256)
-        .fold(empty_tallies, |mut tallies, chunk| {
-            for line in chunk {
-                check_line(line, references, &mut |field, outcome| {
-                    let slot = FIELDS.iter().position(|known| *known == field).expect("every checked field is listed");
-                    tallies[slot].record(outcome);
-                });
-            }
-            let total = done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
-            progress(total);
-            tallies
-        })
+        .fold(
+            || (empty_tallies(), DigestMemo::default()),
+            |(mut tallies, mut memo), chunk| {
+                for line in chunk {
+                    check_line(line, references, &mut memo, &mut |field, outcome| {
+                        let slot =
+                            FIELDS.iter().position(|known| *known == field).expect("every checked field is listed");
+                        tallies[slot].record(outcome);
+                    });
+                }
+                let total =
+                    done.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed) + chunk.len() as u64;
+                progress(total);
+                (tallies, memo)
+            },
+        )
+        .map(|(tallies, _)| tallies)
         .reduce(empty_tallies, merge_tallies)
+}
+
+/// Object digests of manifest parts that many rows repeat (a run's protocol and environment),
+/// remembered by the key the row states for them. A part reuses a remembered digest only when
+/// it equals (as JSON) the part that digest was computed from, so it has the same canonical
+/// text: what a row states decides nothing, it only finds the candidates.
+#[derive(Default)]
+struct DigestMemo {
+    parts: HashMap<String, Vec<Remembered>>,
+}
+
+/// A manifest part and its object digest (or why it has none).
+type Remembered = (Value, Result<String, String>);
+
+/// Candidates remembered per stated key: rows that state one key for different parts are
+/// digested each time beyond this.
+const MEMO_CANDIDATES: usize = 4;
+
+impl DigestMemo {
+    /// `manifest_digest(part, at)`, remembered under `stated`.
+    fn digest(&mut self, part: Option<&Value>, at: &str, stated: Option<&str>) -> Result<String, String> {
+        let (Some(value), Some(stated)) = (part, stated) else { return manifest_digest(part, at) };
+        let candidates = self.parts.entry(stated.to_string()).or_default();
+        if let Some((_, digest)) = candidates.iter().find(|(known, _)| known == value) {
+            return digest.clone();
+        }
+        let digest = manifest_digest(part, at);
+        if candidates.len() < MEMO_CANDIDATES {
+            candidates.push((value.clone(), digest.clone()));
+        }
+        digest
+    }
 }
 
 impl Verifier {
@@ -584,7 +622,12 @@ fn manifest_str(manifest: Option<&Value>, pointer: &str) -> Result<String, Strin
         .ok_or_else(|| format!("manifest{pointer}: required string"))
 }
 
-fn check_line(line: &ExportLine, index: &References, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+fn check_line(
+    line: &ExportLine,
+    index: &References,
+    memo: &mut DigestMemo,
+    record: &mut dyn FnMut(Field, Result<(), Mismatch>),
+) {
     let row = &line.row;
     let manifest = row.get("manifest");
     match line.table.as_str() {
@@ -620,7 +663,7 @@ fn check_line(line: &ExportLine, index: &References, record: &mut dyn FnMut(Fiel
                 record,
             );
         }
-        "benchmark_runs" => check_benchmark_run(line, index, record),
+        "benchmark_runs" => check_benchmark_run(line, index, memo, record),
         "measurements" => {
             let stated = referenced(row, "runId", "benchmark_runs", index).map(|run| match run {
                 Fact::Run(_, stated) => &stated[..],
@@ -705,7 +748,12 @@ fn check_reference(
     record(field, outcome);
 }
 
-fn check_benchmark_run(line: &ExportLine, index: &References, record: &mut dyn FnMut(Field, Result<(), Mismatch>)) {
+fn check_benchmark_run(
+    line: &ExportLine,
+    index: &References,
+    memo: &mut DigestMemo,
+    record: &mut dyn FnMut(Field, Result<(), Mismatch>),
+) {
     let row = &line.row;
     let manifest = row.get("manifest");
     let run = manifest.and_then(|m| m.get("run"));
@@ -713,8 +761,9 @@ fn check_benchmark_run(line: &ExportLine, index: &References, record: &mut dyn F
     let environment = manifest.and_then(|m| m.get("environment"));
 
     record(RUN_DIGEST, compare(line, stored(row, "runDigest"), manifest_digest(run, "manifest/run")));
-    let protocol_key = manifest_digest(protocol, "manifest/protocol");
-    let environment_key = manifest_digest(environment, "manifest/environment");
+    let stated = |column: &str| row.get(column).and_then(Value::as_str);
+    let protocol_key = memo.digest(protocol, "manifest/protocol", stated("protocolKey"));
+    let environment_key = memo.digest(environment, "manifest/environment", stated("environmentKey"));
     record(RUN_PROTOCOL_KEY, compare(line, stored(row, "protocolKey"), protocol_key.clone()));
     record(RUN_ENVIRONMENT_KEY, compare(line, stored(row, "environmentKey"), environment_key.clone()));
     check_reference(line, RUN_PROTOCOL_DIGEST, manifest_str(run, "/spec/protocolDigest"), protocol_key.clone(), record);

@@ -135,3 +135,57 @@ async fn dangling_reference_found_at_the_end(db: TestDb) {
     catalog.close().await;
 }
 on_both_backends!(dangling_reference_found_at_the_end);
+
+/// The schema objects an import may drop and make again: every index (name and definition)
+/// and, on PostgreSQL, every constraint, as text in name order.
+async fn schema_of(db: &TestDb) -> Vec<(String, String)> {
+    let sql = if db.url.starts_with("sqlite:") {
+        "SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'index' ORDER BY name"
+    } else {
+        "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = current_schema() \
+         UNION ALL SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint \
+         WHERE connamespace = current_schema()::regnamespace ORDER BY 1, 2"
+    };
+    if db.url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+        let rows: Vec<(String, String)> = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
+        pool.close().await;
+        rows
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        let rows: Vec<(String, String)> = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
+        pool.close().await;
+        rows
+    }
+}
+
+/// A file imported into empty tables is loaded without their plain indexes (and, on PostgreSQL,
+/// foreign keys), which are made again in the import's transaction: afterwards the schema is the
+/// one the migrations made, and after a refused import too. Re-importing into the now filled
+/// tables (which keep their indexes) finds every row unchanged.
+async fn bulk_load_leaves_the_schema_as_migrated(db: TestDb) {
+    let catalog = db.open().await;
+    let migrated = schema_of(&db).await;
+    assert!(migrated.iter().any(|(name, _)| name == "benchmark_runs_comparison_key_primary_value_idx"), "{migrated:?}");
+    let directory = tempfile::tempdir().unwrap();
+
+    let mut altered = shared_lines().to_vec();
+    let at = last_of(&altered, "serving_measurements");
+    let value = altered[at].row["value"].as_f64().unwrap();
+    altered[at].row.insert("value".into(), Value::from(value * 2.0 + 1.0));
+    let path = write_file(&directory, "altered.jsonl", &altered);
+    assert!(catalog.import_file(&path, &ImportOptions::default()).await.is_err(), "{}", db.name);
+    assert_eq!(schema_of(&db).await, migrated, "{}: the schema after a refused import", db.name);
+
+    let path = write_file(&directory, "shared.jsonl", shared_lines());
+    let report = catalog.import_file(&path, &ImportOptions::default()).await.unwrap();
+    assert_eq!(report.inserted(), shared_lines().len() as u64, "{}", db.name);
+    assert_eq!(schema_of(&db).await, migrated, "{}: the schema after the import", db.name);
+    assert!(export_text(&catalog).await == shared_export_text(), "{}: the export differs", db.name);
+
+    let again = catalog.import_file(&path, &ImportOptions::default()).await.unwrap();
+    assert_eq!((again.inserted(), again.unchanged()), (0, shared_lines().len() as u64), "{}", db.name);
+    assert_eq!(schema_of(&db).await, migrated, "{}", db.name);
+    catalog.close().await;
+}
+on_both_backends!(bulk_load_leaves_the_schema_as_migrated);
