@@ -2,7 +2,9 @@
 # Issue 15's serving figures on one catalog, release build, wrk on loopback:
 #   1. `ki serve` resident memory (VmRSS) once it answers, and 3 s later;
 #   2. a run page (p50, p99, req/s at 32 connections), POST /api/v1/resolve/kernel for that
-#      run's workload (p50), and GET /api/v1/search for the run's operation (p99 at 16);
+#      run's workload (p50 at 32 and at 4 connections), GET /api/v1/search for the run's
+#      operation (p99 at 16), and a hundred operations' searches in turn (p99 at 16; each one's
+#      first asking timed alone before);
 #   3. with WRITES=N: the run page again while `ki admin retract` lands one write a second on
 #      other runs (N writes), every answer checked (non-2xx or socket errors fail the script);
 #      then resident memory once the reloads have settled.
@@ -61,6 +63,19 @@ open(sys.argv[2] + "/resolve.lua", "w").write(
     'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' % json.dumps(body))
 open(sys.argv[2] + "/search", "w").write(urllib.parse.quote(operation.replace("_", " ").replace("-", " ")))
 EOF
+# A hundred searches, one per operation (its name's words), asked in turn: the first round finds
+# each word in the catalog's search index, the later ones reuse what this model found.
+curl -fsS "$BASE/api/v1/operations" >"$WORK/operations.json"
+python3 - "$WORK/operations.json" "$WORK" <<'EOF'
+import json, sys, urllib.parse
+listed = json.load(open(sys.argv[1]))
+items = listed["operations"] if isinstance(listed, dict) else listed
+paths = ["/api/v1/search?q=" + urllib.parse.quote(item["slug"].replace("_", " ").replace("-", " ")) for item in items[:100]]
+open(sys.argv[2] + "/searches", "w").write("\n".join(paths) + "\n")
+open(sys.argv[2] + "/searches.lua", "w").write(
+    "paths = {%s}\ni = 0\nrequest = function()\n  i = i + 1\n  return wrk.format(\"GET\", paths[(i %% #paths) + 1])\nend\n"
+    % ", ".join(json.dumps(p) for p in paths))
+EOF
 figures() { # label, wrk arguments...: p50 p99 req/s; fails on any error answer
   local label=$1 out; shift
   out=$(wrk -t2 -d"$DURATION" --latency "$@")
@@ -68,6 +83,9 @@ figures() { # label, wrk arguments...: p50 p99 req/s; fails on any error answer
   printf '| %s | %s | %s | %s |\n' "$label" "$(awk '$1=="50%"{print $2}' <<<"$out")" \
     "$(awk '$1=="99%"{print $2}' <<<"$out")" "$(awk '$1=="Requests/sec:"{print $2}' <<<"$out")"
 }
+# Each of the hundred searches once, as the first to ask it (its words' first look-up).
+first=$(while read -r path; do curl -fsS -o /dev/null -w '%{time_total}\n' "$BASE$path"; done <"$WORK/searches" | sort -n)
+echo "first asking of $(grep -c . <<<"$first") searches: median $(awk '{a[NR]=$1} END {printf "%.1f ms", 1000*a[int((NR+1)/2)]}' <<<"$first"), slowest $(tail -1 <<<"$first" | awk '{printf "%.1f ms", 1000*$1}')"
 wrk -t1 -c4 -d2s "$BASE/runs/$RUN" >/dev/null
 echo
 echo "| request | p50 | p99 | req/s |"
@@ -76,6 +94,8 @@ figures "run page /runs/$RUN, c32" -c32 "$BASE/runs/$RUN"
 figures "resolve its workload, c32" -c32 -s "$WORK/resolve.lua" "$BASE/api/v1/resolve/kernel"
 figures "search \`$(python3 -c 'import sys,urllib.parse;print(urllib.parse.unquote(sys.argv[1]))' "$(cat "$WORK/search")")\`, c16" \
   -c16 "$BASE/api/v1/search?q=$(cat "$WORK/search")"
+figures "search, $(grep -c . "$WORK/searches") operations' names in turn, c16" -c16 -s "$WORK/searches.lua" "$BASE"
+figures "resolve its workload, c4" -c4 -s "$WORK/resolve.lua" "$BASE/api/v1/resolve/kernel"
 
 if [ "$WRITES" -gt 0 ]; then
   python3 -c 'import json,sys;[print(r["id"]) for r in json.load(open(sys.argv[1]))["runs"][1:1 + int(sys.argv[2])]]' \

@@ -44,6 +44,7 @@ fn main() {
             dtypes: workload.dtypes.clone(),
             hardware: run.hardware_model.as_deref().map(str::to_string),
             framework: None,
+            limit: None,
         });
     }
     // Warm caches once, then time each request alone, several rounds.

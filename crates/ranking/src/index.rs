@@ -108,11 +108,10 @@ pub struct Index {
     pub cohorts: Vec<Cohort>,
 
     pub(crate) source_by_id: HashMap<String, usize>,
-    pub(crate) run_by_id: KeyIndex,
-    pub(crate) run_by_digest: KeyIndex,
-    /// Runs in id order and in digest order, for prefixes (a short id, a digest's start).
-    pub(crate) run_id_order: Vec<u32>,
-    pub(crate) run_digest_order: Vec<u32>,
+    /// Runs in id order and in digest order: exact look-ups and prefixes (a short id, a
+    /// digest's start) by binary search, in 4 bytes a run.
+    pub(crate) run_id_order: TextOrder,
+    pub(crate) run_digest_order: TextOrder,
     pub(crate) cohort_by_key: HashMap<String, usize>,
     /// Operation names, slugs and aliases, exact and lower-cased.
     pub(crate) operation_by_name: HashMap<String, usize>,
@@ -135,13 +134,13 @@ pub struct Index {
     /// Every axis name the operation or its workloads use.
     pub(crate) operation_known_axes: Vec<Vec<String>>,
     /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
-    pub(crate) run_protocol_name: Vec<Option<std::sync::Arc<str>>>,
+    pub(crate) run_protocol_name: Vec<Option<Text>>,
     /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
-    pub(crate) run_protocol_title: Vec<Option<std::sync::Arc<str>>>,
+    pub(crate) run_protocol_title: Vec<Option<Text>>,
     /// The run manifest's title (`run.metadata.title`), when it has one.
-    pub(crate) run_title: Vec<Option<Box<str>>>,
+    pub(crate) run_title: Vec<Option<Text>>,
     /// The source's own id of the run (`run.spec.sourceNative.externalId`), when it has one.
-    pub(crate) run_external_id: Vec<Option<Box<str>>>,
+    pub(crate) run_external_id: Vec<Option<Text>>,
     pub(crate) manifests: ManifestText,
 }
 
@@ -175,21 +174,35 @@ impl ManifestText {
     }
 }
 
-/// Row indexes in the order of their text, for prefix look-ups.
-fn text_order<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..u32::try_from(rows).expect("fewer than 2^32 rows")).collect();
-    order.sort_unstable_by(|&a, &b| text_of(a as usize).cmp(text_of(b as usize)));
-    order
-}
+/// Rows in the order of their text (rows with one text in row order), for exact and prefix
+/// look-ups by binary search; the caller gives each row's text (`text_of`).
+#[derive(Debug, Default)]
+pub(crate) struct TextOrder(Vec<u32>);
 
-/// The rows of `order` (rows sorted by `text_of`) whose text starts with `prefix`, in text order.
-fn prefixed<'a, 't>(
-    order: &'a [u32],
-    text_of: impl Fn(usize) -> &'t str + 'a,
-    prefix: &'a str,
-) -> impl Iterator<Item = usize> + 'a {
-    let start = order.partition_point(|&r| text_of(r as usize) < prefix);
-    order[start..].iter().map(|&r| r as usize).take_while(move |&r| text_of(r).starts_with(prefix))
+impl TextOrder {
+    fn build<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> TextOrder {
+        let mut order: Vec<u32> = (0..u32::try_from(rows).expect("fewer than 2^32 rows")).collect();
+        // Stable: a text held by several rows keeps them in row order, so `exact` finds the last.
+        order.sort_by(|&a, &b| text_of(a as usize).cmp(text_of(b as usize)));
+        TextOrder(order)
+    }
+
+    /// The row holding `text`; of several, the last (as a map filled in row order would say).
+    fn exact<'t>(&self, text: &str, text_of: impl Fn(usize) -> &'t str) -> Option<usize> {
+        let end = self.0.partition_point(|&r| text_of(r as usize) <= text);
+        let row = *self.0[..end].last()? as usize;
+        (text_of(row) == text).then_some(row)
+    }
+
+    /// The rows whose text starts with `prefix`, in text order.
+    fn prefixed<'a, 't>(
+        &'a self,
+        text_of: impl Fn(usize) -> &'t str + 'a,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let start = self.0.partition_point(|&r| text_of(r as usize) < prefix);
+        self.0[start..].iter().map(|&r| r as usize).take_while(move |&r| text_of(r).starts_with(prefix))
+    }
 }
 
 /// A comparison group measured on a workload, with the hardware and framework of its eligible
@@ -230,50 +243,6 @@ fn measured_cohorts(
             measured
         })
         .collect()
-}
-
-/// Rows by a unique text (a run's id, its digest) in a dozen bytes an entry instead of a copy of
-/// the text: the text's 64-bit hash maps to the row, and a lookup checks the row's own text. Two
-/// texts with one hash (about one chance in 10^7 at a million runs) keep the later one by its text.
-#[derive(Debug, Default)]
-pub(crate) struct KeyIndex {
-    by_hash: HashMap<u64, u32>,
-    collided: HashMap<Box<str>, u32>,
-}
-
-impl KeyIndex {
-    fn hash(text: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        text.hash(&mut hasher);
-        hasher.finish()
-    }
-
-    /// The index of `rows` rows, row `i` holding `text_of(i)`; a text held twice finds its last
-    /// row (as a map filled in row order would).
-    fn build<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> KeyIndex {
-        let mut index = KeyIndex::default();
-        for row in 0..rows {
-            let text = text_of(row);
-            let at = u32::try_from(row).expect("fewer than 2^32 rows");
-            match index.by_hash.get_mut(&Self::hash(text)) {
-                None => drop(index.by_hash.insert(Self::hash(text), at)),
-                Some(held) if text_of(*held as usize) == text => *held = at,
-                Some(_) => drop(index.collided.insert(text.into(), at)),
-            }
-        }
-        index
-    }
-
-    /// The row holding `text`; `text_of` gives a row's own text.
-    fn get<'a>(&self, text: &str, text_of: impl Fn(usize) -> &'a str) -> Option<usize> {
-        if let Some(&row) = self.by_hash.get(&Self::hash(text))
-            && text_of(row as usize) == text
-        {
-            return Some(row as usize);
-        }
-        self.collided.get(text).map(|&row| row as usize)
-    }
 }
 
 fn index_by_id<'a>(
@@ -362,7 +331,6 @@ impl Index {
         let implementation_by_id =
             index_by_id("implementations", implementations.iter().map(|r| r.id.as_str()), &implementation_origins)?;
         let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.as_str()), &run_origins)?;
-        let run_by_digest = KeyIndex::build(runs.len(), |r| &runs[r].run_digest);
 
         let mut operation_by_name = HashMap::new();
         let mut operation_by_folded_name: HashMap<String, Vec<usize>> = HashMap::new();
@@ -665,7 +633,7 @@ impl Index {
 
         let cohorts_by_workload = measured_cohorts(&runs_by_workload, &runs, &facts, &run_framework);
 
-        let mut interned: HashMap<String, std::sync::Arc<str>> = HashMap::new();
+        let mut interned: HashMap<String, Text> = HashMap::new();
         let mut intern_at = |manifest: &Value, pointer: &str| {
             let name = manifest.pointer(pointer).and_then(Value::as_str)?;
             Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
@@ -673,7 +641,7 @@ impl Index {
         let run_protocol_name = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/name")).collect();
         let run_protocol_title = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/title")).collect();
         let run_text =
-            |manifest: &Value, pointer: &str| manifest.pointer(pointer).and_then(Value::as_str).map(Box::<str>::from);
+            |manifest: &Value, pointer: &str| manifest.pointer(pointer).and_then(Value::as_str).map(Text::from);
         let run_title = run_manifests.iter().map(|m| run_text(m, "/run/metadata/title")).collect();
         let run_external_id = run_manifests.iter().map(|m| run_text(m, "/run/spec/sourceNative/externalId")).collect();
         let manifests = ManifestText {
@@ -683,10 +651,10 @@ impl Index {
             runs: ManifestText::take(run_manifests.iter_mut()),
             runs_held: true,
         };
-        // The build's map of ids gives way to the compact index the lookups keep.
-        let run_by_id = KeyIndex::build(runs.len(), |r| &runs[r].id);
-        let run_id_order = text_order(runs.len(), |r| &runs[r].id);
-        let run_digest_order = text_order(runs.len(), |r| &runs[r].run_digest);
+        // The build's map of ids gives way to the compact orders the lookups keep.
+        drop(run_by_id);
+        let run_id_order = TextOrder::build(runs.len(), |r| &runs[r].id);
+        let run_digest_order = TextOrder::build(runs.len(), |r| &runs[r].run_digest);
         Ok(Index {
             sources,
             projects,
@@ -701,8 +669,6 @@ impl Index {
             facts,
             cohorts,
             source_by_id,
-            run_by_id,
-            run_by_digest,
             run_id_order,
             run_digest_order,
             cohort_by_key,
@@ -778,7 +744,27 @@ impl Index {
 
     /// A run by its digest (`sha256:…`).
     pub fn run_by_digest(&self, digest: &str) -> Option<usize> {
-        self.run_by_digest.get(digest, |run| &self.runs[run].run_digest)
+        self.run_digest_order.exact(digest, |run| &self.runs[run].run_digest)
+    }
+
+    /// The workload a run measured.
+    pub fn run_workload(&self, run: usize) -> usize {
+        self.run_workload[run]
+    }
+
+    /// The operation a workload is a case of.
+    pub fn workload_operation(&self, workload: usize) -> usize {
+        self.workload_operation[workload]
+    }
+
+    /// An operation's workloads, in row order.
+    pub fn operation_workloads(&self, operation: usize) -> &[usize] {
+        &self.workloads_by_operation[operation]
+    }
+
+    /// The runs measured on a workload, in row order.
+    pub fn workload_runs(&self, workload: usize) -> &[usize] {
+        &self.runs_by_workload[workload]
     }
 
     /// The workload's axes, the operation's constant axes filled in.
@@ -791,7 +777,7 @@ impl Index {
     }
 
     pub fn run_index(&self, id: &str) -> Option<usize> {
-        self.run_by_id.get(id, |run| &self.runs[run].id)
+        self.run_id_order.exact(id, |run| &self.runs[run].id)
     }
 
     pub fn primary_value(&self, run: usize) -> Option<f64> {
@@ -846,7 +832,7 @@ impl Index {
 
     /// The runs whose id starts with `prefix`, in id order (a binary search, not a scan).
     pub fn runs_with_id_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = usize> + 'a {
-        prefixed(&self.run_id_order, |r| &self.runs[r].id, prefix)
+        self.run_id_order.prefixed(|r| &self.runs[r].id, prefix)
     }
 
     /// Finds a run by id, by run digest (with or without `sha256:`), or by a unique
@@ -866,7 +852,7 @@ impl Index {
         }
         let mut matches: Vec<usize> = self
             .runs_with_id_prefix(reference)
-            .chain(prefixed(&self.run_digest_order, |r| &self.runs[r].run_digest, &digest))
+            .chain(self.run_digest_order.prefixed(|r| &self.runs[r].run_digest, &digest))
             .collect();
         matches.sort_unstable();
         matches.dedup();
@@ -892,27 +878,23 @@ pub enum LookupError {
 }
 
 #[cfg(test)]
-mod key_index_tests {
-    use super::KeyIndex;
+mod text_order_tests {
+    use super::TextOrder;
 
     #[test]
     fn every_text_finds_its_row_and_a_repeated_text_its_last() {
-        let texts = ["run-a", "run-b", "run-a", "run-c"];
-        let index = KeyIndex::build(texts.len(), |r| texts[r]);
-        assert_eq!(index.get("run-a", |r| texts[r]), Some(2));
-        assert_eq!(index.get("run-b", |r| texts[r]), Some(1));
-        assert_eq!(index.get("run-c", |r| texts[r]), Some(3));
-        assert_eq!(index.get("run-d", |r| texts[r]), None);
-    }
-
-    #[test]
-    fn a_text_whose_hash_another_holds_is_found_by_its_text() {
-        // Two texts with one hash cannot be found by search; this is the index two would build.
-        let texts = ["first", "second"];
-        let mut index = KeyIndex::default();
-        index.by_hash.insert(KeyIndex::hash("second"), 0);
-        index.collided.insert("second".into(), 1);
-        assert_eq!(index.get("second", |r| texts[r]), Some(1));
-        assert_eq!(index.get("first", |r| texts[r]), None, "a hash that points elsewhere is checked");
+        let texts = ["run-b", "run-a", "run-c", "run-a", "run-ab", "run-a"];
+        let order = TextOrder::build(texts.len(), |r| texts[r]);
+        assert_eq!(order.exact("run-a", |r| texts[r]), Some(5));
+        assert_eq!(order.exact("run-b", |r| texts[r]), Some(0));
+        assert_eq!(order.exact("run-c", |r| texts[r]), Some(2));
+        assert_eq!(order.exact("run-ab", |r| texts[r]), Some(4));
+        for absent in ["run-d", "run-", "", "run-aa", "zzz"] {
+            assert_eq!(order.exact(absent, |r| texts[r]), None, "{absent:?}");
+        }
+        assert_eq!(order.prefixed(|r| texts[r], "run-a").collect::<Vec<_>>(), [1, 3, 5, 4]);
+        assert_eq!(order.prefixed(|r| texts[r], "run-ab").collect::<Vec<_>>(), [4]);
+        assert_eq!(order.prefixed(|r| texts[r], "x").count(), 0);
+        assert_eq!(TextOrder::build(0, |r| texts[r]).exact("run-a", |r| texts[r]), None);
     }
 }

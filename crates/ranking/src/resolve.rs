@@ -8,8 +8,12 @@ use serde_json::Value;
 use crate::index::Index;
 use crate::views::CohortView;
 
-/// Most comparison groups one answer lists; the rest are counted in `omittedCohorts`.
+/// Most comparison groups one answer lists (a request's `limit`); the rest are counted in
+/// `omittedCohorts`.
 pub const MAX_COHORTS_PER_ANSWER: usize = 50;
+/// Comparison groups an answer lists when the request names no `limit`: a workload measured on
+/// many GPUs, protocols and environments would otherwise answer with tens of groups.
+pub const DEFAULT_COHORTS_PER_ANSWER: usize = 10;
 /// Fastest runs listed per comparison group (all rank-1 runs are always listed).
 pub const DEFAULT_TOP_RUNS: usize = 5;
 pub const MAX_BATCH: usize = 20;
@@ -27,6 +31,28 @@ pub struct ResolveRequest {
     pub hardware: Option<String>,
     #[serde(default)]
     pub framework: Option<String>,
+    /// Most comparison groups to list, 1 to 50 (default 10); `omittedCohorts` counts the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<usize>,
+}
+
+/// A request's `limit` outside 1 to [`MAX_COHORTS_PER_ANSWER`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("limit takes 1 to {MAX_COHORTS_PER_ANSWER} comparison groups, got {given}")]
+pub struct LimitError {
+    pub given: usize,
+}
+
+impl ResolveRequest {
+    /// How many comparison groups the answer lists.
+    pub fn cohort_limit(&self) -> Result<usize, LimitError> {
+        match self.limit {
+            None => Ok(DEFAULT_COHORTS_PER_ANSWER),
+            Some(given) if (1..=MAX_COHORTS_PER_ANSWER).contains(&given) => Ok(given),
+            Some(given) => Err(LimitError { given }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -128,27 +154,32 @@ impl Index {
     }
 
     fn cohort_views(&self, mut cohorts: Vec<usize>, limit: usize) -> (Vec<CohortView>, usize) {
-        // Groups are not comparable with each other; list them in a stable, readable order.
-        cohorts.sort_by_cached_key(|&c| {
-            let first = self.cohorts[c].ranking[0].run;
-            (
-                self.runs[first].hardware_model.clone(),
-                std::cmp::Reverse(self.cohorts[c].ranking.len()),
-                self.cohorts[c].comparison_key.clone(),
-            )
-        });
+        // Groups are not comparable with each other; list them in a stable, readable order:
+        // by hardware, the largest first, then by key (keys are unique, so the order is total).
+        let order = |&a: &usize, &b: &usize| {
+            let key = |c: usize| {
+                let cohort = &self.cohorts[c];
+                let hardware = self.runs[cohort.ranking[0].run].hardware_model.as_deref();
+                (hardware, std::cmp::Reverse(cohort.ranking.len()), cohort.comparison_key.as_str())
+            };
+            key(a).cmp(&key(b))
+        };
         let omitted = cohorts.len().saturating_sub(limit);
-        let views = cohorts.into_iter().take(limit).map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
+        // An operation browsed without axes may have thousands of groups: order only those listed.
+        if omitted > 0 && limit > 0 {
+            cohorts.select_nth_unstable_by(limit - 1, order);
+        }
+        cohorts.truncate(limit);
+        cohorts.sort_unstable_by(order);
+        let views = cohorts.into_iter().map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
         (views, omitted)
     }
 
+    /// The answer to `request`, listing as many comparison groups as it asks (a `limit` out of
+    /// range lists the most, [`MAX_COHORTS_PER_ANSWER`]; callers refuse it first with
+    /// [`ResolveRequest::cohort_limit`]).
     pub fn resolve(&self, request: &ResolveRequest) -> ResolveResponse {
-        self.resolve_listing(request, MAX_COHORTS_PER_ANSWER)
-    }
-
-    /// [`Index::resolve`] listing at most `limit` comparison groups (the rest are counted in
-    /// `omitted_cohorts`): what a search's leading answer shows.
-    pub fn resolve_listing(&self, request: &ResolveRequest, limit: usize) -> ResolveResponse {
+        let limit = request.cohort_limit().unwrap_or(MAX_COHORTS_PER_ANSWER);
         let mut response = ResolveResponse {
             request: request.clone(),
             mode: ResolveMode::None,

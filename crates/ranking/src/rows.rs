@@ -199,7 +199,74 @@ impl<T: DeserializeOwned> Parsed<T> {
 
 /// Text many rows repeat (ids of parents, keys, GPU names, units), held once and shared: the
 /// index interns it ([`Interner`]), so a million runs do not hold a million copies of a key.
-pub type Text = std::sync::Arc<str>;
+/// One pointer wide (the length lives with the text), where `Arc<str>` takes two: a run row
+/// holds sixteen of them.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Text(arcstr::ArcStr);
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Text {
+        Text(text.into())
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Text {
+        Text(text.into())
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl schemars::JsonSchema for Text {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
 
 /// Hands out one shared copy of each distinct text.
 #[derive(Debug, Default, Clone)]
@@ -269,7 +336,7 @@ impl MeasurementRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timestamp {
     pub instant: Instant,
-    stored: Option<Box<str>>,
+    stored: Option<Text>,
 }
 
 impl Timestamp {

@@ -109,10 +109,11 @@ fn main() -> anyhow::Result<()> {
         println!("  tables: {name:<22}{}", mib(before - LIVE.load(Relaxed)));
     };
     part("runs by key", &mut |t| {
-        drop(std::mem::take(&mut t.runs_by_comparison_key));
         drop(std::mem::take(&mut t.runs_by_external_id));
+        drop(std::mem::take(&mut t.runs_by_implementation));
+        drop(std::mem::take(&mut t.runs_by_gpu));
     });
-    part("workloads", &mut |t| drop(std::mem::take(&mut t.workloads)));
+    part("workload labels", &mut |t| drop(std::mem::take(&mut t.workload_labels)));
     part("implementations", &mut |t| drop(std::mem::take(&mut t.implementations)));
     part("record events", &mut |t| drop(std::mem::take(&mut t.records)));
     part("artifacts", &mut |t| drop(std::mem::take(&mut t.artifacts)));

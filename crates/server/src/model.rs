@@ -117,7 +117,9 @@ pub struct Tables {
     pub sources: Table,
     pub projects: Table,
     pub operations: Table,
-    pub workloads: Table,
+    /// Each workload's label (its variable axes and dtypes), in the ranking index's workload
+    /// order; the rest of a workload is the index's (typed row, axes, manifest).
+    pub workload_labels: Vec<Box<str>>,
     pub implementations: Table,
     pub artifacts: Table,
     /// The ranking index's record events newest first (ties by id), each with its new holder's
@@ -143,12 +145,9 @@ pub struct Tables {
     pub artifact_by_digest: HashMap<String, usize>,
     pub serving_run_by_digest: HashMap<String, usize>,
 
-    pub workloads_by_operation: HashMap<usize, Vec<usize>>,
     pub implementations_by_operation: HashMap<usize, Vec<usize>>,
     pub implementations_by_project: HashMap<usize, Vec<usize>>,
-    pub runs_by_workload: HashMap<usize, Vec<usize>>,
     pub runs_by_implementation: HashMap<usize, Vec<usize>>,
-    pub runs_by_comparison_key: HashMap<String, Vec<usize>>,
     pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<usize>)>,
@@ -157,6 +156,9 @@ pub struct Tables {
     pub search_by_key: HashMap<(SearchKind, String), usize>,
     /// Every word (3+ characters) of the search entries' text, once, for "did you mean".
     pub search_vocabulary: Vec<String>,
+    /// The entries the catalog's search index found for each word asked since this model was
+    /// built.
+    pub search_matches: crate::pages::search::WordMatches,
 }
 
 /// The tables plus the ranking's judgement on them. Run indexes agree between the two:
@@ -245,8 +247,19 @@ impl ReadModel {
         Ok(row)
     }
 
+    /// A workload's typed row with its whole manifest (the dossier shows its tensors).
     pub fn full_workload_row(&self, workload: usize) -> Row {
-        with_manifest(&self.workloads.rows[workload], self.judgement.workload_manifest(workload))
+        let mut row = match serde_json::to_value(&self.judgement.workloads[workload]) {
+            Ok(Value::Object(row)) => row,
+            _ => Row::new(),
+        };
+        row.insert("manifest".into(), self.judgement.workload_manifest(workload));
+        row
+    }
+
+    /// The label of the workload a run measured.
+    pub fn run_workload_label(&self, run: usize) -> &str {
+        &self.workload_labels[self.judgement.run_workload(run)]
     }
 
     pub fn full_implementation_row(&self, implementation: usize) -> Row {
@@ -405,6 +418,7 @@ impl Tables {
         let mut model = Tables::default();
         let mut aliases: Vec<Row> = Vec::new();
         let mut serving_measurements: Vec<Row> = Vec::new();
+        let mut workloads: Vec<Row> = Vec::new();
         for (index, CatalogRow { table, row }) in rows.into_iter().enumerate() {
             let needs_id = !matches!(table.as_str(), "operation_aliases" | "measurements" | "serving_measurements");
             if needs_id && row.get("id").and_then(Value::as_str).is_none() {
@@ -415,7 +429,7 @@ impl Tables {
                 "projects" => drop(model.projects.push(row)),
                 "operations" => drop(model.operations.push(row)),
                 "operation_aliases" => aliases.push(row),
-                "workloads" => drop(model.workloads.push(row)),
+                "workloads" => workloads.push(row),
                 "implementations" => drop(model.implementations.push(row)),
                 // The ranking index holds the record events as typed rows (`Tables::records`).
                 "record_events" => {}
@@ -449,11 +463,13 @@ impl Tables {
         for (i, p) in model.projects.rows.iter().enumerate() {
             model.project_by_slug.insert(text(p, "slug").to_string(), i);
         }
-        for (i, w) in model.workloads.rows.iter().enumerate() {
-            if let Some(op) = model.operations.index_of(text(w, "operationId")) {
-                model.workloads_by_operation.entry(op).or_default().push(i);
-            }
-        }
+        model.workload_labels = workloads
+            .iter()
+            .map(|w| {
+                let operation = model.operations.get(text(w, "operationId"));
+                crate::pages::workload_label(w, operation).into_boxed_str()
+            })
+            .collect();
         for (i, imp) in model.implementations.rows.iter().enumerate() {
             model.implementation_by_slug.insert(text(imp, "slug").to_string(), i);
             if let Some(op) = model.operations.index_of(text(imp, "operationId")) {
@@ -468,13 +484,9 @@ impl Tables {
             if let Some(external) = judgement.run_external_id(i) {
                 model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(i);
             }
-            if let Some(w) = model.workloads.index_of(&run.workload_id) {
-                model.runs_by_workload.entry(w).or_default().push(i);
-            }
             if let Some(imp) = model.implementations.index_of(&run.implementation_id) {
                 model.runs_by_implementation.entry(imp).or_default().push(i);
             }
-            model.runs_by_comparison_key.entry(run.comparison_key.to_string()).or_default().push(i);
             if let Some(gpu) = run.hardware_model.as_deref().filter(|g| !g.is_empty()) {
                 gpus.entry(gpu.to_string()).or_default().push(i);
             }
@@ -506,7 +518,7 @@ impl Tables {
                 holder: judgement.run_index(&events[event].run_id).map(|run| run as u32),
             })
             .collect();
-        model.check_aligned(judgement)?;
+        model.check_aligned(&workloads, judgement)?;
         model.search = model.build_search(judgement);
         model.search_by_key = model
             .search
@@ -524,18 +536,18 @@ impl Tables {
 impl Tables {
     /// Pages index the tables and the ranking's index by the same position (a run's facts,
     /// its full manifest): both must hold the same rows in the same order.
-    fn check_aligned(&self, judgement: &ki_ranking::Index) -> Result<(), ModelError> {
-        let tables: [(&str, &Table, Vec<&str>); 3] = [
-            ("operations", &self.operations, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
-            ("workloads", &self.workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
+    fn check_aligned(&self, workloads: &[Row], judgement: &ki_ranking::Index) -> Result<(), ModelError> {
+        let tables: [(&str, &[Row], Vec<&str>); 3] = [
+            ("operations", &self.operations.rows, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
+            ("workloads", workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
             (
                 "implementations",
-                &self.implementations,
+                &self.implementations.rows,
                 judgement.implementations.iter().map(|r| r.id.as_str()).collect(),
             ),
         ];
         for (table, rows, ids) in tables {
-            let held: Vec<&str> = rows.rows.iter().map(|r| text(r, "id")).collect();
+            let held: Vec<&str> = rows.iter().map(|r| text(r, "id")).collect();
             if held != ids {
                 return Err(ModelError::BadRow {
                     table: table.into(),
@@ -563,12 +575,10 @@ impl Tables {
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
             let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            let run_list: Vec<usize> = self
-                .workloads_by_operation
-                .get(&i)
-                .into_iter()
-                .flatten()
-                .flat_map(|w| self.runs_by_workload.get(w).into_iter().flatten().copied())
+            let run_list: Vec<usize> = judgement
+                .operation_workloads(i)
+                .iter()
+                .flat_map(|w| judgement.workload_runs(*w).iter().copied())
                 .collect();
             let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {
@@ -684,7 +694,6 @@ impl ReadModel {
     }
 
     pub fn run_operation(&self, run: usize) -> Option<usize> {
-        let workload = self.workloads.get(&self.run(run).workload_id)?;
-        self.operations.index_of(text(workload, "operationId"))
+        Some(self.judgement.workload_operation(self.judgement.run_workload(run)))
     }
 }

@@ -32,6 +32,9 @@ pub struct ResolveArgs {
     /// Framework, e.g. pytorch.
     #[arg(long)]
     pub framework: Option<String>,
+    /// Most comparison groups to list, 1 to 50 [default: 10]; the answer counts the rest.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub limit: Option<u16>,
     #[command(flatten)]
     pub format: FormatArgs,
     #[command(flatten)]
@@ -53,6 +56,7 @@ impl ResolveArgs {
             dtypes: self.dtypes.iter().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
             hardware: self.hardware.clone(),
             framework: self.framework.clone(),
+            limit: self.limit.map(usize::from),
         })
     }
 }

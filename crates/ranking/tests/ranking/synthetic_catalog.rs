@@ -438,3 +438,38 @@ fn a_framework_filter_finds_a_group_by_any_of_its_eligible_runs() {
     request.framework = Some("jax".into());
     assert_eq!(index.resolve(&request).mode, ResolveMode::None);
 }
+
+#[test]
+fn an_answer_lists_ten_groups_unless_the_request_asks_for_between_one_and_fifty() {
+    let mut rows = base_rows();
+    // One workload measured in 13 comparison groups (13 environments, say).
+    for group in 0..13u64 {
+        let key = format!("sha256:{group:064x}");
+        let row = run(&format!("r{group}"), 10.0 + group as f64, "2026-01-01T00:00:00Z", json!({"comparisonKey": key}));
+        rows.push("benchmark_runs", row, Some(100 + group));
+    }
+    let index = Index::from_rows(&rows).expect("synthetic catalog indexes");
+    let mut request = ResolveRequest {
+        operation: "scale_add".into(),
+        axes: [("n".into(), json!(1024))].into(),
+        ..Default::default()
+    };
+    let answer = index.resolve(&request);
+    assert_eq!((answer.mode, answer.cohorts.len(), answer.omitted_cohorts), (ResolveMode::Chooser, 10, 3));
+    request.limit = Some(3);
+    let answer = index.resolve(&request);
+    assert_eq!((answer.cohorts.len(), answer.omitted_cohorts), (3, 10));
+    request.limit = Some(50);
+    let answer = index.resolve(&request);
+    assert_eq!((answer.cohorts.len(), answer.omitted_cohorts), (13, 0));
+    let listed: Vec<&str> = answer.cohorts.iter().map(|c| c.comparison_key.as_str()).collect();
+    request.limit = Some(4);
+    let first_four: Vec<String> = index.resolve(&request).cohorts.into_iter().map(|c| c.comparison_key).collect();
+    assert_eq!(first_four, listed[..4], "a smaller limit lists the first groups of the same order");
+    for wrong in [0, 51, usize::MAX] {
+        request.limit = Some(wrong);
+        let err = request.cohort_limit().unwrap_err();
+        assert_eq!(err.to_string(), format!("limit takes 1 to 50 comparison groups, got {wrong}"));
+    }
+    assert_eq!(serde_json::to_value(ResolveRequest::default()).unwrap().get("limit"), None, "absent stays absent");
+}

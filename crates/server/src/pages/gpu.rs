@@ -12,7 +12,7 @@ use ki_ranking::TrustLevel;
 use maud::{Markup, html};
 use serde::Serialize;
 
-use super::{Answer, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, section, workload_label};
+use super::{Answer, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, section};
 use crate::model::{ReadModel, slugify, text};
 use crate::problem::Problem;
 
@@ -118,11 +118,9 @@ impl ReadModel {
             a.1.len().cmp(&b.1.len()).then(cohorts[*b.0].comparison_key.cmp(&cohorts[*a.0].comparison_key))
         })?;
         let best = *members.iter().min_by_key(|&&r| facts[r].position)?;
-        let workload = self.workloads.get(&self.run(best).workload_id);
-        let operation = self.run_operation(best).map(|op| &self.operations.rows[op]);
         Some(BestRun {
             run: self.run_summary(best),
-            workload: workload.map(|w| workload_label(w, operation)).unwrap_or_default(),
+            workload: self.run_workload_label(best).into(),
             comparison_key: cohorts[cohort].comparison_key.clone(),
             group_runs: members.len(),
             groups: by_cohort.len(),

@@ -93,11 +93,10 @@ impl ReadModel {
 
     /// Every run of an operation, over its workloads.
     fn operation_runs(&self, op: usize) -> Vec<usize> {
-        self.workloads_by_operation
-            .get(&op)
-            .into_iter()
-            .flatten()
-            .flat_map(|w| self.runs_by_workload.get(w).into_iter().flatten().copied())
+        self.judgement
+            .operation_workloads(op)
+            .iter()
+            .flat_map(|w| self.judgement.workload_runs(*w).iter().copied())
             .collect()
     }
 

@@ -14,9 +14,9 @@ use serde_json::Value;
 use super::implementation::ImplementationItem;
 use super::{
     Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
-    pager, pages_for, runs_table, scalar, section, trusted, workload_label,
+    pager, pages_for, runs_table, scalar, section, trusted,
 };
-use crate::model::{ReadModel, Row, RunRow, pointer, slugify, text};
+use crate::model::{ReadModel, RunRow, pointer, slugify, text};
 use crate::problem::Problem;
 
 /// Most series the sweep chart draws.
@@ -295,9 +295,9 @@ impl ReadModel {
     }
 
     /// A workload's values of the given axes, as numbers (absent or non-numeric: NaN, sorted last).
-    fn axis_values(&self, workload: &Row, axes: &[String]) -> Vec<f64> {
-        let values = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
-        axes.iter().map(|a| values.and_then(|m| m.get(a)).and_then(Value::as_f64).unwrap_or(f64::NAN)).collect()
+    fn axis_values(&self, workload: usize, axes: &[String]) -> Vec<f64> {
+        let values = self.judgement.workload_axes(workload);
+        axes.iter().map(|a| values.get(a).and_then(Value::as_f64).unwrap_or(f64::NAN)).collect()
     }
 
     /// The operation page under its query. A GPU or a comparison group the operation has no runs
@@ -311,11 +311,10 @@ impl ReadModel {
         let axes = self.variable_axes(op);
 
         let runs: Vec<usize> = self
-            .workloads_by_operation
-            .get(&op)
-            .into_iter()
-            .flatten()
-            .flat_map(|w| self.runs_by_workload.get(w).into_iter().flatten().copied())
+            .judgement
+            .operation_workloads(op)
+            .iter()
+            .flat_map(|w| self.judgement.workload_runs(*w).iter().copied())
             .collect();
         let mut gpu_runs: BTreeMap<&str, usize> = BTreeMap::new();
         for &r in &runs {
@@ -366,10 +365,9 @@ impl ReadModel {
             let cohort = &self.judgement.cohorts[c];
             let sample = sample_of(c);
             let sample_row = self.run(sample);
-            let workload = self.workloads.get(&sample_row.workload_id);
             Leaderboard {
                 comparison_key: cohort.comparison_key.clone(),
-                workload: workload.map(|w| workload_label(w, Some(row))).unwrap_or_default(),
+                workload: self.run_workload_label(sample).into(),
                 hardware: gpu_of(sample_row).into(),
                 protocol: setup_fields(self, sample)[0].1.clone(),
                 entries: self.summaries(cohort.ranking.iter().take(top).map(|e| e.run)),
@@ -391,11 +389,10 @@ impl ReadModel {
             .filter_map(|&c| {
                 let leader = leader_of(c)?;
                 let lrow = self.run(leader);
-                let workload = self.workloads.get(&lrow.workload_id)?;
                 let key = &self.judgement.cohorts[c].comparison_key;
                 Some(Keyed {
                     record: WorkloadRecord {
-                        workload: workload_label(workload, Some(row)),
+                        workload: self.run_workload_label(leader).into(),
                         hardware: gpu_of(lrow).into(),
                         comparison_key: key.clone(),
                         eligible_runs: self.judgement.cohorts[c].ranking.len(),
@@ -404,7 +401,7 @@ impl ReadModel {
                         group_href: format!("{}#leaderboard", href(Some(key), sort, 1)),
                     },
                     workload_id: lrow.workload_id.to_string(),
-                    axis_values: self.axis_values(workload, &axes),
+                    axis_values: self.axis_values(self.judgement.run_workload(leader), &axes),
                     ns: primary_ns(lrow),
                     setup: setup_fields(self, leader),
                 })
@@ -576,10 +573,14 @@ impl ReadModel {
                 let r = self.run(entry.run);
                 // Only time metrics plot on a latency axis.
                 let (true, Some(ns)) = (same_setup(r), primary_ns(r)) else { continue };
-                let Some(w) = self.workloads.get(&r.workload_id) else { continue };
                 let implementation =
                     self.implementations.get(&r.implementation_id).map(|i| text(i, "slug")).unwrap_or("");
-                points.push((implementation.to_string(), self.axis_values(w, axes), ns, entry.run));
+                points.push((
+                    implementation.to_string(),
+                    self.axis_values(self.judgement.run_workload(entry.run), axes),
+                    ns,
+                    entry.run,
+                ));
             }
         }
         let distinct = |a: usize| {
@@ -675,13 +676,13 @@ pub struct OperationList {
 impl ReadModel {
     pub fn operation_item(&self, op: usize) -> OperationItem {
         let row = &self.operations.rows[op];
-        let workloads = self.workloads_by_operation.get(&op).map_or(&[][..], Vec::as_slice);
+        let workloads = self.judgement.operation_workloads(op);
         OperationItem {
             slug: text(row, "slug").into(),
             title: self.operation_title(op).into(),
             family: text(row, "family").into(),
             workloads: workloads.len(),
-            runs: workloads.iter().map(|w| self.runs_by_workload.get(w).map_or(0, Vec::len)).sum(),
+            runs: workloads.iter().map(|w| self.judgement.workload_runs(*w).len()).sum(),
             href: format!("/operations/{}", text(row, "slug")),
         }
     }

@@ -158,11 +158,7 @@ impl ReadModel {
                 label: self.operation_title(o).into(),
                 href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
             }),
-            workload: holder.and_then(|h| {
-                let workload = self.workloads.get(&self.run(h).workload_id)?;
-                let operation = self.run_operation(h).map(|o| &self.operations.rows[o]);
-                Some(crate::pages::workload_label(workload, operation))
-            }),
+            workload: holder.map(|h| self.run_workload_label(h).into()),
             gpu: holder
                 .and_then(|h| self.run(h).hardware_model.as_deref().filter(|g| !g.is_empty()))
                 .map(|g| Link { label: g.to_string(), href: crate::pages::gpu_href(g) }),

@@ -21,6 +21,23 @@ pub struct ResolveForm {
     pub dtypes: String,
     pub hardware: String,
     pub framework: String,
+    /// Most comparison groups to list (1 to 50; empty: 10).
+    pub limit: String,
+}
+
+impl ResolveForm {
+    /// This form's page with `limit` groups.
+    fn href_with_limit(&self, limit: usize) -> String {
+        use crate::pages::percent_encode as enc;
+        format!(
+            "/resolve?operation={}&axes={}&dtypes={}&hardware={}&framework={}&limit={limit}",
+            enc(&self.operation),
+            enc(&self.axes),
+            enc(&self.dtypes),
+            enc(&self.hardware),
+            enc(&self.framework)
+        )
+    }
 }
 
 /// The time resolve answers are given at: stale evidence is judged against it.
@@ -116,7 +133,12 @@ pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, 
                 @if let Some(op) = &a.operation { p { "Operation " a href={ "/operations/" (op.slug) } { (op.name) } " · variable axes: " (op.variable_axes.join(", ")) } }
                 @for n in &a.notes { p.muted { (n) } }
                 @for c in &a.cohorts { (cohort_block(c)) }
-                @if a.omitted_cohorts > 0 { p.muted { (a.omitted_cohorts) " more comparison groups not shown." } }
+                @if a.omitted_cohorts > 0 {
+                    @let listed = a.cohorts.len();
+                    @let more = (listed + a.omitted_cohorts).min(ki_ranking::resolve::MAX_COHORTS_PER_ANSWER);
+                    p.muted { (a.omitted_cohorts) " more comparison groups not shown."
+                        @if more > listed { " " a href=(form.href_with_limit(more)) { "List " (more) } "." } }
+                }
                 @if !a.nearest.is_empty() {
                     h2 { "Nearest measured cases" }
                     @for n in &a.nearest {
@@ -141,6 +163,7 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
         dtypes: trimmed(&form.dtypes),
         hardware: trimmed(&form.hardware),
         framework: trimmed(&form.framework),
+        limit: trimmed(&form.limit),
     };
     if form.operation.is_empty() {
         return Ok(html_response(render(&form, None, None)));
@@ -149,19 +172,34 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
         Ok(axes) => axes,
         Err(message) => return Ok(html_response(render(&form, None, Some(&message)))),
     };
+    let limit = match form.limit.as_str() {
+        "" => None,
+        given => match given.parse::<usize>() {
+            Ok(limit) => Some(limit),
+            Err(_) => {
+                let message = format!("limit takes a whole number of comparison groups, got {given:?}");
+                return Ok(html_response(render(&form, None, Some(&message))));
+            }
+        },
+    };
     let request = ki_ranking::ResolveRequest {
         operation: form.operation.clone(),
         axes,
         dtypes: ki_ranking::query::parse_dtypes(&form.dtypes),
         hardware: Some(form.hardware.clone()).filter(|h| !h.is_empty()),
         framework: Some(form.framework.clone()).filter(|f| !f.is_empty()),
+        limit,
     };
+    if let Err(err) = request.cohort_limit() {
+        return Ok(html_response(render(&form, None, Some(&err.to_string()))));
+    }
     let answer = model.judgement.resolve_at(&request, now());
     Ok(html_response(render(&form, Some(&answer), None)))
 }
 
 pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
     let request: ki_ranking::ResolveRequest = parse_json(&body, "a resolve request")?;
+    request.cohort_limit().map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&state.model().judgement.resolve_at(&request, now())))
 }
 
@@ -181,6 +219,9 @@ pub struct BatchAnswer {
 
 pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     let input: BatchInput = parse_json(&body, "{\"requests\": [...]} with 1 to 20 resolve requests")?;
+    for (at, request) in input.requests.iter().enumerate() {
+        request.cohort_limit().map_err(|e| Problem::bad_request(format!("/requests/{at}/limit: {e}")))?;
+    }
     let answers = state
         .model()
         .judgement

@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::{
     Answer, Field, Link, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
     html_response, json_response, layout, percent_encode, primary_display, profile_label, scalar, section, short_id,
-    workload_label,
 };
 use crate::AppState;
 use crate::http::presented_key;
@@ -237,7 +236,7 @@ impl ReadModel {
         let implementation = self.implementations.get(&row.implementation_id);
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         // The workload section shows the whole manifest (tensors); the tables keep only its axes.
-        let workload_row = self.workloads.index_of(&row.workload_id).map(|w| self.full_workload_row(w));
+        let workload_row = Some(self.full_workload_row(self.judgement.run_workload(run)));
         let workload = workload_row.as_ref();
         let operation = self.run_operation(run);
         let source = row.source_id.as_deref().and_then(|s| self.sources.get(s));
@@ -398,10 +397,7 @@ impl ReadModel {
         if let Some(revision) = implementation_row.and_then(|i| opt_text(i, "sourceRevision")) {
             fields.push(Field::new("revision", revision).code());
         }
-        if let Some(workload) = self.workloads.get(&row.workload_id) {
-            let op = self.operations.get(text(workload, "operationId"));
-            fields.push(Field::new("workload", workload_label(workload, op)));
-        }
+        fields.push(Field::new("workload", self.run_workload_label(run)));
         fields.push(Field::new("comparison key", &*row.comparison_key).code());
         if let Some(source) = row.source_id.as_deref().and_then(|s| self.sources.get(s)) {
             fields.push(Field::new("source", text(source, "name")));

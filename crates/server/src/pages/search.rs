@@ -8,7 +8,8 @@
 //! projects and GPUs with their run counts and GPUs, scored: whole-word and exact-name matches
 //! first, then the most-run. A word that matches nothing gets "did you mean".
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use ki_catalog::{Catalog, CatalogError};
 use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance_within, parse_search};
@@ -26,7 +27,7 @@ pub struct SearchAnswer<'a> {
     /// The query as the grammar read it (with notes on what it could not use).
     pub request: SearchRequest,
     /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU:
-    /// its first ten comparison groups (`omittedCohorts` counts the rest).
+    /// resolve's answer, ten comparison groups (`omittedCohorts` counts the rest).
     pub answer: Option<ResolveResponse>,
     /// Runs the query names by id, id prefix, digest or external id.
     pub records: Vec<RunHit>,
@@ -50,8 +51,39 @@ pub struct RunHit {
     pub href: String,
 }
 
-/// Comparison groups the answer leading a search lists (the rest are counted).
-const ANSWER_COHORTS: usize = 10;
+/// Each query word's search entries (indexes into [`crate::model::Tables::search`], ascending)
+/// as the catalog's search index found them: a word is looked up in the database once per read
+/// model, and a query takes the entries all its words found. A new model (after any write)
+/// starts empty, so the lists never outlive the entries they point at. Bounded: emptied when it
+/// holds too many words or entries.
+#[derive(Debug, Default)]
+pub struct WordMatches(std::sync::Mutex<HashMap<String, Arc<[u32]>>>);
+
+/// Most words and most entries (over all words) [`WordMatches`] holds: a few MiB at most.
+const MAX_CACHED_WORDS: usize = 4096;
+const MAX_CACHED_ENTRIES: usize = 1 << 20;
+
+impl WordMatches {
+    fn get(&self, word: &str) -> Option<Arc<[u32]>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(word).cloned()
+    }
+
+    fn insert(&self, word: &str, entries: Arc<[u32]>) {
+        let mut words = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held: usize = words.values().map(|e| e.len()).sum();
+        if words.len() >= MAX_CACHED_WORDS || held + entries.len() > MAX_CACHED_ENTRIES {
+            words.clear();
+        }
+        words.insert(word.to_string(), entries);
+    }
+}
+
+/// The values `lists` (each ascending) all hold, ascending.
+fn common_entries(mut lists: Vec<Arc<[u32]>>) -> Vec<u32> {
+    lists.sort_by_key(|list| list.len());
+    let Some((shortest, rest)) = lists.split_first() else { return Vec::new() };
+    shortest.iter().copied().filter(|entry| rest.iter().all(|list| list.binary_search(entry).is_ok())).collect()
+}
 
 /// Runs listed for an id prefix that several runs share.
 const MAX_PREFIX_RUNS: usize = 10;
@@ -210,10 +242,9 @@ impl ReadModel {
             if let Some(value) = axis.get("value") {
                 return same(value, wanted);
             }
-            self.workloads_by_operation
-                .get(&op)
-                .into_iter()
-                .flatten()
+            self.judgement
+                .operation_workloads(op)
+                .iter()
                 .any(|&w| self.judgement.workload_axes(w).get(name).is_some_and(|v| same(v, wanted)))
         })
     }
@@ -266,10 +297,18 @@ impl ReadModel {
     ) -> Result<Vec<(u32, &SearchEntry)>, CatalogError> {
         let known = self.known_matches(request);
         let words = Words::new(&request.words);
-        let found = catalog.search(&request.words).await?;
+        let found: Vec<u32> = if request.words.is_empty() {
+            (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).collect()
+        } else {
+            let mut lists = Vec::with_capacity(request.words.len());
+            for word in &request.words {
+                lists.push(self.word_entries(catalog, word).await?);
+            }
+            common_entries(lists)
+        };
         let mut scored: Vec<(u32, &SearchEntry)> = found
             .into_iter()
-            .filter_map(|found| self.search_by_key.get(&(found.kind, found.key)).map(|&i| &self.search[i]))
+            .map(|entry| &self.search[entry as usize])
             .filter_map(|e| words.score(e).map(|s| (s, e)))
             .filter(|(_, e)| self.entry_matches(e, request, &known))
             .map(|(s, e)| {
@@ -286,6 +325,24 @@ impl ReadModel {
                 .then(a.1.key.cmp(&b.1.key))
         });
         Ok(scored)
+    }
+
+    /// The entries the catalog's search index finds for one word (those this model holds).
+    async fn word_entries(&self, catalog: &Catalog, word: &str) -> Result<Arc<[u32]>, CatalogError> {
+        if let Some(entries) = self.search_matches.get(word) {
+            return Ok(entries);
+        }
+        let found = catalog.search(&[word.to_string()]).await?;
+        let mut entries: Vec<u32> = found
+            .into_iter()
+            .filter_map(|found| self.search_by_key.get(&(found.kind, found.key)))
+            .map(|&entry| entry as u32)
+            .collect();
+        entries.sort_unstable();
+        entries.dedup();
+        let entries: Arc<[u32]> = entries.into();
+        self.search_matches.insert(word, entries.clone());
+        Ok(entries)
     }
 
     /// The one search: what `/`, `/api/v1/search`, `ki search` and the MCP tool answer. The
@@ -309,7 +366,7 @@ impl ReadModel {
             .find(|(_, e)| e.kind == "operation" && e.runs > 0)
             .and_then(|(_, e)| e.operation)
             // The answer leads the results; the whole list is the resolve form's (one link away).
-            .map(|op| self.judgement.resolve_listing(&self.resolve_request(op, &request), ANSWER_COHORTS));
+            .map(|op| self.judgement.resolve(&self.resolve_request(op, &request)));
         let did_you_mean =
             if ranked.is_empty() && records.is_empty() { self.did_you_mean(catalog, &request).await? } else { None };
         let total = ranked.len();
@@ -343,6 +400,7 @@ impl ReadModel {
             dtypes: request.values(Filter::Dtype).map(str::to_string).collect(),
             hardware,
             framework: None,
+            limit: None,
         }
     }
 
@@ -449,5 +507,35 @@ fn render_answer(resolved: &ResolveResponse) -> Markup {
                     (resolved.nearest.iter().map(|n| format!("{} = {} (asked {})", n.axis, crate::pages::scalar(&n.measured), crate::pages::scalar(&n.requested))).collect::<Vec<_>>().join("; ")) }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_takes_the_entries_every_word_found() {
+        let list = |entries: &[u32]| -> Arc<[u32]> { entries.into() };
+        assert_eq!(common_entries(vec![list(&[1, 4, 7, 9]), list(&[0, 4, 9, 12]), list(&[4, 9])]), [4, 9]);
+        assert_eq!(common_entries(vec![list(&[1, 2]), list(&[])]), [] as [u32; 0]);
+        assert_eq!(common_entries(vec![list(&[3, 5])]), [3, 5]);
+        assert_eq!(common_entries(Vec::new()), [] as [u32; 0]);
+    }
+
+    #[test]
+    fn the_word_lists_stay_within_their_bound() {
+        let matches = WordMatches::default();
+        matches.insert("gemm", vec![1, 2, 3].into());
+        assert_eq!(matches.get("gemm").as_deref(), Some(&[1, 2, 3][..]));
+        assert_eq!(matches.get("gem"), None);
+        let big: Arc<[u32]> = (0..MAX_CACHED_ENTRIES as u32 - 1).collect();
+        matches.insert("synthetic", big);
+        assert_eq!(matches.get("gemm"), None, "over the bound, the earlier words are let go");
+        assert_eq!(matches.get("synthetic").map(|e| e.len()), Some(MAX_CACHED_ENTRIES - 1));
+        for word in 0..MAX_CACHED_WORDS + 1 {
+            matches.insert(&format!("w{word}"), vec![0].into());
+        }
+        assert!(matches.0.lock().unwrap().len() <= MAX_CACHED_WORDS);
     }
 }

@@ -391,6 +391,17 @@ fn bad_requests_get_problems_never_slow_or_broken_pages() {
         400
     );
     assert_eq!(post("/api/v1/resolve/kernel/batch", "application/json", None, r#"{"requests":[]}"#).status, 400);
+    let mut over = seed_resolve_request();
+    over["limit"] = json!(51);
+    let refused = post("/api/v1/resolve/kernel", "application/json", None, &over.to_string());
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("limit takes 1 to 50 comparison groups, got 51"), "{}", refused.body);
+    let batch = json!({ "requests": [seed_resolve_request(), over] });
+    let refused = post("/api/v1/resolve/kernel/batch", "application/json", None, &batch.to_string());
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("/requests/1/limit"), "{}", refused.body);
+    let page = get("/resolve?operation=x&limit=many");
+    assert!(page.body.contains("limit takes a whole number of comparison groups"), "{}", page.body);
     assert_eq!(get(&format!("/compare?run={SEED_WORKLOAD_RUN}")).status, 400);
     let nine: Vec<String> =
         SERVER.state.model().judgement.runs.iter().take(9).map(|r| format!("run={}", r.id)).collect();
