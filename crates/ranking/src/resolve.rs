@@ -153,25 +153,25 @@ impl Index {
         }
     }
 
-    fn cohort_views(&self, mut cohorts: Vec<usize>, limit: usize) -> (Vec<CohortView>, usize) {
+    fn cohort_views(&self, cohorts: Vec<usize>, limit: usize) -> (Vec<CohortView>, usize) {
         // Groups are not comparable with each other; list them in a stable, readable order:
         // by hardware, the largest first, then by key (keys are unique, so the order is total).
-        let order = |&a: &usize, &b: &usize| {
-            let key = |c: usize| {
+        // Each group's key is read once: an operation browsed without axes has thousands.
+        let mut keyed: Vec<_> = cohorts
+            .into_iter()
+            .map(|c| {
                 let cohort = &self.cohorts[c];
                 let hardware = self.runs[cohort.ranking[0].run].hardware_model.as_deref();
-                (hardware, std::cmp::Reverse(cohort.ranking.len()), cohort.comparison_key.as_str())
-            };
-            key(a).cmp(&key(b))
-        };
-        let omitted = cohorts.len().saturating_sub(limit);
-        // An operation browsed without axes may have thousands of groups: order only those listed.
+                (hardware, std::cmp::Reverse(cohort.ranking.len()), cohort.comparison_key.as_str(), c)
+            })
+            .collect();
+        let omitted = keyed.len().saturating_sub(limit);
         if omitted > 0 && limit > 0 {
-            cohorts.select_nth_unstable_by(limit - 1, order);
+            keyed.select_nth_unstable(limit - 1);
         }
-        cohorts.truncate(limit);
-        cohorts.sort_unstable_by(order);
-        let views = cohorts.into_iter().map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
+        keyed.truncate(limit);
+        keyed.sort_unstable();
+        let views = keyed.into_iter().map(|(.., c)| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
         (views, omitted)
     }
 

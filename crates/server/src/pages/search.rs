@@ -128,14 +128,27 @@ impl<'a> Words<'a> {
         }
         let mut score = 0;
         for word in self.words {
-            let whole = entry.haystack.split(|c: char| !c.is_alphanumeric()).any(|t| t == word);
-            score += if whole { 3 } else { 1 };
+            score += if whole_word_in(&entry.haystack, word) { 3 } else { 1 };
         }
         if !self.words.is_empty() && entry.names.contains(&self.phrase) {
             score += 20;
         }
         Some(score)
     }
+}
+
+/// Whether `word` is one of the words of `text` (its runs of alphanumeric characters): an
+/// occurrence with no alphanumeric character on either side. Found without splitting the text:
+/// the search scores every entry a query's words are in.
+fn whole_word_in(text: &str, word: &str) -> bool {
+    if word.is_empty() || !word.chars().all(char::is_alphanumeric) {
+        return false;
+    }
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
 }
 
 impl ReadModel {
@@ -513,6 +526,34 @@ fn render_answer(resolved: &ResolveResponse) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_word_is_a_run_of_letters_and_digits_alone() {
+        let split = |text: &str, word: &str| text.split(|c: char| !c.is_alphanumeric()).any(|t| t == word);
+        let text = "gqa_paged_decode gqa-paged-decode nvidia h200 décode 0 10 sm_90a";
+        for word in [
+            "gqa",
+            "paged",
+            "decode",
+            "h200",
+            "décode",
+            "0",
+            "10",
+            "sm",
+            "90a",
+            "code",
+            "h2",
+            "1",
+            "90",
+            "gqa_paged",
+            "",
+            "é",
+            "nvidia h200",
+        ] {
+            assert_eq!(whole_word_in(text, word), split(text, word), "{word:?}");
+        }
+        assert!(whole_word_in("0", "0") && !whole_word_in("00", "0") && whole_word_in("x 0", "0"));
+    }
 
     #[test]
     fn a_query_takes_the_entries_every_word_found() {
