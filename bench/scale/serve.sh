@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 15's serving figures on one catalog, release build, wrk on loopback:
 #   1. `ki serve` resident memory (VmRSS) once it answers, and 3 s later;
-#   2. a run page (p50, p99, req/s at 32 connections), POST /api/v1/resolve/kernel for that
+#   2. a run page (p50, p99, req/s at 8 and at 32 connections), POST /api/v1/resolve/kernel for that
 #      run's workload (p50 at 32 and at 4 connections), GET /api/v1/search for the run's
 #      operation (p99 at 16), and a hundred operations' searches in turn (p99 at 16; each one's
 #      first asking timed alone before);
-#   3. with WRITES=N: the run page again while `ki admin retract` lands one write a second on
+#   3. with WRITES=N: the run page again (WRITE_LOAD connections, 8 unless set) while `ki admin retract` lands one write a second on
 #      other runs (N writes), every answer checked (non-2xx or socket errors fail the script);
 #      then resident memory once the reloads have settled.
 #
@@ -19,6 +19,7 @@ cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-15s}
 PORT=${PORT:-18095}
 WRITES=${WRITES:-0}
+WRITE_LOAD=${WRITE_LOAD:-8} # connections of the run-page load the writes land in
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/ki}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
 WORK=$(mktemp -d)
@@ -90,6 +91,7 @@ wrk -t1 -c4 -d2s "$BASE/runs/$RUN" >/dev/null
 echo
 echo "| request | p50 | p99 | req/s |"
 echo "| --- | --- | --- | --- |"
+figures "run page /runs/$RUN, c8" -c8 "$BASE/runs/$RUN"
 figures "run page /runs/$RUN, c32" -c32 "$BASE/runs/$RUN"
 figures "resolve its workload, c32" -c32 -s "$WORK/resolve.lua" "$BASE/api/v1/resolve/kernel"
 figures "search \`$(python3 -c 'import sys,urllib.parse;print(urllib.parse.unquote(sys.argv[1]))' "$(cat "$WORK/search")")\`, c16" \
@@ -108,7 +110,7 @@ if [ "$WRITES" -gt 0 ]; then
     done <"$WORK/targets"
   ) &
   WRITER=$!
-  figures "run page during $WRITES writes (1/s), c32" -c32 -d"$((WRITES + 5))s" "$BASE/runs/$RUN"
+  figures "run page during $WRITES writes (1/s), c$WRITE_LOAD" -c"$WRITE_LOAD" -d"$((WRITES + 5))s" "$BASE/runs/$RUN"
   wait $WRITER || { echo "a write failed:" >&2; cat "$WORK/writes.log" >&2; exit 1; }
   echo "writes: $(grep -c . "$WORK/targets") retractions; reloads: $(grep -c 'reloaded' "$WORK/serve.log" || true)"
   for _ in $(seq 1 600); do # until the last write is served

@@ -240,8 +240,8 @@ impl Index {
         let row = &self.runs[run];
         let facts = &self.facts[run];
         ListedRun {
-            id: row.id.clone(),
-            digest: row.run_digest.clone(),
+            id: row.id.to_string(),
+            digest: row.run_digest.to_string(),
             operation: self.operation_of(run).name.clone(),
             workload_id: row.workload_id.to_string(),
             implementation: self.implementation_of(run).slug.clone(),
@@ -417,11 +417,11 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
         items.push(FeedItem {
             at: event.at.text().into_owned(),
             event: FeedEvent::Record(RecordChange {
-                comparison_key: event.comparison_key.clone(),
-                run_id: event.run_id.clone(),
-                previous_run_id: event.previous_run_id.clone(),
-                cause: event.cause.clone(),
-                policy_version: event.policy_version.clone(),
+                comparison_key: event.comparison_key.to_string(),
+                run_id: event.run_id.to_string(),
+                previous_run_id: event.previous_run_id.as_deref().map(str::to_string),
+                cause: event.cause.to_string(),
+                policy_version: event.policy_version.to_string(),
                 operation: run.map(|r| index.operation_of(r).name.clone()),
                 value: run.and_then(|r| index.primary_value(r)),
                 unit: run.and_then(|r| index.runs[r].primary_unit.as_deref().map(str::to_string)),
@@ -438,7 +438,7 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
         }
     }
     for ((_, at, _), runs) in batches {
-        let mut run_ids: Vec<String> = runs.iter().map(|&r| index.runs[r].id.clone()).collect();
+        let mut run_ids: Vec<String> = runs.iter().map(|&r| index.runs[r].id.to_string()).collect();
         run_ids.sort();
         let mut operations: Vec<String> = runs.iter().map(|&r| index.operation_of(r).name.clone()).collect();
         operations.sort();

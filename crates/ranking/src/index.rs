@@ -48,18 +48,20 @@ impl Deployability {
     }
 }
 
-/// What the index concluded about one run.
+/// What the index concluded about one run (one per run: kept narrow).
 #[derive(Debug, Clone)]
 pub struct RunFacts {
-    pub ineligibility: Vec<Ineligibility>,
+    /// Empty for an eligible run (most are), which then holds no allocation.
+    pub ineligibility: Box<[Ineligibility]>,
     pub trust: TrustLevel,
     /// Shared by every run with the same source, licence and install recipe.
     pub deployability: std::sync::Arc<Deployability>,
-    pub cohort: usize,
+    /// Its comparison group ([`RunFacts::cohort`]).
+    cohort: u32,
     /// Dense rank inside its comparison group; None when ineligible.
     pub rank: Option<u32>,
     /// Position in the cohort's ranking (display order); None when ineligible.
-    pub position: Option<usize>,
+    pub position: Option<u32>,
     /// The source's own "× reference" figure, from its native metrics.
     pub reference_speedup: Option<f64>,
     /// Speedup over the cohort's marked baseline implementation.
@@ -69,6 +71,11 @@ pub struct RunFacts {
 impl RunFacts {
     pub fn eligible(&self) -> bool {
         self.ineligibility.is_empty()
+    }
+
+    /// The run's comparison group (`Index::cohorts[cohort]`).
+    pub fn cohort(&self) -> usize {
+        self.cohort as usize
     }
 }
 
@@ -81,7 +88,8 @@ pub struct RankedEntry {
 /// One comparison group: all runs sharing a comparison key.
 #[derive(Debug, Clone)]
 pub struct Cohort {
-    pub comparison_key: String,
+    /// Shared with its runs' rows.
+    pub comparison_key: Text,
     pub profile: CohortProfile,
     pub direction: Direction,
     /// Every run with this key, eligible or not, in row order.
@@ -112,7 +120,7 @@ pub struct Index {
     /// digest's start) by binary search, in 4 bytes a run.
     pub(crate) run_id_order: TextOrder,
     pub(crate) run_digest_order: TextOrder,
-    pub(crate) cohort_by_key: HashMap<String, usize>,
+    pub(crate) cohort_by_key: HashMap<Text, usize>,
     /// Operation names, slugs and aliases, exact and lower-cased.
     pub(crate) operation_by_name: HashMap<String, usize>,
     pub(crate) operation_by_folded_name: HashMap<String, Vec<usize>>,
@@ -121,11 +129,11 @@ pub struct Index {
     pub(crate) run_implementation: Vec<usize>,
     pub(crate) run_workload: Vec<usize>,
     pub(crate) workloads_by_operation: Vec<Vec<usize>>,
-    pub(crate) runs_by_workload: Vec<Vec<usize>>,
+    pub(crate) runs_by_workload: Groups,
     /// The comparison groups with eligible runs on each workload (what resolve reads).
     pub(crate) cohorts_by_workload: Vec<Vec<MeasuredCohort>>,
-    pub(crate) measurements_by_run: Vec<Vec<usize>>,
-    pub(crate) events_by_run: HashMap<String, Vec<usize>>,
+    pub(crate) measurements_by_run: Groups,
+    pub(crate) events_by_run: Groups,
     pub(crate) artifact_by_digest: HashMap<String, usize>,
     /// Workload axes with the operation's constant axes filled in.
     pub(crate) workload_axes: Vec<BTreeMap<String, Value>>,
@@ -138,9 +146,9 @@ pub struct Index {
     /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
     pub(crate) run_protocol_title: Vec<Option<Text>>,
     /// The run manifest's title (`run.metadata.title`), when it has one.
-    pub(crate) run_title: Vec<Option<Text>>,
+    pub(crate) run_title: TextColumn,
     /// The source's own id of the run (`run.spec.sourceNative.externalId`), when it has one.
-    pub(crate) run_external_id: Vec<Option<Text>>,
+    pub(crate) run_external_id: TextColumn,
     pub(crate) manifests: ManifestText,
 }
 
@@ -205,6 +213,81 @@ impl TextOrder {
     }
 }
 
+/// Members listed per group (runs per workload, record events per run) in two flat vectors,
+/// 4 bytes a member and 4 a group, where a vector per group takes 24 bytes and an allocation.
+#[derive(Debug, Default)]
+pub(crate) struct Groups {
+    /// Group g's members are `members[starts[g]..starts[g + 1]]`.
+    starts: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Groups {
+    /// From each member's group, in member order; a member listed under no group is `None`.
+    fn build(groups: usize, group_of: impl Iterator<Item = Option<usize>> + Clone) -> Groups {
+        let mut starts = vec![0u32; groups + 1];
+        for group in group_of.clone().flatten() {
+            starts[group + 1] += 1;
+        }
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut next = starts.clone();
+        let mut members = vec![0u32; starts[groups] as usize];
+        for (member, group) in group_of.enumerate() {
+            if let Some(group) = group {
+                members[next[group] as usize] = u32::try_from(member).expect("fewer than 2^32 members");
+                next[group] += 1;
+            }
+        }
+        Groups { starts, members }
+    }
+
+    /// The group's members in member order; none for a group out of range.
+    fn of(&self, group: usize) -> &[u32] {
+        match (self.starts.get(group), self.starts.get(group + 1)) {
+            (Some(&start), Some(&end)) => &self.members[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// An optional text per row in one buffer (run titles, the sources' own run ids: mostly
+/// distinct, so interning shares nothing): 4 bytes a row and the text, where a `Text` takes
+/// 8 and an allocation of its own.
+#[derive(Debug, Default)]
+pub(crate) struct TextColumn {
+    text: String,
+    /// Row r's text is `text[ends[r - 1]..ends[r]]` (from 0 for the first row).
+    ends: Vec<u32>,
+    /// Bit r set: row r has a text (an empty one included).
+    present: Vec<u64>,
+}
+
+impl TextColumn {
+    fn build<'a>(values: impl Iterator<Item = Option<&'a str>>) -> TextColumn {
+        let mut column = TextColumn::default();
+        for (row, value) in values.enumerate() {
+            if row % 64 == 0 {
+                column.present.push(0);
+            }
+            if let Some(value) = value {
+                column.text.push_str(value);
+                column.present[row / 64] |= 1 << (row % 64);
+            }
+            column.ends.push(u32::try_from(column.text.len()).expect("under 4 GiB of text"));
+        }
+        column.text.shrink_to_fit();
+        column
+    }
+
+    fn get(&self, row: usize) -> Option<&str> {
+        let end = *self.ends.get(row)? as usize;
+        let start = if row == 0 { 0 } else { self.ends[row - 1] as usize };
+        (self.present[row / 64] & (1 << (row % 64)) != 0).then(|| &self.text[start..end])
+    }
+}
+
 /// A comparison group measured on a workload, with the hardware and framework of its eligible
 /// runs (what resolve's filters test), each distinct pair once.
 #[derive(Debug)]
@@ -216,18 +299,19 @@ pub(crate) struct MeasuredCohort {
 /// Each workload's comparison groups that have eligible runs, in the order of their first
 /// eligible run.
 fn measured_cohorts(
-    runs_by_workload: &[Vec<usize>],
+    runs_by_workload: &Groups,
+    workloads: usize,
     runs: &[BenchmarkRunRow],
     facts: &[RunFacts],
     run_framework: &[Option<Text>],
 ) -> Vec<Vec<MeasuredCohort>> {
-    runs_by_workload
-        .iter()
-        .map(|workload_runs| {
+    (0..workloads)
+        .map(|workload| {
             let mut measured: Vec<MeasuredCohort> = Vec::new();
             let mut position: HashMap<usize, usize> = HashMap::new();
-            for &run in workload_runs.iter().filter(|&&run| facts[run].eligible()) {
-                let cohort = facts[run].cohort;
+            let workload_runs = runs_by_workload.of(workload).iter().map(|&run| run as usize);
+            for run in workload_runs.filter(|&run| facts[run].eligible()) {
+                let cohort = facts[run].cohort();
                 let at = *position.entry(cohort).or_insert_with(|| {
                     measured.push(MeasuredCohort {
                         cohort: u32::try_from(cohort).expect("fewer than 2^32 comparison groups"),
@@ -280,17 +364,6 @@ fn resolve_reference(
     })
 }
 
-/// The source's own speedup over its reference, when it reports one.
-fn source_native_reference_speedup(manifest: &Value) -> Option<f64> {
-    let metrics = manifest.pointer("/run/spec/sourceNative/metrics")?;
-    if let Some(factor) = metrics.get("speedup_factor").and_then(Value::as_f64) {
-        return Some(factor);
-    }
-    let reference = metrics.get("reference_latency_ms").and_then(Value::as_f64)?;
-    let latency = metrics.get("latency_ms").and_then(Value::as_f64)?;
-    (latency > 0.0).then(|| reference / latency)
-}
-
 fn primary_value(run: &BenchmarkRunRow) -> Option<f64> {
     let metric = run.primary_metric.as_deref().map(str::trim).unwrap_or("");
     if metric.is_empty() || metric == "none" {
@@ -318,10 +391,13 @@ impl Index {
             parse_table("implementations", rows.implementations)?;
         // Parsed and interned as they were pushed.
         let (runs, run_origins) = rows.benchmark_runs.finish()?;
-        let mut run_manifests = rows.run_manifests;
+        let run_parts = rows.run_parts;
         let (measurements, measurement_origins) = rows.measurements.finish()?;
-        let mut interner = Interner::default();
-        let (record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
+        let mut interner = rows.interner;
+        let (mut record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
+        for event in &mut record_events {
+            event.intern(&mut interner);
+        }
         let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
 
         let source_by_id = index_by_id("sources", sources.iter().map(|r| r.id.as_str()), &source_origins)?;
@@ -431,7 +507,6 @@ impl Index {
 
         let mut run_implementation = Vec::with_capacity(runs.len());
         let mut run_workload = Vec::with_capacity(runs.len());
-        let mut runs_by_workload = vec![Vec::new(); workloads.len()];
         let mut superseded_by: HashMap<usize, usize> = HashMap::new();
         for (index, run) in runs.iter().enumerate() {
             let origins = &run_origins;
@@ -454,7 +529,6 @@ impl Index {
                 "workload",
             )?;
             run_workload.push(workload);
-            runs_by_workload[workload].push(index);
             if let Some(source_id) = &run.source_id {
                 resolve_reference(&source_by_id, source_id, "benchmark_runs", index, origins, "/sourceId", "source")?;
             }
@@ -473,10 +547,10 @@ impl Index {
             }
         }
 
-        // None held (a model whose runs' details stay in the catalog): no list per run either.
-        let mut measurements_by_run = if measurements.is_empty() { Vec::new() } else { vec![Vec::new(); runs.len()] };
+        let runs_by_workload = Groups::build(workloads.len(), run_workload.iter().map(|&w| Some(w)));
+        let mut measurement_run = Vec::with_capacity(measurements.len());
         for (index, measurement) in measurements.iter().enumerate() {
-            let run = resolve_reference(
+            measurement_run.push(Some(resolve_reference(
                 &run_by_id,
                 &measurement.run_id,
                 "measurements",
@@ -484,31 +558,30 @@ impl Index {
                 &measurement_origins,
                 "/runId",
                 "benchmark run",
-            )?;
-            measurements_by_run[run].push(index);
+            )?));
         }
-        let mut events_by_run: HashMap<String, Vec<usize>> = HashMap::new();
-        for (index, event) in record_events.iter().enumerate() {
-            events_by_run.entry(event.run_id.clone()).or_default().push(index);
-        }
+        let measurements_by_run = Groups::build(runs.len(), measurement_run.into_iter());
+        // An event names its run by id; one for a run the rows lack is listed under none.
+        let events_by_run =
+            Groups::build(runs.len(), record_events.iter().map(|event| run_by_id.get(event.run_id.as_str()).copied()));
         let artifact_by_digest = artifacts.iter().enumerate().map(|(i, a)| (a.content_digest.clone(), i)).collect();
 
-        let run_framework: Vec<Option<Text>> = run_manifests
+        let run_framework: Vec<Option<Text>> = run_parts
             .iter()
             .zip(&run_implementation)
-            .map(|(manifest, &implementation)| {
-                let framework = implementations[implementation].framework.as_deref().or_else(|| {
-                    manifest.pointer("/environment/spec/software/framework/name").and_then(Value::as_str)
-                })?;
-                let mut text: Text = framework.into();
-                interner.intern(&mut text);
-                Some(text)
+            .map(|(parts, &implementation)| match &implementations[implementation].framework {
+                Some(framework) => {
+                    let mut text: Text = framework.as_str().into();
+                    interner.intern(&mut text);
+                    Some(text)
+                }
+                None => parts.framework.clone(),
             })
             .collect();
 
         // Judge every run on its own.
         let mut deployabilities: HashMap<(bool, Option<String>, bool), std::sync::Arc<Deployability>> = HashMap::new();
-        let mut cohort_by_key: HashMap<String, usize> = HashMap::new();
+        let mut cohort_by_key: HashMap<Text, usize> = HashMap::new();
         let mut cohorts: Vec<Cohort> = Vec::new();
         let mut facts = Vec::with_capacity(runs.len());
         for (index, run) in runs.iter().enumerate() {
@@ -525,7 +598,7 @@ impl Index {
                 ineligibility.push(Ineligibility::Retracted);
             }
             if let Some(&successor) = superseded_by.get(&index) {
-                ineligibility.push(Ineligibility::Superseded { by: runs[successor].id.clone() });
+                ineligibility.push(Ineligibility::Superseded { by: runs[successor].id.to_string() });
             }
             if primary_value(run).is_none() {
                 ineligibility.push(Ineligibility::MissingPrimaryMetric);
@@ -551,9 +624,9 @@ impl Index {
                     std::sync::Arc::new(Deployability::assess(source_available, licence, has_install_recipe))
                 })
                 .clone();
-            let cohort = *cohort_by_key.entry(run.comparison_key.to_string()).or_insert_with(|| {
+            let cohort = *cohort_by_key.entry(run.comparison_key.clone()).or_insert_with(|| {
                 cohorts.push(Cohort {
-                    comparison_key: run.comparison_key.to_string(),
+                    comparison_key: run.comparison_key.clone(),
                     profile: CohortProfile::StrictExact,
                     direction: Direction::LowerIsBetter,
                     runs: Vec::new(),
@@ -564,13 +637,13 @@ impl Index {
             });
             cohorts[cohort].runs.push(index);
             facts.push(RunFacts {
-                ineligibility,
+                ineligibility: ineligibility.into_boxed_slice(),
                 trust,
                 deployability,
-                cohort,
+                cohort: u32::try_from(cohort).expect("fewer than 2^32 comparison groups"),
                 rank: None,
                 position: None,
-                reference_speedup: source_native_reference_speedup(&run_manifests[index]),
+                reference_speedup: run_parts[index].reference_speedup,
                 baseline_speedup: None,
             });
         }
@@ -611,7 +684,7 @@ impl Index {
                 .collect();
             for (position, entry) in cohort.ranking.iter().enumerate() {
                 facts[entry.run].rank = Some(entry.rank);
-                facts[entry.run].position = Some(position);
+                facts[entry.run].position = Some(u32::try_from(position).expect("fewer than 2^32 runs"));
             }
             cohort.baseline = cohort
                 .ranking
@@ -631,25 +704,19 @@ impl Index {
             }
         }
 
-        let cohorts_by_workload = measured_cohorts(&runs_by_workload, &runs, &facts, &run_framework);
+        let cohorts_by_workload = measured_cohorts(&runs_by_workload, workloads.len(), &runs, &facts, &run_framework);
 
-        let mut interned: HashMap<String, Text> = HashMap::new();
-        let mut intern_at = |manifest: &Value, pointer: &str| {
-            let name = manifest.pointer(pointer).and_then(Value::as_str)?;
-            Some(interned.entry(name.to_string()).or_insert_with(|| name.into()).clone())
-        };
-        let run_protocol_name = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/name")).collect();
-        let run_protocol_title = run_manifests.iter().map(|m| intern_at(m, "/protocol/metadata/title")).collect();
-        let run_text =
-            |manifest: &Value, pointer: &str| manifest.pointer(pointer).and_then(Value::as_str).map(Text::from);
-        let run_title = run_manifests.iter().map(|m| run_text(m, "/run/metadata/title")).collect();
-        let run_external_id = run_manifests.iter().map(|m| run_text(m, "/run/spec/sourceNative/externalId")).collect();
+        let run_protocol_name = run_parts.iter().map(|parts| parts.protocol_name.clone()).collect();
+        let run_protocol_title = run_parts.iter().map(|parts| parts.protocol_title.clone()).collect();
+        let run_title = TextColumn::build(run_parts.iter().map(|parts| parts.title.as_deref()));
+        let run_external_id = TextColumn::build(run_parts.iter().map(|parts| parts.external_id.as_deref()));
+        drop(run_parts);
         let manifests = ManifestText {
             operations: ManifestText::take(operations.iter_mut().map(|r| &mut r.manifest)),
             workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
             implementations: ManifestText::take(implementations.iter_mut().map(|r| &mut r.manifest)),
-            runs: ManifestText::take(run_manifests.iter_mut()),
-            runs_held: true,
+            runs_held: rows.run_manifest_text.is_some(),
+            runs: rows.run_manifest_text.unwrap_or_default(),
         };
         // The build's map of ids gives way to the compact orders the lookups keep.
         drop(run_by_id);
@@ -709,17 +776,10 @@ impl Index {
         ManifestText::parse(self.manifests.implementations.get(implementation).map(|t| &**t))
     }
 
-    /// The run's manifests (`{run, protocol, environment}`); None once the index has forgotten
-    /// them ([`Index::forget_run_manifests`]).
+    /// The run's manifests (`{run, protocol, environment}`); None when the index was built
+    /// without them ([`CatalogRows::without_run_manifests`]).
     pub fn run_manifest(&self, run: usize) -> Option<Value> {
         self.manifests.runs_held.then(|| ManifestText::parse(self.manifests.runs.get(run).map(|t| &**t)))
-    }
-
-    /// Drops the runs' manifests, which are most of an index's bytes: a caller that can read them
-    /// where the rows came from (a catalog, by run id) keeps only what ranking and listing need.
-    pub fn forget_run_manifests(&mut self) {
-        self.manifests.runs = Vec::new();
-        self.manifests.runs_held = false;
     }
 
     /// The run manifest's protocol name, when it has one.
@@ -734,12 +794,12 @@ impl Index {
 
     /// The run manifest's title, when it has one.
     pub fn run_title(&self, run: usize) -> Option<&str> {
-        self.run_title.get(run)?.as_deref()
+        self.run_title.get(run)
     }
 
     /// The source's own id of the run (`submission/555004`), when it has one.
     pub fn run_external_id(&self, run: usize) -> Option<&str> {
-        self.run_external_id.get(run)?.as_deref()
+        self.run_external_id.get(run)
     }
 
     /// A run by its digest (`sha256:…`).
@@ -763,8 +823,13 @@ impl Index {
     }
 
     /// The runs measured on a workload, in row order.
-    pub fn workload_runs(&self, workload: usize) -> &[usize] {
-        &self.runs_by_workload[workload]
+    pub fn workload_runs(&self, workload: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.runs_by_workload.of(workload).iter().map(|&run| run as usize)
+    }
+
+    /// The run's record events, in row order.
+    pub fn events_of(&self, run: usize) -> impl ExactSizeIterator<Item = &RecordEventRow> + '_ {
+        self.events_by_run.of(run).iter().map(|&event| &self.record_events[event as usize])
     }
 
     /// The workload's axes, the operation's constant axes filled in.
@@ -786,7 +851,7 @@ impl Index {
 
     /// The run's measurement rows, in the catalog's order.
     pub fn measurements_of(&self, run: usize) -> impl Iterator<Item = &MeasurementRow> {
-        self.measurements_by_run.get(run).into_iter().flatten().map(|&m| &self.measurements[m])
+        self.measurements_by_run.of(run).iter().map(|&m| &self.measurements[m as usize])
     }
 
     pub fn implementation_of(&self, run: usize) -> &ImplementationRow {
@@ -862,7 +927,7 @@ impl Index {
             many => Err(LookupError::Ambiguous {
                 what: "run",
                 given: reference.to_string(),
-                candidates: many.iter().take(10).map(|&r| self.runs[r].id.clone()).collect(),
+                candidates: many.iter().take(10).map(|&r| self.runs[r].id.to_string()).collect(),
             }),
         }
     }

@@ -117,9 +117,9 @@ impl Index {
         let mut events = Vec::new();
         let mut emit = |run: usize, previous: Option<usize>, cause: &str, at: &Timestamp| {
             events.push(LedgerEvent {
-                comparison_key: cohort.comparison_key.clone(),
-                run_id: self.runs[run].id.clone(),
-                previous_run_id: previous.map(|p| self.runs[p].id.clone()),
+                comparison_key: cohort.comparison_key.to_string(),
+                run_id: self.runs[run].id.to_string(),
+                previous_run_id: previous.map(|p| self.runs[p].id.to_string()),
                 policy_version: POLICY_VERSION.to_string(),
                 cause: cause.to_string(),
                 at: at.clone(),

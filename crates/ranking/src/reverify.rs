@@ -272,9 +272,9 @@ pub fn plan(index: &Index, seen: &[EnvironmentFacts], policy: &Policy, now: Inst
             }
             let row = &index.runs[run];
             planned.push(Reverification {
-                comparison_key: cohort.comparison_key.clone(),
+                comparison_key: cohort.comparison_key.to_string(),
                 position,
-                run_id: row.id.clone(),
+                run_id: row.id.to_string(),
                 implementation_id: row.implementation_id.to_string(),
                 implementation_digest: index.implementation_of(run).implementation_digest.clone(),
                 operation: index.operation_of(run).name.clone(),
@@ -282,7 +282,7 @@ pub fn plan(index: &Index, seen: &[EnvironmentFacts], policy: &Policy, now: Inst
                 protocol: protocol_name(index, run),
                 gpu: environment.gpu.clone(),
                 minimum_software: minimum_software.clone(),
-                basis_run_id: index.runs[basis].id.clone(),
+                basis_run_id: index.runs[basis].id.to_string(),
                 staleness: staleness.clone(),
             });
         }
@@ -295,9 +295,8 @@ pub fn plan(index: &Index, seen: &[EnvironmentFacts], policy: &Policy, now: Inst
 fn newest_sibling(index: &Index, run: usize, gpu: &str) -> Option<usize> {
     let row = &index.runs[run];
     let protocol = protocol_name(index, run);
-    index.runs_by_workload[index.run_workload[run]]
-        .iter()
-        .copied()
+    index
+        .workload_runs(index.run_workload[run])
         .filter(|&other| {
             let candidate = &index.runs[other];
             candidate.implementation_id == row.implementation_id

@@ -40,7 +40,7 @@ pub(crate) fn describe_location(table: &str, index: usize, origin: RowOrigin, id
 }
 
 /// All rows the ranking reads, grouped by table, in the export's column format.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct CatalogRows {
     pub sources: Vec<(RowOrigin, Value)>,
     pub projects: Vec<(RowOrigin, Value)>,
@@ -51,11 +51,13 @@ pub struct CatalogRows {
     /// Runs and measurements are most of a catalog's rows: they are parsed as they come, so
     /// that a catalog streamed in is never held whole as JSON maps (kilobytes a run).
     pub benchmark_runs: Parsed<BenchmarkRunRow>,
-    /// Each run's `manifest` column, taken off its row as it is pushed (the index reads a few
-    /// parts while it is built and keeps the rest as text, or not at all).
-    pub(crate) run_manifests: Vec<Value>,
+    /// What the index reads of each run's `manifest` column, taken as the row is pushed.
+    pub(crate) run_parts: Vec<RunManifestParts>,
+    /// Each run's whole manifest as compact JSON text; `None` when the caller reads manifests
+    /// where the rows came from ([`CatalogRows::without_run_manifests`]).
+    pub(crate) run_manifest_text: Option<Vec<Box<str>>>,
     pub measurements: Parsed<MeasurementRow>,
-    interner: Interner,
+    pub(crate) interner: Interner,
     pub record_events: Vec<(RowOrigin, Value)>,
     pub artifacts: Vec<(RowOrigin, Value)>,
 }
@@ -74,9 +76,78 @@ pub const RANKING_TABLES: [&str; 10] = [
     "artifacts",
 ];
 
+impl Default for CatalogRows {
+    fn default() -> Self {
+        CatalogRows {
+            sources: Vec::new(),
+            projects: Vec::new(),
+            operations: Vec::new(),
+            operation_aliases: Vec::new(),
+            workloads: Vec::new(),
+            implementations: Vec::new(),
+            benchmark_runs: Parsed::default(),
+            run_parts: Vec::new(),
+            run_manifest_text: Some(Vec::new()),
+            measurements: Parsed::default(),
+            interner: Interner::default(),
+            record_events: Vec::new(),
+            artifacts: Vec::new(),
+        }
+    }
+}
+
+/// What the index reads of a run's manifest (`{run, protocol, environment}`) while it ranks and
+/// lists: a few texts, interned, rather than the manifest (kilobytes a run as JSON values).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunManifestParts {
+    pub(crate) framework: Option<Text>,
+    pub(crate) protocol_name: Option<Text>,
+    pub(crate) protocol_title: Option<Text>,
+    pub(crate) title: Option<Box<str>>,
+    pub(crate) external_id: Option<Box<str>>,
+    /// The source's own speedup over its reference, when it reports one.
+    pub(crate) reference_speedup: Option<f64>,
+}
+
+impl RunManifestParts {
+    fn read(manifest: &Value, interner: &mut Interner) -> RunManifestParts {
+        let text = |pointer: &str| manifest.pointer(pointer).and_then(Value::as_str);
+        let mut shared = |pointer: &str| {
+            let mut text: Text = text(pointer)?.into();
+            interner.intern(&mut text);
+            Some(text)
+        };
+        RunManifestParts {
+            framework: shared("/environment/spec/software/framework/name"),
+            protocol_name: shared("/protocol/metadata/name"),
+            protocol_title: shared("/protocol/metadata/title"),
+            title: text("/run/metadata/title").map(Box::from),
+            external_id: text("/run/spec/sourceNative/externalId").map(Box::from),
+            reference_speedup: source_native_reference_speedup(manifest),
+        }
+    }
+}
+
+/// The source's own speedup over its reference, when it reports one.
+fn source_native_reference_speedup(manifest: &Value) -> Option<f64> {
+    let metrics = manifest.pointer("/run/spec/sourceNative/metrics")?;
+    if let Some(factor) = metrics.get("speedup_factor").and_then(Value::as_f64) {
+        return Some(factor);
+    }
+    let reference = metrics.get("reference_latency_ms").and_then(Value::as_f64)?;
+    let latency = metrics.get("latency_ms").and_then(Value::as_f64)?;
+    (latency > 0.0).then(|| reference / latency)
+}
+
 impl CatalogRows {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Rows whose runs' manifests the index will not hold ([`crate::Index::run_manifest`] is
+    /// `None`): the caller reads them where the rows came from, by run id.
+    pub fn without_run_manifests() -> Self {
+        CatalogRows { run_manifest_text: None, ..Self::default() }
     }
 
     /// Adds one row. Returns false (and keeps nothing) for a table the ranking does not
@@ -90,7 +161,10 @@ impl CatalogRows {
                 let held = self.benchmark_runs.rows.len();
                 self.benchmark_runs.push(table, origin, Value::Object(row), |run| run.intern(&mut self.interner));
                 if self.benchmark_runs.rows.len() > held {
-                    self.run_manifests.push(manifest);
+                    self.run_parts.push(RunManifestParts::read(&manifest, &mut self.interner));
+                    if let Some(texts) = &mut self.run_manifest_text {
+                        texts.push(serde_json::to_string(&manifest).unwrap_or_default().into_boxed_str());
+                    }
                 }
                 return true;
             }
@@ -205,6 +279,12 @@ impl<T: DeserializeOwned> Parsed<T> {
 #[serde(transparent)]
 pub struct Text(arcstr::ArcStr);
 
+impl Text {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::ops::Deref for Text {
     type Target = str;
     fn deref(&self) -> &str {
@@ -254,6 +334,18 @@ impl PartialEq<str> for Text {
     }
 }
 
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Text> for String {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
 impl schemars::JsonSchema for Text {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         String::schema_name()
@@ -265,6 +357,196 @@ impl schemars::JsonSchema for Text {
 
     fn inline_schema() -> bool {
         true
+    }
+}
+
+/// Text kept inside its row when it is at most `N` bytes (a run's id, its digest), on the heap
+/// otherwise: a million runs then hold no allocation of their own for either, where a `String`
+/// takes 24 bytes in the row and an allocation beside it.
+#[derive(Clone)]
+pub struct InlineText<const N: usize>(InlineRepr<N>);
+
+#[derive(Clone)]
+enum InlineRepr<const N: usize> {
+    Inline { len: u8, bytes: [u8; N] },
+    Heap(Box<str>),
+}
+
+/// A run's id: a UUID (36 bytes) fits.
+pub type IdText = InlineText<37>;
+/// A digest as `sha256:` and 64 hex digits (71 bytes) fits.
+pub type DigestText = InlineText<71>;
+
+impl<const N: usize> InlineText<N> {
+    pub fn new(text: &str) -> Self {
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= N => {
+                let mut bytes = [0; N];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                InlineText(InlineRepr::Inline { len, bytes })
+            }
+            _ => InlineText(InlineRepr::Heap(text.into())),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // SAFETY: `new` copied exactly `len` bytes of a `&str` here, a whole UTF-8 text.
+            InlineRepr::Inline { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
+            InlineRepr::Heap(text) => text,
+        }
+    }
+}
+
+impl<const N: usize> Default for InlineText<N> {
+    fn default() -> Self {
+        InlineText::new("")
+    }
+}
+
+impl<const N: usize> std::ops::Deref for InlineText<N> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl<const N: usize> std::borrow::Borrow<str> for InlineText<N> {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl<const N: usize> AsRef<str> for InlineText<N> {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl<const N: usize> PartialEq for InlineText<N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl<const N: usize> Eq for InlineText<N> {}
+
+impl<const N: usize> PartialEq<str> for InlineText<N> {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl<const N: usize> PartialEq<&str> for InlineText<N> {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl<const N: usize> PartialEq<InlineText<N>> for String {
+    fn eq(&self, other: &InlineText<N>) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl<const N: usize> PartialEq<InlineText<N>> for &str {
+    fn eq(&self, other: &InlineText<N>) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl<const N: usize> PartialOrd for InlineText<N> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<const N: usize> Ord for InlineText<N> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl<const N: usize> std::hash::Hash for InlineText<N> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl<const N: usize> From<&str> for InlineText<N> {
+    fn from(text: &str) -> Self {
+        InlineText::new(text)
+    }
+}
+
+impl<const N: usize> From<InlineText<N>> for String {
+    fn from(text: InlineText<N>) -> String {
+        text.as_str().to_string()
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for InlineText<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl<const N: usize> std::fmt::Display for InlineText<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl<const N: usize> Serialize for InlineText<N> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de, const N: usize> Deserialize<'de> for InlineText<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(InlineText::new(&text))
+    }
+}
+
+impl<const N: usize> schemars::JsonSchema for InlineText<N> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod inline_text_tests {
+    use super::{DigestText, IdText, InlineText};
+
+    #[test]
+    fn short_texts_stay_in_place_and_every_text_reads_back_whole() {
+        let uuid = "01a006c1-dd5d-76cf-9e44-f49eb6d945d0";
+        let digest = "sha256:6c043f231be11c21818034983223b1bb0a65d2c9fb6bda7061bcf85c3f57ffa1";
+        for text in ["", "run-a", uuid, "ü-ß-名前", &"x".repeat(37), &"y".repeat(38), &"z".repeat(300)] {
+            let held = IdText::new(text);
+            assert_eq!(held.as_str(), text);
+            assert_eq!(serde_json::to_string(&held).unwrap(), serde_json::to_string(text).unwrap());
+            let back: IdText = serde_json::from_str(&serde_json::to_string(text).unwrap()).unwrap();
+            assert_eq!(back, held);
+        }
+        assert!(matches!(IdText::new(uuid).0, super::InlineRepr::Inline { .. }));
+        assert!(matches!(IdText::new(&"y".repeat(38)).0, super::InlineRepr::Heap(_)));
+        assert!(matches!(DigestText::new(digest).0, super::InlineRepr::Inline { .. }));
+        assert!(IdText::new("run-a") < IdText::new("run-b"));
+        assert!(IdText::new(&"a".repeat(40)) < IdText::new("b"), "ordered as text, however held");
+        assert_eq!(std::mem::size_of::<IdText>(), 40);
+        assert_eq!(std::mem::size_of::<DigestText>(), 80);
+        let _: InlineText<3> = InlineText::new("four");
     }
 }
 
@@ -470,8 +752,8 @@ pub struct ImplementationRow {
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchmarkRunRow {
-    pub id: String,
-    pub run_digest: String,
+    pub id: IdText,
+    pub run_digest: DigestText,
     pub implementation_id: Text,
     pub workload_id: Text,
     #[serde(default)]
@@ -549,13 +831,22 @@ pub struct MeasurementRow {
 pub struct RecordEventRow {
     #[serde(default)]
     pub id: Option<String>,
-    pub comparison_key: String,
-    pub run_id: String,
+    pub comparison_key: Text,
+    pub run_id: IdText,
     #[serde(default)]
-    pub previous_run_id: Option<String>,
-    pub policy_version: String,
-    pub cause: String,
+    pub previous_run_id: Option<IdText>,
+    pub policy_version: Text,
+    pub cause: Text,
     pub at: Timestamp,
+}
+
+impl RecordEventRow {
+    /// As [`BenchmarkRunRow::intern`]: the comparison key is its runs' own.
+    pub fn intern(&mut self, interner: &mut Interner) {
+        for text in [&mut self.comparison_key, &mut self.policy_version, &mut self.cause] {
+            interner.intern(text);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]

@@ -109,7 +109,7 @@ impl Index {
     /// only, #1 not deployable (and why), no deployable run, stale #1 or best verified.
     pub fn caveats(&self, view: &CohortView, now: crate::time::Instant) -> Vec<Caveat> {
         let mut out = Vec::new();
-        let Some(&cohort) = self.cohort_by_key.get(&view.comparison_key) else {
+        let Some(&cohort) = self.cohort_by_key.get(view.comparison_key.as_str()) else {
             return out;
         };
         let ranking = &self.cohorts[cohort].ranking;
@@ -184,11 +184,11 @@ impl Index {
         let facts = &self.facts[run];
         let implementation = self.implementation_of(run);
         RunSummary {
-            run_id: row.id.clone(),
-            run_digest: row.run_digest.clone(),
+            run_id: row.id.to_string(),
+            run_digest: row.run_digest.to_string(),
             rank: facts.rank,
             eligible: facts.eligible(),
-            ineligibility: facts.ineligibility.clone(),
+            ineligibility: facts.ineligibility.to_vec(),
             implementation: implementation.slug.clone(),
             implementation_title: implementation.title.clone(),
             project: self.project_of(run).name.clone(),
@@ -229,7 +229,7 @@ impl Index {
             .find(|e| self.facts[e.run].deployability.deployable)
             .map(|e| self.run_summary(e.run));
         CohortView {
-            comparison_key: cohort_row.comparison_key.clone(),
+            comparison_key: cohort_row.comparison_key.to_string(),
             profile: cohort_row.profile,
             direction: cohort_row.direction,
             workload_id: self.workloads[workload].id.clone(),
@@ -306,7 +306,7 @@ impl Index {
         let run = self.find_run(reference)?;
         let row = &self.runs[run];
         let facts = &self.facts[run];
-        let cohort = &self.cohorts[facts.cohort];
+        let cohort = &self.cohorts[facts.cohort()];
         let implementation = self.implementation_of(run);
         let workload = self.workload_of(run);
         let leader =
@@ -350,11 +350,7 @@ impl Index {
             environment: manifest.pointer("/environment/spec").cloned(),
             artifacts,
             source_native_metrics: manifest.pointer("/run/spec/sourceNative/metrics").cloned(),
-            record_events: self
-                .events_by_run
-                .get(&row.id)
-                .map(|events| events.iter().map(|&e| self.record_events[e].clone()).collect())
-                .unwrap_or_default(),
+            record_events: self.events_of(run).cloned().collect(),
             keys: RunKeys {
                 comparison_key: row.comparison_key.to_string(),
                 protocol_key: row.protocol_key.to_string(),
@@ -447,11 +443,11 @@ impl Index {
         for reference in references {
             let run = self.find_run(reference)?;
             if runs.contains(&run) {
-                return Err(CompareError::Duplicate(self.runs[run].id.clone()));
+                return Err(CompareError::Duplicate(self.runs[run].id.to_string()));
             }
             runs.push(run);
         }
-        let same_comparison_group = runs.iter().all(|&r| self.facts[r].cohort == self.facts[runs[0]].cohort);
+        let same_comparison_group = runs.iter().all(|&r| self.facts[r].cohort() == self.facts[runs[0]].cohort());
         let mut axis_names: Vec<&String> =
             runs.iter().flat_map(|&r| self.workload_axes[self.run_workload[r]].keys()).collect();
         axis_names.sort();
@@ -467,10 +463,10 @@ impl Index {
         let compared = runs
             .iter()
             .map(|&run| {
-                let cohort = &self.cohorts[self.facts[run].cohort];
+                let cohort = &self.cohorts[self.facts[run].cohort()];
                 let best = runs
                     .iter()
-                    .filter(|&&other| self.facts[other].cohort == self.facts[run].cohort)
+                    .filter(|&&other| self.facts[other].cohort() == self.facts[run].cohort())
                     .filter_map(|&other| self.primary_value(other))
                     .min_by(|a, b| cohort.direction.compare(*a, *b));
                 let relative = match (self.primary_value(run), best) {
@@ -544,7 +540,7 @@ impl Index {
     /// factor behind the best of its own group; ties (and runs without a value) keep rank,
     /// then the order they were named in.
     fn order_best_first(&self, comparison: &mut Comparison, runs: &[usize]) {
-        let direction = |r: usize| self.cohorts[self.facts[r].cohort].direction;
+        let direction = |r: usize| self.cohorts[self.facts[r].cohort()].direction;
         let comparable = runs.iter().all(|&r| {
             self.primary_value(r).is_some_and(|v| v.is_finite() && v != 0.0)
                 && self.runs[r].primary_unit == self.runs[runs[0]].primary_unit

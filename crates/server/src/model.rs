@@ -298,18 +298,6 @@ pub enum RunDetails {
     InCatalog,
 }
 
-/// The paths of a run manifest the ranking's index reads while it is built (framework, protocol
-/// name and title, run title, the source's own id and metrics); a model that leaves the manifests
-/// in the catalog keeps only these.
-const RUN_INDEX_PARTS: &[&[&str]] = &[
-    &["run", "metadata", "title"],
-    &["run", "spec", "sourceNative", "externalId"],
-    &["run", "spec", "sourceNative", "metrics"],
-    &["protocol", "metadata", "name"],
-    &["protocol", "metadata", "title"],
-    &["environment", "spec", "software", "framework", "name"],
-];
-
 /// Takes rows one at a time (as they stream from a catalog or an export) into what the model
 /// keeps, so that building never holds every row whole.
 pub struct ModelBuilder {
@@ -320,10 +308,14 @@ pub struct ModelBuilder {
 
 impl ModelBuilder {
     pub fn new(run_details: RunDetails) -> ModelBuilder {
-        ModelBuilder { run_details, ranking_rows: ki_ranking::CatalogRows::new(), table_rows: Vec::new() }
+        let ranking_rows = match run_details {
+            RunDetails::Held => ki_ranking::CatalogRows::new(),
+            RunDetails::InCatalog => ki_ranking::CatalogRows::without_run_manifests(),
+        };
+        ModelBuilder { run_details, ranking_rows, table_rows: Vec::new() }
     }
 
-    pub fn push(&mut self, table: String, mut row: Row) {
+    pub fn push(&mut self, table: String, row: Row) {
         if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
             self.table_rows.push(CatalogRow { table, row });
             return;
@@ -337,11 +329,6 @@ impl ModelBuilder {
             return;
         }
         if table == "benchmark_runs" {
-            if self.run_details == RunDetails::InCatalog
-                && let Some(manifest) = row.get_mut("manifest")
-            {
-                *manifest = pruned(manifest, RUN_INDEX_PARTS);
-            }
             self.ranking_rows.push(&table, row, None);
             return;
         }
@@ -358,10 +345,7 @@ impl ModelBuilder {
     }
 
     pub fn finish(self) -> Result<ReadModel, ModelError> {
-        let mut judgement = ki_ranking::Index::from_owned_rows(self.ranking_rows)?;
-        if self.run_details == RunDetails::InCatalog {
-            judgement.forget_run_manifests();
-        }
+        let judgement = ki_ranking::Index::from_owned_rows(self.ranking_rows)?;
         let tables = Tables::build(self.table_rows, &judgement)?;
         release_freed_memory();
         Ok(ReadModel { tables, judgement })
@@ -575,11 +559,8 @@ impl Tables {
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
             let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            let run_list: Vec<usize> = judgement
-                .operation_workloads(i)
-                .iter()
-                .flat_map(|w| judgement.workload_runs(*w).iter().copied())
-                .collect();
+            let run_list: Vec<usize> =
+                judgement.operation_workloads(i).iter().flat_map(|w| judgement.workload_runs(*w)).collect();
             let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {
                 kind: SearchKind::Operation.as_str(),

@@ -110,7 +110,7 @@ impl ReadModel {
         for &r in runs {
             let f = &facts[r];
             if f.eligible() && f.position.is_some() && claim.admits(f.trust) {
-                by_cohort.entry(f.cohort).or_default().push(r);
+                by_cohort.entry(f.cohort()).or_default().push(r);
             }
         }
         let cohorts = &self.judgement.cohorts;
@@ -121,7 +121,7 @@ impl ReadModel {
         Some(BestRun {
             run: self.run_summary(best),
             workload: self.run_workload_label(best).into(),
-            comparison_key: cohorts[cohort].comparison_key.clone(),
+            comparison_key: cohorts[cohort].comparison_key.to_string(),
             group_runs: members.len(),
             groups: by_cohort.len(),
         })
@@ -158,7 +158,7 @@ impl ReadModel {
         let mut operations: Vec<GpuOperation> = by_operation
             .iter()
             .map(|(&op, op_runs)| {
-                let mut groups: Vec<usize> = op_runs.iter().map(|&r| facts[r].cohort).collect();
+                let mut groups: Vec<usize> = op_runs.iter().map(|&r| facts[r].cohort()).collect();
                 groups.sort_unstable();
                 groups.dedup();
                 let slug = text(&self.operations.rows[op], "slug").to_string();

@@ -275,12 +275,12 @@ impl ReadModel {
         let implementation = self.implementations.get(&row.implementation_id);
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         let facts = &self.judgement.facts[run];
-        let id = row.id.clone();
+        let id = row.id.to_string();
         RunSummary {
             short_id: short_id(&id),
             href: format!("/runs/{id}"),
             id,
-            digest: row.run_digest.clone(),
+            digest: row.run_digest.to_string(),
             title: self.run_title(run),
             implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
             project: project.map(|p| text(p, "name")).unwrap_or("").into(),

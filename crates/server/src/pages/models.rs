@@ -93,11 +93,7 @@ impl ReadModel {
 
     /// Every run of an operation, over its workloads.
     fn operation_runs(&self, op: usize) -> Vec<usize> {
-        self.judgement
-            .operation_workloads(op)
-            .iter()
-            .flat_map(|w| self.judgement.workload_runs(*w).iter().copied())
-            .collect()
+        self.judgement.operation_workloads(op).iter().flat_map(|w| self.judgement.workload_runs(*w)).collect()
     }
 
     pub fn model_list(&self) -> ModelList {

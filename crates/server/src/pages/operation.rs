@@ -310,12 +310,8 @@ impl ReadModel {
         let sort = query.sort.unwrap_or_default();
         let axes = self.variable_axes(op);
 
-        let runs: Vec<usize> = self
-            .judgement
-            .operation_workloads(op)
-            .iter()
-            .flat_map(|w| self.judgement.workload_runs(*w).iter().copied())
-            .collect();
+        let runs: Vec<usize> =
+            self.judgement.operation_workloads(op).iter().flat_map(|w| self.judgement.workload_runs(*w)).collect();
         let mut gpu_runs: BTreeMap<&str, usize> = BTreeMap::new();
         for &r in &runs {
             *gpu_runs.entry(gpu_of(self.run(r))).or_default() += 1;
@@ -349,7 +345,7 @@ impl ReadModel {
         let mut all_cohorts: Vec<usize> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for &r in &runs {
-            let c = self.judgement.facts[r].cohort;
+            let c = self.judgement.facts[r].cohort();
             if seen.insert(c) {
                 all_cohorts.push(c);
             }
@@ -366,7 +362,7 @@ impl ReadModel {
             let sample = sample_of(c);
             let sample_row = self.run(sample);
             Leaderboard {
-                comparison_key: cohort.comparison_key.clone(),
+                comparison_key: cohort.comparison_key.to_string(),
                 workload: self.run_workload_label(sample).into(),
                 hardware: gpu_of(sample_row).into(),
                 protocol: setup_fields(self, sample)[0].1.clone(),
@@ -394,7 +390,7 @@ impl ReadModel {
                     record: WorkloadRecord {
                         workload: self.run_workload_label(leader).into(),
                         hardware: gpu_of(lrow).into(),
-                        comparison_key: key.clone(),
+                        comparison_key: key.to_string(),
                         eligible_runs: self.judgement.cohorts[c].ranking.len(),
                         holder: self.run_summary(leader),
                         differs_by: Vec::new(),
@@ -459,7 +455,7 @@ impl ReadModel {
                 let c = all_cohorts
                     .iter()
                     .copied()
-                    .find(|&c| self.judgement.cohorts[c].comparison_key == *key)
+                    .find(|&c| self.judgement.cohorts[c].comparison_key.as_str() == key.as_str())
                     .ok_or_else(|| Problem::not_found(format!("operation {slug:?} has no comparison group {key:?}")))?;
                 (Some(describe(c, 50)), true)
             }

@@ -153,7 +153,7 @@ impl ReadModel {
         };
         RecordItem {
             at: event.at.text().into_owned(),
-            cause: event.cause.clone(),
+            cause: event.cause.to_string(),
             operation: holder.and_then(|h| self.run_operation(h)).map(|o| Link {
                 label: self.operation_title(o).into(),
                 href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
@@ -166,7 +166,7 @@ impl ReadModel {
             previous: previous
                 .map(|p| Link { label: implementation_name(p), href: format!("/runs/{}", self.run(p).id) }),
             previous_display: previous.map(|p| crate::pages::primary_display(self.run(p))),
-            comparison_key: event.comparison_key.clone(),
+            comparison_key: event.comparison_key.to_string(),
         }
     }
 

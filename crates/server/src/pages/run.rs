@@ -295,8 +295,8 @@ impl ReadModel {
             json_href: format!("/api/v1/runs/{id}"),
             source_href: None,
             manifest,
-            digest,
-            id,
+            digest: digest.to_string(),
+            id: id.to_string(),
         }
     }
 
@@ -314,7 +314,7 @@ impl ReadModel {
         }
         for reason in &self.judgement.facts[run].ineligibility {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
-                let message = match self.supersessions.get(&row.id) {
+                let message = match self.supersessions.get(row.id.as_str()) {
                     Some(entry) => format!(
                         "on {} by a newer published run: {}",
                         ki_model::utc::date_of(text(entry, "at")),
@@ -347,7 +347,7 @@ impl ReadModel {
     fn primary(&self, run: usize, manifest: &Value) -> Primary {
         let row = self.run(run);
         let facts = &self.judgement.facts[run];
-        let cohort = &self.judgement.cohorts[facts.cohort];
+        let cohort = &self.judgement.cohorts[facts.cohort()];
         let unit = row.primary_unit.as_deref().unwrap_or_default().to_string();
         let interval = match (row.uncertainty_low, row.uncertainty_high) {
             (Some(low), Some(high)) => Some((low, high)),
@@ -418,7 +418,7 @@ impl ReadModel {
             Some(model) => hardware.link(crate::pages::gpu_href(model)),
             None => hardware,
         });
-        fields.push(Field::new("run digest", &row.run_digest).code());
+        fields.push(Field::new("run digest", row.run_digest.as_str()).code());
         fields
     }
 
@@ -1382,7 +1382,13 @@ async fn file_attestation(
     if !errors.is_empty() {
         return Err(Problem::unprocessable("the attestation is not valid", errors));
     }
-    let new = NewAttestation { run_id, kind: kind.expect("checked above"), observed_ns, evidence_url, note };
+    let new = NewAttestation {
+        run_id: run_id.to_string(),
+        kind: kind.expect("checked above"),
+        observed_ns,
+        evidence_url,
+        note,
+    };
     // The key, its scope and its quota are checked again in the writing transaction.
     state.catalog.add_attestation(key, new).await.map_err(catalog_problem)
 }

@@ -25,7 +25,7 @@ fn big_group() -> Vec<usize> {
 }
 
 fn run_id(run: usize) -> String {
-    SERVER.state.model().judgement.runs[run].id.clone()
+    SERVER.state.model().judgement.runs[run].id.to_string()
 }
 
 fn compare_json(ids: &[String]) -> Value {
@@ -56,7 +56,7 @@ fn compare_of_three_runs_of_one_group_lists_the_fastest_first_with_ratios_of_at_
     let first = model.judgement.primary_value(ranked[0]).unwrap();
     for (r, ratio) in runs.iter().zip(&ratios) {
         let value = r["summary"]["value"].as_f64().unwrap();
-        let expected = match model.judgement.cohorts[model.judgement.facts[ranked[0]].cohort].direction {
+        let expected = match model.judgement.cohorts[model.judgement.facts[ranked[0]].cohort()].direction {
             ki_ranking::Direction::LowerIsBetter => value / first,
             ki_ranking::Direction::HigherIsBetter => first / value,
         };

@@ -275,7 +275,7 @@ fn compare_exports_escape_html_and_guard_every_formula_lead() {
     let other = {
         let model = server.state.model();
         let run = model.judgement.find_run(SEED_WORKLOAD_RUN).unwrap();
-        let cohort = &model.judgement.cohorts[model.judgement.facts[run].cohort];
+        let cohort = &model.judgement.cohorts[model.judgement.facts[run].cohort()];
         let other = cohort.runs.iter().find(|&&r| r != run).copied().unwrap_or(if run == 0 { 1 } else { 0 });
         model.judgement.runs[other].id.clone()
     };
@@ -306,7 +306,7 @@ fn query_strings_and_forms_are_parsed_with_repeats_and_named_errors() {
     let database = Database::sqlite();
     let server = serve_rows(BUNDLED_ROWS.clone(), database.open(), limits());
     let model = server.state.model();
-    let ids: Vec<String> = model.judgement.runs.iter().take(3).map(|r| r.id.clone()).collect();
+    let ids: Vec<String> = model.judgement.runs.iter().take(3).map(|r| r.id.to_string()).collect();
     // Repeated keys and a comma list mean the same runs.
     let repeated = server.get(&format!("/api/v1/compare?run={}&run={}&run={}", ids[0], ids[1], ids[2])).json();
     let listed = server.get(&format!("/api/v1/compare?run={}%2C{}%2C{}", ids[0], ids[1], ids[2])).json();

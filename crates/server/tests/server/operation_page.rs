@@ -51,9 +51,9 @@ fn every_comparison_group_is_reachable_with_honest_counts_and_under_a_gpu_filter
     // Independently: the comparison keys of this operation's eligible runs.
     let mut expected: BTreeSet<String> = BTreeSet::new();
     for w in model.judgement.operation_workloads(op) {
-        for &r in model.judgement.workload_runs(*w) {
+        for r in model.judgement.workload_runs(*w) {
             if model.judgement.facts[r].eligible() {
-                expected.insert(model.judgement.cohorts[model.judgement.facts[r].cohort].comparison_key.clone());
+                expected.insert(model.judgement.cohorts[model.judgement.facts[r].cohort()].comparison_key.to_string());
             }
         }
     }

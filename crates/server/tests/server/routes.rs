@@ -440,7 +440,7 @@ fn resolve_compare_records_and_catalog_pages_agree_with_the_ranking() {
 
     let model = SERVER.state.model();
     let cohort = model.judgement.cohorts.iter().find(|c| c.ranking.len() >= 3).unwrap();
-    let ids: Vec<String> = cohort.ranking.iter().take(3).map(|e| model.judgement.runs[e.run].id.clone()).collect();
+    let ids: Vec<String> = cohort.ranking.iter().take(3).map(|e| model.judgement.runs[e.run].id.to_string()).collect();
     let query = ids.iter().map(|i| format!("run={i}")).collect::<Vec<_>>().join("&");
     let compared = get(&format!("/api/v1/compare?{query}")).json();
     assert_eq!(compared["sameComparisonGroup"], true);

@@ -110,7 +110,7 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
 /// empty, filters only, and hostile text (FTS5 operators, quotes, LIKE wildcards, SQL, NUL).
 fn queries(model: &ki_server::model::ReadModel) -> Vec<String> {
     let row = model.run(0);
-    let (id, digest) = (row.id.clone(), row.run_digest.clone());
+    let (id, digest) = (row.id.to_string(), row.run_digest.to_string());
     let mut queries: Vec<String> = [
         "gqa decode gpu:h200 batch_size=16",
         "rmsnorm hidden_size=4096 trust:verified",
