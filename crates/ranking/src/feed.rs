@@ -224,7 +224,7 @@ impl<'a> ResolvedFilter<'a> {
 
     fn matches(&self, index: &Index, run: usize) -> bool {
         let row = &index.runs[run];
-        self.operation.is_none_or(|op| index.workload_operation[index.run_workload[run]] == op)
+        self.operation.is_none_or(|op| index.workload_operation[index.run_workload(run)] == op)
             && self.workload.is_none_or(|w| &*row.workload_id == w)
             && self.hardware.is_none_or(|h| row.hardware_model.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(h)))
             && self.evidence.is_none_or(|level| index.facts[run].trust == level)

@@ -126,8 +126,8 @@ pub struct Index {
     pub(crate) operation_by_folded_name: HashMap<String, Vec<usize>>,
     pub(crate) workload_operation: Vec<usize>,
     pub(crate) implementation_project: Vec<usize>,
-    pub(crate) run_implementation: Vec<usize>,
-    pub(crate) run_workload: Vec<usize>,
+    pub(crate) run_implementation: Vec<u32>,
+    pub(crate) run_workload: Vec<u32>,
     pub(crate) workloads_by_operation: Vec<Vec<usize>>,
     pub(crate) runs_by_workload: Groups,
     /// The comparison groups with eligible runs on each workload (what resolve reads).
@@ -743,8 +743,14 @@ impl Index {
             operation_by_folded_name,
             workload_operation,
             implementation_project,
-            run_implementation,
-            run_workload,
+            run_implementation: run_implementation
+                .into_iter()
+                .map(|i| u32::try_from(i).expect("fewer than 2^32 implementations"))
+                .collect(),
+            run_workload: run_workload
+                .into_iter()
+                .map(|w| u32::try_from(w).expect("fewer than 2^32 workloads"))
+                .collect(),
             workloads_by_operation,
             runs_by_workload,
             cohorts_by_workload,
@@ -809,7 +815,12 @@ impl Index {
 
     /// The workload a run measured.
     pub fn run_workload(&self, run: usize) -> usize {
-        self.run_workload[run]
+        self.run_workload[run] as usize
+    }
+
+    /// The implementation a run measured.
+    pub fn run_implementation(&self, run: usize) -> usize {
+        self.run_implementation[run] as usize
     }
 
     /// The operation a workload is a case of.
@@ -855,19 +866,19 @@ impl Index {
     }
 
     pub fn implementation_of(&self, run: usize) -> &ImplementationRow {
-        &self.implementations[self.run_implementation[run]]
+        &self.implementations[self.run_implementation(run)]
     }
 
     pub fn project_of(&self, run: usize) -> &ProjectRow {
-        &self.projects[self.implementation_project[self.run_implementation[run]]]
+        &self.projects[self.implementation_project[self.run_implementation(run)]]
     }
 
     pub fn workload_of(&self, run: usize) -> &WorkloadRow {
-        &self.workloads[self.run_workload[run]]
+        &self.workloads[self.run_workload(run)]
     }
 
     pub fn operation_of(&self, run: usize) -> &OperationRow {
-        &self.operations[self.workload_operation[self.run_workload[run]]]
+        &self.operations[self.workload_operation[self.run_workload(run)]]
     }
 
     pub fn source_of(&self, run: usize) -> Option<&SourceRow> {
@@ -961,5 +972,42 @@ mod text_order_tests {
         assert_eq!(order.prefixed(|r| texts[r], "run-ab").collect::<Vec<_>>(), [4]);
         assert_eq!(order.prefixed(|r| texts[r], "x").count(), 0);
         assert_eq!(TextOrder::build(0, |r| texts[r]).exact("run-a", |r| texts[r]), None);
+    }
+}
+
+#[cfg(test)]
+mod compact_list_tests {
+    use super::{Groups, TextColumn};
+
+    #[test]
+    fn groups_list_each_member_under_its_group_in_member_order() {
+        let group_of = [Some(2), None, Some(0), Some(2), Some(2), None, Some(0)];
+        let groups = Groups::build(4, group_of.iter().copied());
+        assert_eq!(groups.of(0), [2, 6]);
+        assert_eq!(groups.of(1), [] as [u32; 0]);
+        assert_eq!(groups.of(2), [0, 3, 4]);
+        assert_eq!(groups.of(3), [] as [u32; 0]);
+        assert_eq!(groups.of(4), [] as [u32; 0], "a group out of range has no members");
+        assert_eq!(Groups::build(0, std::iter::empty()).of(0), [] as [u32; 0]);
+        assert_eq!(Groups::default().of(7), [] as [u32; 0]);
+    }
+
+    #[test]
+    fn a_text_column_gives_back_each_rows_text_and_tells_empty_from_absent() {
+        let texts: Vec<Option<String>> = (0..150)
+            .map(|row| match row % 5 {
+                0 => None,
+                1 => Some(String::new()),
+                2 => Some(format!("Synthetic run {row}")),
+                3 => Some(format!("ü-名前-{row}")),
+                _ => Some("x".repeat(row)),
+            })
+            .collect();
+        let column = TextColumn::build(texts.iter().map(Option::as_deref));
+        for (row, text) in texts.iter().enumerate() {
+            assert_eq!(column.get(row), text.as_deref(), "row {row}");
+        }
+        assert_eq!(column.get(texts.len()), None);
+        assert_eq!(TextColumn::build(std::iter::empty()).get(0), None);
     }
 }

@@ -296,7 +296,7 @@ fn newest_sibling(index: &Index, run: usize, gpu: &str) -> Option<usize> {
     let row = &index.runs[run];
     let protocol = protocol_name(index, run);
     index
-        .workload_runs(index.run_workload[run])
+        .workload_runs(index.run_workload(run))
         .filter(|&other| {
             let candidate = &index.runs[other];
             candidate.implementation_id == row.implementation_id

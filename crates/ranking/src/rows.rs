@@ -805,11 +805,11 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub environment_summary: Option<Text>,
     #[serde(default)]
-    pub supersedes_id: Option<Box<str>>,
+    pub supersedes_id: Option<Text>,
     #[serde(default)]
     pub retracted_at: Option<Box<Timestamp>>,
     #[serde(default)]
-    pub retraction_reason: Option<Box<str>>,
+    pub retraction_reason: Option<Text>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]

@@ -213,7 +213,7 @@ impl Index {
         let cohort_row = &self.cohorts[cohort];
         let sample = cohort_row.ranking.first().map(|e| e.run).unwrap_or(cohort_row.runs[0]);
         let row = &self.runs[sample];
-        let workload = self.run_workload[sample];
+        let workload = self.run_workload(sample);
         let fastest = cohort_row
             .ranking
             .iter()
@@ -312,7 +312,7 @@ impl Index {
         let leader =
             cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
         let manifest = self.run_manifest(run).unwrap_or(Value::Null);
-        let implementation_manifest = self.implementation_manifest(self.run_implementation[run]);
+        let implementation_manifest = self.implementation_manifest(self.run_implementation(run));
         let artifacts = implementation_manifest
             .pointer("/spec/source/contentDigest")
             .and_then(Value::as_str)
@@ -337,9 +337,9 @@ impl Index {
             }),
             supersedes: row.supersedes_id.as_deref().map(String::from),
             implementation_revision: implementation.source_revision.clone(),
-            workload_axes: self.workload_axes[self.run_workload[run]].clone(),
+            workload_axes: self.workload_axes[self.run_workload(run)].clone(),
             workload_dtypes: workload.dtypes.clone(),
-            workload_tensors: self.workload_manifest(self.run_workload[run]).pointer("/spec/tensors").cloned(),
+            workload_tensors: self.workload_manifest(self.run_workload(run)).pointer("/spec/tensors").cloned(),
             external_id: manifest
                 .pointer("/run/spec/sourceNative/externalId")
                 .and_then(Value::as_str)
@@ -449,14 +449,14 @@ impl Index {
         }
         let same_comparison_group = runs.iter().all(|&r| self.facts[r].cohort() == self.facts[runs[0]].cohort());
         let mut axis_names: Vec<&String> =
-            runs.iter().flat_map(|&r| self.workload_axes[self.run_workload[r]].keys()).collect();
+            runs.iter().flat_map(|&r| self.workload_axes[self.run_workload(r)].keys()).collect();
         axis_names.sort();
         axis_names.dedup();
         let differing_axes = axis_names
             .into_iter()
             .filter(|name| {
-                let first = self.workload_axes[self.run_workload[runs[0]]].get(*name);
-                runs.iter().any(|&r| self.workload_axes[self.run_workload[r]].get(*name) != first)
+                let first = self.workload_axes[self.run_workload(runs[0])].get(*name);
+                runs.iter().any(|&r| self.workload_axes[self.run_workload(r)].get(*name) != first)
             })
             .cloned()
             .collect();
@@ -479,7 +479,7 @@ impl Index {
                 let row = &self.runs[run];
                 ComparedRun {
                     summary: self.run_summary(run),
-                    axes: self.workload_axes[self.run_workload[run]].clone(),
+                    axes: self.workload_axes[self.run_workload(run)].clone(),
                     environment: row.environment_summary.as_deref().map(str::to_string),
                     relative_to_best_in_group: relative,
                     relative_to_first: None,
@@ -508,7 +508,7 @@ impl Index {
             let row = &self.runs[run];
             match part {
                 KeyPart::Operation => self.operation_of(run).id.clone(),
-                KeyPart::Workload => self.workloads[self.run_workload[run]].workload_digest.clone(),
+                KeyPart::Workload => self.workloads[self.run_workload(run)].workload_digest.clone(),
                 KeyPart::Protocol => row.protocol_key.to_string(),
                 KeyPart::Environment => row.environment_key.to_string(),
                 KeyPart::Gpu => row.hardware_model.as_deref().unwrap_or_default().to_string(),

@@ -42,6 +42,52 @@ pub fn pointer<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(value, |at, key| at.get(*key))
 }
 
+/// Rows held as compact JSON text with an id index, each parsed when it is read: for a table
+/// of many rows that pages read a few at a time (implementations: as JSON maps about 5 KB a
+/// row, as text a fifth of that).
+#[derive(Debug, Default)]
+pub struct TextTable {
+    rows: Vec<Box<str>>,
+    by_id: HashMap<String, usize>,
+}
+
+impl TextTable {
+    fn push(&mut self, row: &Row) -> usize {
+        let index = self.rows.len();
+        if let Some(id) = row.get("id").and_then(Value::as_str) {
+            self.by_id.insert(id.to_string(), index);
+        }
+        self.rows.push(serde_json::to_string(row).unwrap_or_default().into_boxed_str());
+        index
+    }
+
+    /// Row `index` (written by `push` from a row, so it parses back to that row).
+    pub fn row(&self, index: usize) -> Row {
+        serde_json::from_str(&self.rows[index]).unwrap_or_default()
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn get(&self, id: &str) -> Option<Row> {
+        self.index_of(id).map(|i| self.row(i))
+    }
+
+    /// Every row, parsed in turn.
+    pub fn iter(&self) -> impl Iterator<Item = Row> + '_ {
+        (0..self.rows.len()).map(|i| self.row(i))
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
 /// One table's rows with an id index.
 #[derive(Debug, Default)]
 pub struct Table {
@@ -120,7 +166,7 @@ pub struct Tables {
     /// Each workload's label (its variable axes and dtypes), in the ranking index's workload
     /// order; the rest of a workload is the index's (typed row, axes, manifest).
     pub workload_labels: Vec<Box<str>>,
-    pub implementations: Table,
+    pub implementations: TextTable,
     pub artifacts: Table,
     /// The ranking index's record events newest first (ties by id), each with its new holder's
     /// run, so that the ledger pages neither sort nor look runs up per request.
@@ -263,10 +309,7 @@ impl ReadModel {
     }
 
     pub fn full_implementation_row(&self, implementation: usize) -> Row {
-        with_manifest(
-            &self.implementations.rows[implementation],
-            self.judgement.implementation_manifest(implementation),
-        )
+        with_manifest(&self.implementations.row(implementation), self.judgement.implementation_manifest(implementation))
     }
 
     pub fn full_operation_row(&self, operation: usize) -> Row {
@@ -414,7 +457,7 @@ impl Tables {
                 "operations" => drop(model.operations.push(row)),
                 "operation_aliases" => aliases.push(row),
                 "workloads" => workloads.push(row),
-                "implementations" => drop(model.implementations.push(row)),
+                "implementations" => drop(model.implementations.push(&row)),
                 // The ranking index holds the record events as typed rows (`Tables::records`).
                 "record_events" => {}
                 "artifacts" => drop(model.artifacts.push(row)),
@@ -454,12 +497,12 @@ impl Tables {
                 crate::pages::workload_label(w, operation).into_boxed_str()
             })
             .collect();
-        for (i, imp) in model.implementations.rows.iter().enumerate() {
-            model.implementation_by_slug.insert(text(imp, "slug").to_string(), i);
-            if let Some(op) = model.operations.index_of(text(imp, "operationId")) {
+        for (i, imp) in model.implementations.iter().enumerate() {
+            model.implementation_by_slug.insert(text(&imp, "slug").to_string(), i);
+            if let Some(op) = model.operations.index_of(text(&imp, "operationId")) {
                 model.implementations_by_operation.entry(op).or_default().push(i);
             }
-            if let Some(p) = model.projects.index_of(text(imp, "projectId")) {
+            if let Some(p) = model.projects.index_of(text(&imp, "projectId")) {
                 model.implementations_by_project.entry(p).or_default().push(i);
             }
         }
@@ -521,14 +564,11 @@ impl Tables {
     /// Pages index the tables and the ranking's index by the same position (a run's facts,
     /// its full manifest): both must hold the same rows in the same order.
     fn check_aligned(&self, workloads: &[Row], judgement: &ki_ranking::Index) -> Result<(), ModelError> {
+        let implementations: Vec<Row> = self.implementations.iter().collect();
         let tables: [(&str, &[Row], Vec<&str>); 3] = [
             ("operations", &self.operations.rows, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
             ("workloads", workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
-            (
-                "implementations",
-                &self.implementations.rows,
-                judgement.implementations.iter().map(|r| r.id.as_str()).collect(),
-            ),
+            ("implementations", &implementations, judgement.implementations.iter().map(|r| r.id.as_str()).collect()),
         ];
         for (table, rows, ids) in tables {
             let held: Vec<&str> = rows.iter().map(|r| text(r, "id")).collect();
@@ -576,7 +616,8 @@ impl Tables {
                 run_list,
             });
         }
-        for (i, imp) in self.implementations.rows.iter().enumerate() {
+        for (i, imp) in self.implementations.iter().enumerate() {
+            let imp = &imp;
             let run_list = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
             let found = search_text::implementation(text(imp, "slug"), text(imp, "title"));
             out.push(SearchEntry {

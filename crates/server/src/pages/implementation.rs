@@ -45,7 +45,7 @@ pub struct ImplementationView {
 
 impl ReadModel {
     pub fn implementation_item(&self, i: usize) -> ImplementationItem {
-        let imp = &self.implementations.rows[i];
+        let imp = &self.implementations.row(i);
         ImplementationItem {
             slug: text(imp, "slug").into(),
             title: text(imp, "title").into(),
@@ -58,7 +58,7 @@ impl ReadModel {
 
 impl ReadModel {
     pub fn implementation_view(&self, i: usize) -> ImplementationView {
-        let row = &self.implementations.rows[i];
+        let row = &self.implementations.row(i);
         let project = self.projects.get(text(row, "projectId"));
         let op = self.operations.index_of(text(row, "operationId"));
         let mut runs: Vec<usize> = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();

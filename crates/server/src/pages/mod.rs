@@ -273,6 +273,7 @@ impl ReadModel {
     pub fn run_summary(&self, run: usize) -> RunSummary {
         let row = self.run(run);
         let implementation = self.implementations.get(&row.implementation_id);
+        let implementation = implementation.as_ref();
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         let facts = &self.judgement.facts[run];
         let id = row.id.to_string();

@@ -570,9 +570,9 @@ impl ReadModel {
                 // Only time metrics plot on a latency axis.
                 let (true, Some(ns)) = (same_setup(r), primary_ns(r)) else { continue };
                 let implementation =
-                    self.implementations.get(&r.implementation_id).map(|i| text(i, "slug")).unwrap_or("");
+                    self.implementations.get(&r.implementation_id).map(|i| text(&i, "slug").to_string());
                 points.push((
-                    implementation.to_string(),
+                    implementation.unwrap_or_default(),
                     self.axis_values(self.judgement.run_workload(entry.run), axes),
                     ns,
                     entry.run,

@@ -147,7 +147,7 @@ impl ReadModel {
         let implementation_name = |run: usize| {
             self.implementations
                 .get(&self.run(run).implementation_id)
-                .map(|i| text(i, "slug").to_string())
+                .map(|i| text(&i, "slug").to_string())
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id)))
         };

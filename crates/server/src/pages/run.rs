@@ -234,6 +234,7 @@ impl ReadModel {
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
         let implementation = self.implementations.get(&row.implementation_id);
+        let implementation = implementation.as_ref();
         let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         // The workload section shows the whole manifest (tensors); the tables keep only its axes.
         let workload_row = Some(self.full_workload_row(self.judgement.run_workload(run)));
@@ -390,6 +391,7 @@ impl ReadModel {
     fn identity(&self, run: usize, manifest: &Value, implementation: &Link, project: &Link) -> Vec<Field> {
         let row = self.run(run);
         let implementation_row = self.implementations.get(&row.implementation_id);
+        let implementation_row = implementation_row.as_ref();
         let mut fields = vec![
             Field::new("implementation", &implementation.label).link(&implementation.href),
             Field::new("project", &project.label).link(&project.href),
@@ -1255,7 +1257,7 @@ pub async fn held_contents(
     d: &mut RunDossier,
 ) -> Result<(), ki_catalog::CatalogError> {
     if let Some(i) = model.implementations.index_of(&model.run(run).implementation_id)
-        && let Some((digest, _)) = super::source::source_reference(&model.implementations.rows[i])
+        && let Some((digest, _)) = super::source::source_reference(&model.implementations.row(i))
         && !catalog.contents_held(&[&digest]).await?.is_empty()
     {
         d.source_href = Some(format!("{}#source", d.implementation.href));

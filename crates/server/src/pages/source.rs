@@ -125,7 +125,7 @@ fn syntax_for(path: &str) -> &'static SyntaxReference {
 
 /// Reads an implementation's source from the catalog's content store.
 pub async fn source_of(state: &AppState, model: &ReadModel, implementation: usize) -> Result<SourceView, Problem> {
-    let row = &model.implementations.rows[implementation];
+    let row = &model.implementations.row(implementation);
     let slug = text(row, "slug").to_string();
     let implementation_link = Link { label: slug.clone(), href: format!("/implementations/{slug}") };
     let diff_href = format!("/implementations/{slug}/diff");
@@ -346,29 +346,31 @@ pub const LINEAGE: &str = "An implementation's previous revision is the one it s
 impl ReadModel {
     /// The revision `implementation` follows, by [`LINEAGE`].
     pub fn previous_revision(&self, implementation: usize) -> Option<usize> {
-        let rows = &self.implementations.rows;
-        let row = &rows[implementation];
+        let row = &self.implementations.row(implementation);
         if let Some(previous) = opt_text(row, "supersedesId").and_then(|id| self.implementations.index_of(id)) {
             return Some(previous);
         }
         let name = |r: &crate::model::Row| r.get("manifest").and_then(|m| m.pointer("/metadata/name")).cloned();
-        let key = |i: usize| (text(&rows[i], "createdAt").to_string(), i);
         let project = self.projects.index_of(text(row, "projectId"));
         let siblings = project.and_then(|p| self.implementations_by_project.get(&p)).cloned().unwrap_or_default();
+        let created = text(row, "createdAt").to_string();
         siblings
             .into_iter()
-            .filter(|&j| {
-                j != implementation
-                    && text(&rows[j], "operationId") == text(row, "operationId")
-                    && name(&rows[j]) == name(row)
-                    && key(j) < key(implementation)
+            .filter(|&j| j != implementation)
+            .map(|j| (j, self.implementations.row(j)))
+            .filter(|(j, other)| {
+                text(other, "operationId") == text(row, "operationId")
+                    && name(other) == name(row)
+                    && (text(other, "createdAt"), *j) < (created.as_str(), implementation)
             })
-            .max_by_key(|&j| key(j))
+            .max_by(|(a, ra), (b, rb)| (text(ra, "createdAt"), a).cmp(&(text(rb, "createdAt"), b)))
+            .map(|(j, _)| j)
     }
 }
 
 fn link_of(model: &ReadModel, i: usize) -> Link {
-    let slug = text(&model.implementations.rows[i], "slug");
+    let row = model.implementations.row(i);
+    let slug = text(&row, "slug");
     Link { label: slug.into(), href: format!("/implementations/{slug}") }
 }
 
@@ -405,7 +407,7 @@ pub fn file_diffs(old: &[SourceFile], new: &[SourceFile]) -> Vec<FileDiff> {
 async fn revision_diff(state: &AppState, slug: &str) -> Result<RevisionDiff, Problem> {
     let model = state.model();
     let i = super::implementation::find_implementation(&model, slug)?;
-    let revision = opt_text(&model.implementations.rows[i], "sourceRevision").map(str::to_string);
+    let revision = opt_text(&model.implementations.row(i), "sourceRevision").map(str::to_string);
     let mut diff = RevisionDiff {
         implementation: link_of(&model, i),
         revision,
@@ -422,7 +424,7 @@ async fn revision_diff(state: &AppState, slug: &str) -> Result<RevisionDiff, Pro
         return Ok(diff);
     };
     diff.previous = Some(link_of(&model, previous));
-    diff.previous_revision = opt_text(&model.implementations.rows[previous], "sourceRevision").map(str::to_string);
+    diff.previous_revision = opt_text(&model.implementations.row(previous), "sourceRevision").map(str::to_string);
     let new = source_of(state, &model, i).await?;
     let old = source_of(state, &model, previous).await?;
     diff.explanation = match (old.held, new.held) {

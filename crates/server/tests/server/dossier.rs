@@ -319,9 +319,8 @@ fn a_derived_reference_time_is_labelled_and_hostile_manifest_text_is_escaped() {
 #[test]
 fn the_source_code_is_named_where_the_index_knows_it() {
     let model = BUNDLED.server.state.model();
-    let with_file = model
+    let with_file = &model
         .implementations
-        .rows
         .iter()
         .find(|i| i["manifest"].pointer("/spec/source/fileName").is_some() && i["sourceAvailable"] == true)
         .unwrap();
@@ -336,9 +335,8 @@ fn the_source_code_is_named_where_the_index_knows_it() {
         assert!(page.contains(&format!("<a href=\"{href}\" rel=\"nofollow noopener\">{file} ({digest})</a>")));
     }
 
-    let with_repository = model
+    let with_repository = &model
         .implementations
-        .rows
         .iter()
         .find(|i| i["manifest"].pointer("/spec/projectRevision/repository").is_some())
         .unwrap();
@@ -347,7 +345,7 @@ fn the_source_code_is_named_where_the_index_knows_it() {
     let page = html(&format!("/implementations/{}", text(with_repository, "slug"))).body;
     assert!(page.contains(&format!("<a href=\"{repository}\" rel=\"nofollow noopener\">{repository}")));
 
-    if let Some(bare) = model.implementations.rows.iter().find(|i| {
+    if let Some(bare) = &model.implementations.iter().find(|i| {
         i["sourceAvailable"] == true
             && i["manifest"].pointer("/spec/source").is_none()
             && i["manifest"].pointer("/spec/projectRevision/repository").is_none()

@@ -29,6 +29,7 @@ fn seed_resolve_request() -> Value {
 fn concrete(path: &str, submission_id: &str, job_id: &str) -> String {
     let model = SERVER.state.model();
     let text = ki_server::model::text;
+    let implementation_slug = text(&model.implementations.row(0), "slug").to_string();
     path.replace(
         "{id}",
         if path.starts_with("/serving") || path.starts_with("/api/v1/serving") {
@@ -52,7 +53,7 @@ fn concrete(path: &str, submission_id: &str, job_id: &str) -> String {
         } else if path.contains("projects") {
             text(&model.projects.rows[0], "slug")
         } else {
-            text(&model.implementations.rows[0], "slug")
+            &implementation_slug
         },
     )
 }
@@ -244,10 +245,10 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
         model
             .implementations
             .get(&text("implementationId"))
-            .and_then(|i| i["manifest"].pointer("/spec/source/contentDigest"))
-            .and_then(Value::as_str)
-            .unwrap()
-            .to_string(),
+            .and_then(|i| {
+                i["manifest"].pointer("/spec/source/contentDigest").and_then(Value::as_str).map(str::to_string)
+            })
+            .unwrap(),
         "They never change the evidence level".to_string(),
         "Add a reproduction or note".to_string(),
         "Show manifest".to_string(),
