@@ -346,19 +346,26 @@ impl PartialEq<Text> for String {
     }
 }
 
-impl schemars::JsonSchema for Text {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        String::schema_name()
-    }
+/// A text type's JSON schema is a string's: it serializes as one.
+macro_rules! schema_of_a_string {
+    (impl $(<$(const $n:ident: $t:ty),*>)? for $type:ty) => {
+        impl $(<$(const $n: $t),*>)? schemars::JsonSchema for $type {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                String::schema_name()
+            }
 
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        String::json_schema(generator)
-    }
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                String::json_schema(generator)
+            }
 
-    fn inline_schema() -> bool {
-        true
-    }
+            fn inline_schema() -> bool {
+                true
+            }
+        }
+    };
 }
+
+schema_of_a_string!(impl for Text);
 
 /// Text kept inside its row when it is at most `N` bytes (a run's id, its digest), on the heap
 /// otherwise: a million runs then hold no allocation of their own for either, where a `String`
@@ -510,19 +517,7 @@ impl<'de, const N: usize> Deserialize<'de> for InlineText<N> {
     }
 }
 
-impl<const N: usize> schemars::JsonSchema for InlineText<N> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        String::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        String::json_schema(generator)
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
+schema_of_a_string!(impl<const N: usize> for InlineText<N>);
 
 #[cfg(test)]
 mod inline_text_tests {
