@@ -147,7 +147,7 @@ pub struct SearchEntry {
     pub operation: Option<usize>,
     /// Indexes of the runs behind the entry, for the filters.
     #[serde(skip)]
-    pub run_list: Vec<usize>,
+    pub run_list: Vec<u32>,
 }
 
 /// A record event of the ranking index (`Index::record_events[event]`) and its new holder's run.
@@ -187,16 +187,16 @@ pub struct Tables {
     pub project_by_slug: HashMap<String, usize>,
     pub implementation_by_slug: HashMap<String, usize>,
     /// The source's own id of a run (`submission/555004`), lower-cased.
-    pub runs_by_external_id: HashMap<String, Vec<usize>>,
+    pub runs_by_external_id: HashMap<String, Vec<u32>>,
     pub artifact_by_digest: HashMap<String, usize>,
     pub serving_run_by_digest: HashMap<String, usize>,
 
     pub implementations_by_operation: HashMap<usize, Vec<usize>>,
     pub implementations_by_project: HashMap<usize, Vec<usize>>,
-    pub runs_by_implementation: HashMap<usize, Vec<usize>>,
+    pub runs_by_implementation: HashMap<usize, Vec<u32>>,
     pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
     /// Hardware model → run indexes.
-    pub runs_by_gpu: Vec<(String, Vec<usize>)>,
+    pub runs_by_gpu: Vec<(String, Vec<u32>)>,
     pub search: Vec<SearchEntry>,
     /// Search entries by the catalog search index's kind and key.
     pub search_by_key: HashMap<(SearchKind, String), usize>,
@@ -506,16 +506,17 @@ impl Tables {
                 model.implementations_by_project.entry(p).or_default().push(i);
             }
         }
-        let mut gpus: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut gpus: HashMap<String, Vec<u32>> = HashMap::new();
         for (i, run) in judgement.runs.iter().enumerate() {
+            let number = u32::try_from(i).expect("fewer than 2^32 runs");
             if let Some(external) = judgement.run_external_id(i) {
-                model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(i);
+                model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(number);
             }
             if let Some(imp) = model.implementations.index_of(&run.implementation_id) {
-                model.runs_by_implementation.entry(imp).or_default().push(i);
+                model.runs_by_implementation.entry(imp).or_default().push(number);
             }
             if let Some(gpu) = run.hardware_model.as_deref().filter(|g| !g.is_empty()) {
-                gpus.entry(gpu.to_string()).or_default().push(i);
+                gpus.entry(gpu.to_string()).or_default().push(number);
             }
         }
         model.runs_by_gpu = gpus.into_iter().collect();
@@ -584,10 +585,10 @@ impl Tables {
     }
 
     fn build_search(&self, judgement: &ki_ranking::Index) -> Vec<SearchEntry> {
-        let gpus_of = |runs: &[usize]| {
+        let gpus_of = |runs: &[u32]| {
             let mut counts: HashMap<&str, usize> = HashMap::new();
             for &r in runs {
-                if let Some(gpu) = judgement.runs[r].hardware_model.as_deref().filter(|g| !g.is_empty()) {
+                if let Some(gpu) = judgement.runs[r as usize].hardware_model.as_deref().filter(|g| !g.is_empty()) {
                     *counts.entry(gpu).or_default() += 1;
                 }
             }
@@ -599,8 +600,13 @@ impl Tables {
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
             let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            let run_list: Vec<usize> =
-                judgement.operation_workloads(i).iter().flat_map(|w| judgement.workload_runs(*w)).collect();
+            // Run indexes are below 2^32: the index numbers runs with u32.
+            let run_list: Vec<u32> = judgement
+                .operation_workloads(i)
+                .iter()
+                .flat_map(|w| judgement.workload_runs(*w))
+                .map(|r| r as u32)
+                .collect();
             let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {
                 kind: SearchKind::Operation.as_str(),
@@ -635,7 +641,7 @@ impl Tables {
             });
         }
         for (i, p) in self.projects.rows.iter().enumerate() {
-            let run_list: Vec<usize> = self
+            let run_list: Vec<u32> = self
                 .implementations_by_project
                 .get(&i)
                 .into_iter()

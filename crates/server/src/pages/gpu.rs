@@ -129,6 +129,7 @@ impl ReadModel {
 
     pub fn gpu_view(&self, gpu: usize) -> GpuView {
         let (model, runs) = &self.runs_by_gpu[gpu];
+        let runs: Vec<usize> = runs.iter().map(|&r| r as usize).collect();
         let facts = &self.judgement.facts;
         let mut architectures: Vec<String> = runs
             .iter()
@@ -150,7 +151,7 @@ impl ReadModel {
             .collect();
 
         let mut by_operation: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for &r in runs {
+        for &r in &runs {
             if let Some(op) = self.run_operation(r) {
                 by_operation.entry(op).or_default().push(r);
             }

@@ -32,6 +32,7 @@ impl ReadModel {
         self.runs_by_gpu
             .iter()
             .map(|(model, runs)| {
+                let runs: Vec<usize> = runs.iter().map(|&r| r as usize).collect();
                 let mut architectures: Vec<String> = runs
                     .iter()
                     .filter_map(|&r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))

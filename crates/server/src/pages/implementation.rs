@@ -61,7 +61,8 @@ impl ReadModel {
         let row = &self.implementations.row(i);
         let project = self.projects.get(text(row, "projectId"));
         let op = self.operations.index_of(text(row, "operationId"));
-        let mut runs: Vec<usize> = self.runs_by_implementation.get(&i).cloned().unwrap_or_default();
+        let mut runs: Vec<usize> =
+            self.runs_by_implementation.get(&i).into_iter().flatten().map(|&r| r as usize).collect();
         runs.sort_by_cached_key(|&r| std::cmp::Reverse(self.run(r).observed_at.text().into_owned()));
         let runs_total = runs.len();
         runs.truncate(PAGE_LIMIT);

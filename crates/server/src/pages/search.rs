@@ -236,7 +236,7 @@ impl ReadModel {
         {
             return false;
         }
-        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r, request, known))
+        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r as usize, request, known))
     }
 
     /// Whether an operation has every axis of the query at its value: a constant axis of that
@@ -281,7 +281,7 @@ impl ReadModel {
                 Err(_) => {}
             }
             for &run in self.runs_by_external_id.get(word.as_str()).into_iter().flatten() {
-                found.push((run, "external id"));
+                found.push((run as usize, "external id"));
             }
             for (run, by) in found {
                 if seen.insert(run) {

@@ -118,7 +118,7 @@ fn every_gpu_page_adds_up_to_its_line_on_the_gpu_list() {
         assert_eq!(view["runs"], gpu["runs"]);
         let model = BUNDLED.server.state.model();
         let runs = &model.runs_by_gpu[model.find_gpu(&slug).unwrap()].1;
-        let unranked = runs.iter().filter(|&&r| !model.judgement.facts[r].eligible()).count();
+        let unranked = runs.iter().filter(|&&r| !model.judgement.facts[r as usize].eligible()).count();
         assert_eq!(view["unrankedRuns"], unranked);
         let levels: Vec<&str> =
             view["evidence"].as_array().unwrap().iter().map(|e| e["level"].as_str().unwrap()).collect();
