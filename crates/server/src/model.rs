@@ -600,12 +600,11 @@ impl Tables {
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
             let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            // Run indexes are below 2^32: the index numbers runs with u32.
             let run_list: Vec<u32> = judgement
                 .operation_workloads(i)
                 .iter()
                 .flat_map(|w| judgement.workload_runs(*w))
-                .map(|r| r as u32)
+                .map(|r| u32::try_from(r).expect("fewer than 2^32 runs"))
                 .collect();
             let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {

@@ -128,30 +128,29 @@ impl ReadModel {
     }
 
     pub fn gpu_view(&self, gpu: usize) -> GpuView {
-        let (model, runs) = &self.runs_by_gpu[gpu];
-        let runs: Vec<usize> = runs.iter().map(|&r| r as usize).collect();
+        let (model, run_list) = &self.runs_by_gpu[gpu];
+        let runs = || run_list.iter().map(|&r| r as usize);
         let facts = &self.judgement.facts;
-        let mut architectures: Vec<String> = runs
-            .iter()
-            .filter_map(|&r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
+        let mut architectures: Vec<String> = runs()
+            .filter_map(|r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
             .map(str::to_string)
             .collect();
         architectures.sort();
         architectures.dedup();
 
-        let observed = |r: &usize| {
-            let at = &self.run(*r).observed_at;
-            Some((at.instant, at.text()))
+        let observed = |r: usize| {
+            let at = &self.run(r).observed_at;
+            (at.instant, at.text())
         };
-        let first_observed_at = runs.iter().filter_map(observed).min().map(|(_, at)| at.to_string());
-        let latest_observed_at = runs.iter().filter_map(observed).max().map(|(_, at)| at.to_string());
+        let first_observed_at = runs().map(observed).min().map(|(_, at)| at.to_string());
+        let latest_observed_at = runs().map(observed).max().map(|(_, at)| at.to_string());
         let evidence = LEVELS
             .iter()
-            .map(|&level| EvidenceCount { level, runs: runs.iter().filter(|&&r| facts[r].trust == level).count() })
+            .map(|&level| EvidenceCount { level, runs: runs().filter(|&r| facts[r].trust == level).count() })
             .collect();
 
         let mut by_operation: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for &r in &runs {
+        for r in runs() {
             if let Some(op) = self.run_operation(r) {
                 by_operation.entry(op).or_default().push(r);
             }
@@ -183,10 +182,10 @@ impl ReadModel {
         GpuView {
             model: model.clone(),
             slug: slugify(model),
-            vendor: runs.first().and_then(|&r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
+            vendor: runs().next().and_then(|r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
             architectures,
-            runs: runs.len(),
-            unranked_runs: runs.iter().filter(|&&r| !facts[r].eligible()).count(),
+            runs: run_list.len(),
+            unranked_runs: runs().filter(|&r| !facts[r].eligible()).count(),
             first_observed_at,
             latest_observed_at,
             evidence,

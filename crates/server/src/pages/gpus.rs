@@ -31,27 +31,26 @@ impl ReadModel {
     pub fn gpu_list(&self) -> Vec<GpuItem> {
         self.runs_by_gpu
             .iter()
-            .map(|(model, runs)| {
-                let runs: Vec<usize> = runs.iter().map(|&r| r as usize).collect();
-                let mut architectures: Vec<String> = runs
-                    .iter()
-                    .filter_map(|&r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
+            .map(|(model, run_list)| {
+                let runs = || run_list.iter().map(|&r| r as usize);
+                let mut architectures: Vec<String> = runs()
+                    .filter_map(|r| self.run(r).hardware_architecture.as_deref().filter(|a| !a.is_empty()))
                     .map(str::to_string)
                     .collect();
                 architectures.sort();
                 architectures.dedup();
-                let mut ops: Vec<usize> = runs.iter().filter_map(|&r| self.run_operation(r)).collect();
+                let mut ops: Vec<usize> = runs().filter_map(|r| self.run_operation(r)).collect();
                 ops.sort_unstable();
                 ops.dedup();
                 GpuItem {
                     model: model.clone(),
                     anchor: slugify(model),
                     href: crate::pages::gpu_href(model),
-                    vendor: runs.first().and_then(|&r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
+                    vendor: runs().next().and_then(|r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
                     architectures,
-                    runs: runs.len(),
+                    runs: run_list.len(),
                     operations: ops.len(),
-                    records_held: runs.iter().filter(|&&r| self.judgement.facts[r].rank == Some(1)).count(),
+                    records_held: runs().filter(|&r| self.judgement.facts[r].rank == Some(1)).count(),
                 }
             })
             .collect()
