@@ -7,7 +7,7 @@
 #      first asking timed alone before);
 #   3. with WRITES=N: the run page again (WRITE_LOAD connections, 8 unless set) while `ki admin retract` lands one write a second on
 #      other runs (N writes), every answer checked (non-2xx or socket errors fail the script);
-#      then resident memory once the reloads have settled.
+#      then resident memory once the reloads have settled (and, before the writes, after the load).
 #
 #   DATABASE=sqlite:///path/catalog.db bench/scale/serve.sh            # a catalog, as it is
 #   bench/scale/serve.sh                                               # the bundled catalog, fresh
@@ -98,6 +98,7 @@ figures "search \`$(python3 -c 'import sys,urllib.parse;print(urllib.parse.unquo
   -c16 "$BASE/api/v1/search?q=$(cat "$WORK/search")"
 figures "search, $(grep -c . "$WORK/searches") operations' names in turn, c16" -c16 -s "$WORK/searches.lua" "$BASE"
 figures "resolve its workload, c4" -c4 -s "$WORK/resolve.lua" "$BASE/api/v1/resolve/kernel"
+echo "resident after the load: $(rss)"
 
 if [ "$WRITES" -gt 0 ]; then
   python3 -c 'import json,sys;[print(r["id"]) for r in json.load(open(sys.argv[1]))["runs"][1:1 + int(sys.argv[2])]]' \

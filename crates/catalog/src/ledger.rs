@@ -145,7 +145,7 @@ async fn pending_for_key(session: &mut Session, key: &str) -> Result<Vec<LedgerE
             "{} (run {} took the record from {} by {} at {})",
             stale.id.as_deref().unwrap_or("without id"),
             stale.run_id,
-            stale.previous_run_id.as_deref().unwrap_or("nobody"),
+            stale.previous_run_id.as_ref().map_or("nobody".to_string(), |id| id.to_string()),
             stale.cause,
             stale.at.text()
         );

@@ -117,7 +117,7 @@ impl Reader {
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
                 let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
-                let id = model.run(run).id.clone();
+                let id = model.run(run).id.to_string();
                 let attestations = catalog.attestations_of(&id)?;
                 let detail = catalog.run_detail(&model, run)?;
                 let mut dossier = model.dossier(run, detail, attestations, PUBLIC_BASE_URL);

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Index, LookupError};
 use crate::rank::TrustLevel;
+use crate::rows::IdText;
 use crate::time::Instant;
 
 /// Items per page when the request names no `limit`.
@@ -287,13 +288,13 @@ pub fn list_runs(index: &Index, filter: &RunFilter, page: &PageRequest) -> Resul
     let mut matching: Vec<usize> = (0..index.runs.len()).filter(|&run| resolved.matches(index, run)).collect();
     matching.sort_unstable_by(|&a, &b| index.runs[a].id.cmp(&index.runs[b].id));
     let start = match &after {
-        Some(last) => matching.partition_point(|&run| index.runs[run].id.as_str() <= last.as_str()),
+        Some(last) => matching.partition_point(|&run| *index.runs[run].id.text() <= **last),
         None => 0,
     };
     let rest = &matching[start..];
     let shown = &rest[..rest.len().min(limit)];
     let next_cursor = (rest.len() > shown.len())
-        .then(|| shown.last().map(|&run| encode_cursor(RUN_CURSOR, &index.runs[run].id)))
+        .then(|| shown.last().map(|&run| encode_cursor(RUN_CURSOR, &index.runs[run].id.text())))
         .flatten();
     Ok(RunPage { runs: shown.iter().map(|&run| index.listed_run(run)).collect(), total: matching.len(), next_cursor })
 }
@@ -413,13 +414,13 @@ pub struct FeedPage {
 pub fn index_events(index: &Index) -> Vec<FeedItem> {
     let mut items = Vec::with_capacity(index.record_events.len());
     for event in &index.record_events {
-        let run = index.run_index(&event.run_id);
+        let run = index.run_index(&event.run_id.text());
         items.push(FeedItem {
             at: event.at.text().into_owned(),
             event: FeedEvent::Record(RecordChange {
                 comparison_key: event.comparison_key.to_string(),
                 run_id: event.run_id.to_string(),
-                previous_run_id: event.previous_run_id.as_deref().map(str::to_string),
+                previous_run_id: event.previous_run_id.as_ref().map(IdText::to_string),
                 cause: event.cause.to_string(),
                 policy_version: event.policy_version.to_string(),
                 operation: run.map(|r| index.operation_of(r).name.clone()),

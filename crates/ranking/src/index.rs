@@ -63,9 +63,9 @@ pub struct RunFacts {
     /// Position in the cohort's ranking (display order); None when ineligible.
     pub position: Option<u32>,
     /// The source's own "× reference" figure, from its native metrics.
-    pub reference_speedup: Option<f64>,
+    pub reference_speedup: OptionalNumber,
     /// Speedup over the cohort's marked baseline implementation.
-    pub baseline_speedup: Option<f64>,
+    pub baseline_speedup: OptionalNumber,
 }
 
 impl RunFacts {
@@ -141,10 +141,11 @@ pub struct Index {
     pub(crate) operation_variable_axes: Vec<Vec<String>>,
     /// Every axis name the operation or its workloads use.
     pub(crate) operation_known_axes: Vec<Vec<String>>,
-    /// The run manifest's protocol name (`protocol.metadata.name`), shared between runs.
-    pub(crate) run_protocol_name: Vec<Option<Text>>,
-    /// The run manifest's protocol title (`protocol.metadata.title`), shared between runs.
-    pub(crate) run_protocol_title: Vec<Option<Text>>,
+    /// The run manifest's protocol name and title (`protocol.metadata.name`, `.title`): each
+    /// distinct pair once (`protocol_labels`), and per run its pair's position (4 bytes a run
+    /// where two texts take 16).
+    pub(crate) run_protocol_label: Vec<u32>,
+    pub(crate) protocol_labels: Vec<(Option<Text>, Option<Text>)>,
     /// The run manifest's title (`run.metadata.title`), when it has one.
     pub(crate) run_title: TextColumn,
     /// The source's own id of the run (`run.spec.sourceNative.externalId`), when it has one.
@@ -188,7 +189,7 @@ impl ManifestText {
 pub(crate) struct TextOrder(Vec<u32>);
 
 impl TextOrder {
-    fn build<'a>(rows: usize, text_of: impl Fn(usize) -> &'a str) -> TextOrder {
+    fn build<'a, F: HexForm + 'a>(rows: usize, text_of: impl Fn(usize) -> &'a HexText<F>) -> TextOrder {
         let mut order: Vec<u32> = (0..u32::try_from(rows).expect("fewer than 2^32 rows")).collect();
         // Stable: a text held by several rows keeps them in row order, so `exact` finds the last.
         order.sort_by(|&a, &b| text_of(a as usize).cmp(text_of(b as usize)));
@@ -196,20 +197,21 @@ impl TextOrder {
     }
 
     /// The row holding `text`; of several, the last (as a map filled in row order would say).
-    fn exact<'t>(&self, text: &str, text_of: impl Fn(usize) -> &'t str) -> Option<usize> {
-        let end = self.0.partition_point(|&r| text_of(r as usize) <= text);
+    fn exact<'t, F: HexForm + 't>(&self, text: &str, text_of: impl Fn(usize) -> &'t HexText<F>) -> Option<usize> {
+        let wanted = HexText::<F>::new(text);
+        let end = self.0.partition_point(|&r| *text_of(r as usize) <= wanted);
         let row = *self.0[..end].last()? as usize;
-        (text_of(row) == text).then_some(row)
+        (*text_of(row) == wanted).then_some(row)
     }
 
     /// The rows whose text starts with `prefix`, in text order.
-    fn prefixed<'a, 't>(
+    fn prefixed<'a, 't, F: HexForm + 't>(
         &'a self,
-        text_of: impl Fn(usize) -> &'t str + 'a,
+        text_of: impl Fn(usize) -> &'t HexText<F> + 'a,
         prefix: &'a str,
     ) -> impl Iterator<Item = usize> + 'a {
-        let start = self.0.partition_point(|&r| text_of(r as usize) < prefix);
-        self.0[start..].iter().map(|&r| r as usize).take_while(move |&r| text_of(r).starts_with(prefix))
+        let start = self.0.partition_point(|&r| *text_of(r as usize).text() < *prefix);
+        self.0[start..].iter().map(|&r| r as usize).take_while(move |&r| text_of(r).text().starts_with(prefix))
     }
 }
 
@@ -329,26 +331,44 @@ fn measured_cohorts(
         .collect()
 }
 
-fn index_by_id<'a>(
+fn index_by_id<K: std::hash::Hash + Eq + std::fmt::Display>(
     table: &str,
-    ids: impl Iterator<Item = &'a str>,
+    ids: impl Iterator<Item = K>,
     origins: &Origins,
-) -> Result<HashMap<String, usize>, RowError> {
+) -> Result<HashMap<K, usize>, RowError> {
     let mut map = HashMap::new();
     for (index, id) in ids.enumerate() {
-        if map.insert(id.to_string(), index).is_some() {
+        let shown = id.to_string();
+        if map.insert(id, index).is_some() {
             return Err(RowError::DuplicateId {
-                location: describe_location(table, index, origins[index].0, Some(id)),
+                location: describe_location(table, index, origins[index].0, Some(&shown)),
                 table: table.to_string(),
-                id: id.to_string(),
+                id: shown,
             });
         }
     }
     Ok(map)
 }
 
+/// Rows by id, looked up by the id's text.
+trait IdLookup {
+    fn find(&self, id: &str) -> Option<usize>;
+}
+
+impl IdLookup for HashMap<String, usize> {
+    fn find(&self, id: &str) -> Option<usize> {
+        self.get(id).copied()
+    }
+}
+
+impl IdLookup for HashMap<IdText, usize> {
+    fn find(&self, id: &str) -> Option<usize> {
+        self.get(&IdText::new(id)).copied()
+    }
+}
+
 fn resolve_reference(
-    map: &HashMap<String, usize>,
+    map: &impl IdLookup,
     value: &str,
     table: &str,
     index: usize,
@@ -356,7 +376,7 @@ fn resolve_reference(
     pointer: &str,
     target: &str,
 ) -> Result<usize, RowError> {
-    map.get(value).copied().ok_or_else(|| RowError::DanglingReference {
+    map.find(value).ok_or_else(|| RowError::DanglingReference {
         location: describe_location(table, index, origins[index].0, origins[index].1.as_deref()),
         pointer: pointer.to_string(),
         target: target.to_string(),
@@ -369,7 +389,7 @@ fn primary_value(run: &BenchmarkRunRow) -> Option<f64> {
     if metric.is_empty() || metric == "none" {
         return None;
     }
-    run.primary_value.filter(|v| v.is_finite())
+    run.primary_value.get().filter(|v| v.is_finite())
 }
 
 impl Index {
@@ -400,13 +420,13 @@ impl Index {
         }
         let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
 
-        let source_by_id = index_by_id("sources", sources.iter().map(|r| r.id.as_str()), &source_origins)?;
-        let project_by_id = index_by_id("projects", projects.iter().map(|r| r.id.as_str()), &project_origins)?;
-        let operation_by_id = index_by_id("operations", operations.iter().map(|r| r.id.as_str()), &operation_origins)?;
-        let workload_by_id = index_by_id("workloads", workloads.iter().map(|r| r.id.as_str()), &workload_origins)?;
+        let source_by_id = index_by_id("sources", sources.iter().map(|r| r.id.clone()), &source_origins)?;
+        let project_by_id = index_by_id("projects", projects.iter().map(|r| r.id.clone()), &project_origins)?;
+        let operation_by_id = index_by_id("operations", operations.iter().map(|r| r.id.clone()), &operation_origins)?;
+        let workload_by_id = index_by_id("workloads", workloads.iter().map(|r| r.id.clone()), &workload_origins)?;
         let implementation_by_id =
-            index_by_id("implementations", implementations.iter().map(|r| r.id.as_str()), &implementation_origins)?;
-        let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.as_str()), &run_origins)?;
+            index_by_id("implementations", implementations.iter().map(|r| r.id.clone()), &implementation_origins)?;
+        let run_by_id = index_by_id("benchmark_runs", runs.iter().map(|r| r.id.clone()), &run_origins)?;
 
         let mut operation_by_name = HashMap::new();
         let mut operation_by_folded_name: HashMap<String, Vec<usize>> = HashMap::new();
@@ -563,7 +583,7 @@ impl Index {
         let measurements_by_run = Groups::build(runs.len(), measurement_run.into_iter());
         // An event names its run by id; one for a run the rows lack is listed under none.
         let events_by_run =
-            Groups::build(runs.len(), record_events.iter().map(|event| run_by_id.get(event.run_id.as_str()).copied()));
+            Groups::build(runs.len(), record_events.iter().map(|event| run_by_id.get(&event.run_id).copied()));
         let artifact_by_digest = artifacts.iter().enumerate().map(|(i, a)| (a.content_digest.clone(), i)).collect();
 
         let run_framework: Vec<Option<Text>> = run_parts
@@ -643,8 +663,8 @@ impl Index {
                 cohort: u32::try_from(cohort).expect("fewer than 2^32 comparison groups"),
                 rank: None,
                 position: None,
-                reference_speedup: run_parts[index].reference_speedup,
-                baseline_speedup: None,
+                reference_speedup: run_parts[index].reference_speedup.into(),
+                baseline_speedup: OptionalNumber::NONE,
             });
         }
 
@@ -663,12 +683,12 @@ impl Index {
                 cohort.direction =
                     Direction::for_metric(run.primary_metric.as_deref().unwrap_or(""), run.primary_unit.as_deref());
             }
-            let contenders: Vec<Contender> = eligible
+            let contenders: Vec<Contender<IdText>> = eligible
                 .iter()
                 .map(|&r| Contender {
                     id: &runs[r].id,
                     value: primary_value(&runs[r]).unwrap_or(f64::NAN),
-                    interval: match (runs[r].uncertainty_low, runs[r].uncertainty_high) {
+                    interval: match (runs[r].uncertainty_low.get(), runs[r].uncertainty_high.get()) {
                         (Some(low), Some(high)) if low.is_finite() && high.is_finite() => {
                             Some((low.min(high), low.max(high)))
                         }
@@ -699,15 +719,26 @@ impl Index {
                         Direction::LowerIsBetter => baseline_value / value,
                         Direction::HigherIsBetter => value / baseline_value,
                     };
-                    facts[entry.run].baseline_speedup = speedup.is_finite().then_some(speedup);
+                    facts[entry.run].baseline_speedup = speedup.is_finite().then_some(speedup).into();
                 }
             }
         }
 
         let cohorts_by_workload = measured_cohorts(&runs_by_workload, workloads.len(), &runs, &facts, &run_framework);
 
-        let run_protocol_name = run_parts.iter().map(|parts| parts.protocol_name.clone()).collect();
-        let run_protocol_title = run_parts.iter().map(|parts| parts.protocol_title.clone()).collect();
+        let mut protocol_labels = Vec::new();
+        let mut label_positions = HashMap::new();
+        let run_protocol_label = run_parts
+            .iter()
+            .map(|parts| {
+                let label = (parts.protocol_name.clone(), parts.protocol_title.clone());
+                *label_positions.entry(label).or_insert_with_key(|label| {
+                    protocol_labels.push(label.clone());
+                    u32::try_from(protocol_labels.len() - 1).expect("fewer than 2^32 protocol labels")
+                })
+            })
+            .collect();
+        drop(label_positions);
         let run_title = TextColumn::build(run_parts.iter().map(|parts| parts.title.as_deref()));
         let run_external_id = TextColumn::build(run_parts.iter().map(|parts| parts.external_id.as_deref()));
         drop(run_parts);
@@ -760,8 +791,8 @@ impl Index {
             workload_axes,
             operation_variable_axes,
             operation_known_axes,
-            run_protocol_name,
-            run_protocol_title,
+            run_protocol_label,
+            protocol_labels,
             run_title,
             run_external_id,
             manifests,
@@ -790,12 +821,12 @@ impl Index {
 
     /// The run manifest's protocol name, when it has one.
     pub fn run_protocol_name(&self, run: usize) -> Option<&str> {
-        self.run_protocol_name.get(run)?.as_deref()
+        self.protocol_labels[*self.run_protocol_label.get(run)? as usize].0.as_deref()
     }
 
     /// The run manifest's protocol title, when it has one.
     pub fn run_protocol_title(&self, run: usize) -> Option<&str> {
-        self.run_protocol_title.get(run)?.as_deref()
+        self.protocol_labels[*self.run_protocol_label.get(run)? as usize].1.as_deref()
     }
 
     /// The run manifest's title, when it has one.
@@ -956,22 +987,46 @@ pub enum LookupError {
 #[cfg(test)]
 mod text_order_tests {
     use super::TextOrder;
+    use crate::rows::IdText;
 
     #[test]
     fn every_text_finds_its_row_and_a_repeated_text_its_last() {
-        let texts = ["run-b", "run-a", "run-c", "run-a", "run-ab", "run-a"];
-        let order = TextOrder::build(texts.len(), |r| texts[r]);
-        assert_eq!(order.exact("run-a", |r| texts[r]), Some(5));
-        assert_eq!(order.exact("run-b", |r| texts[r]), Some(0));
-        assert_eq!(order.exact("run-c", |r| texts[r]), Some(2));
-        assert_eq!(order.exact("run-ab", |r| texts[r]), Some(4));
+        let texts = ["run-b", "run-a", "run-c", "run-a", "run-ab", "run-a"].map(IdText::new);
+        let text = |r: usize| &texts[r];
+        let order = TextOrder::build(texts.len(), text);
+        assert_eq!(order.exact("run-a", text), Some(5));
+        assert_eq!(order.exact("run-b", text), Some(0));
+        assert_eq!(order.exact("run-c", text), Some(2));
+        assert_eq!(order.exact("run-ab", text), Some(4));
         for absent in ["run-d", "run-", "", "run-aa", "zzz"] {
-            assert_eq!(order.exact(absent, |r| texts[r]), None, "{absent:?}");
+            assert_eq!(order.exact(absent, text), None, "{absent:?}");
         }
-        assert_eq!(order.prefixed(|r| texts[r], "run-a").collect::<Vec<_>>(), [1, 3, 5, 4]);
-        assert_eq!(order.prefixed(|r| texts[r], "run-ab").collect::<Vec<_>>(), [4]);
-        assert_eq!(order.prefixed(|r| texts[r], "x").count(), 0);
-        assert_eq!(TextOrder::build(0, |r| texts[r]).exact("run-a", |r| texts[r]), None);
+        assert_eq!(order.prefixed(text, "run-a").collect::<Vec<_>>(), [1, 3, 5, 4]);
+        assert_eq!(order.prefixed(text, "run-ab").collect::<Vec<_>>(), [4]);
+        assert_eq!(order.prefixed(text, "x").count(), 0);
+        assert_eq!(TextOrder::build(0, text).exact("run-a", text), None);
+    }
+
+    #[test]
+    fn uuids_held_as_bytes_are_found_exactly_and_by_prefix() {
+        let texts = [
+            "9f000000-0000-4000-8000-000000000001",
+            "0a000000-0000-4000-8000-000000000002",
+            "9f000000-0000-4000-8000-000000000000",
+            "not-a-uuid",
+            "9F000000-0000-4000-8000-000000000000",
+        ]
+        .map(IdText::new);
+        let text = |r: usize| &texts[r];
+        let order = TextOrder::build(texts.len(), text);
+        for (row, id) in texts.iter().enumerate() {
+            assert_eq!(order.exact(&id.to_string(), text), Some(row));
+        }
+        assert_eq!(order.prefixed(text, "9f0").collect::<Vec<_>>(), [2, 0]);
+        assert_eq!(order.prefixed(text, "9f000000-0000-4000-8000-00000000000").collect::<Vec<_>>(), [2, 0]);
+        assert_eq!(order.prefixed(text, "9").collect::<Vec<_>>(), [4, 2, 0], "upper case sorts first");
+        assert_eq!(order.prefixed(text, "9F").collect::<Vec<_>>(), [4]);
+        assert_eq!(order.exact("9f000000-0000-4000-8000-00000000000", text), None);
     }
 }
 

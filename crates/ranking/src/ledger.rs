@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::index::Index;
 use crate::rank::POLICY_VERSION;
-use crate::rows::{RecordEventRow, Timestamp};
+use crate::rows::{IdText, RecordEventRow, Timestamp};
 use crate::time::Instant;
 
 pub const CAUSE_NEW_RUN: &str = "new_run";
@@ -30,13 +30,18 @@ pub struct LedgerEvent {
 }
 
 impl LedgerEvent {
-    fn identity(&self) -> (Instant, &str, Option<&str>, &str) {
-        (self.at.instant, &self.run_id, self.previous_run_id.as_deref(), &self.cause)
+    /// Whether a stored event records this one (same instant, runs and cause).
+    fn is_stored_as(&self, stored: &RecordEventRow) -> bool {
+        let same_previous = match (&stored.previous_run_id, &self.previous_run_id) {
+            (Some(stored), Some(previous)) => *stored == **previous,
+            (None, None) => true,
+            _ => false,
+        };
+        stored.at.instant == self.at.instant
+            && stored.run_id == *self.run_id
+            && same_previous
+            && *stored.cause == *self.cause
     }
-}
-
-fn stored_identity(event: &RecordEventRow) -> (Instant, &str, Option<&str>, &str) {
-    (event.at.instant, &event.run_id, event.previous_run_id.as_deref(), &event.cause)
 }
 
 enum Change {
@@ -81,7 +86,7 @@ impl Index {
         let direction = cohort.direction;
         // A run enters the ledger when it could ever have been a record: published,
         // passed, with a primary metric. Retraction and supersession remove it later.
-        let mut timeline: Vec<(Instant, u8, &str, usize, Change, &Timestamp)> = Vec::new();
+        let mut timeline: Vec<(Instant, u8, &IdText, usize, Change, &Timestamp)> = Vec::new();
         for &run in &cohort.runs {
             let row = &self.runs[run];
             if row.published_at.is_none() || &*row.status != "passed" || self.primary_value(run).is_none() {
@@ -200,7 +205,7 @@ impl Index {
             let mut unmatched_stored: Vec<&RecordEventRow> = stored_events.to_vec();
             let mut missing = Vec::new();
             for event in computed {
-                match unmatched_stored.iter().position(|s| stored_identity(s) == event.identity()) {
+                match unmatched_stored.iter().position(|s| event.is_stored_as(s)) {
                     Some(found) => {
                         unmatched_stored.swap_remove(found);
                     }

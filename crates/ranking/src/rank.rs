@@ -142,8 +142,9 @@ pub enum CohortProfile {
 
 /// One eligible run as the ranking sees it.
 #[derive(Debug, Clone)]
-pub struct Contender<'a> {
-    pub id: &'a str,
+/// `Id` is how the caller holds run ids (the index: [`crate::rows::IdText`]); ties break by id.
+pub struct Contender<'a, Id: Ord + ?Sized = str> {
+    pub id: &'a Id,
     pub value: f64,
     /// (low, high) when the run carries a confidence interval.
     pub interval: Option<(f64, f64)>,
@@ -153,7 +154,7 @@ pub struct Contender<'a> {
 
 /// Equal values always tie; overlapping intervals tie only when both runs have one and
 /// the cohort is not source-native.
-pub fn ties(a: &Contender, b: &Contender, profile: CohortProfile) -> bool {
+pub fn ties<Id: Ord + ?Sized>(a: &Contender<Id>, b: &Contender<Id>, profile: CohortProfile) -> bool {
     if a.value == b.value {
         return true;
     }
@@ -167,14 +168,18 @@ pub fn ties(a: &Contender, b: &Contender, profile: CohortProfile) -> bool {
 }
 
 /// Order inside a tie: higher trust, then newer observation, then id.
-pub fn tie_order(a: &Contender, b: &Contender) -> Ordering {
+pub fn tie_order<Id: Ord + ?Sized>(a: &Contender<Id>, b: &Contender<Id>) -> Ordering {
     b.trust.cmp(&a.trust).then_with(|| b.observed_at.cmp(&a.observed_at)).then_with(|| a.id.cmp(b.id))
 }
 
 /// Dense ranks, best first. Returns (index into `contenders`, rank) in display order.
 /// A run joins the current tie group only if it ties every member already in it, so a
 /// chain a~b, b~c with a≁c splits into {a,b} and {c}.
-pub fn rank_contenders(contenders: &[Contender], profile: CohortProfile, direction: Direction) -> Vec<(usize, u32)> {
+pub fn rank_contenders<Id: Ord + ?Sized>(
+    contenders: &[Contender<Id>],
+    profile: CohortProfile,
+    direction: Direction,
+) -> Vec<(usize, u32)> {
     let mut order: Vec<usize> = (0..contenders.len()).collect();
     order.sort_by(|&a, &b| {
         direction

@@ -348,8 +348,8 @@ impl PartialEq<Text> for String {
 
 /// A text type's JSON schema is a string's: it serializes as one.
 macro_rules! schema_of_a_string {
-    (impl $(<$(const $n:ident: $t:ty),*>)? for $type:ty) => {
-        impl $(<$(const $n: $t),*>)? schemars::JsonSchema for $type {
+    ([$($generics:tt)*] $type:ty) => {
+        impl<$($generics)*> schemars::JsonSchema for $type {
             fn schema_name() -> std::borrow::Cow<'static, str> {
                 String::schema_name()
             }
@@ -365,183 +365,393 @@ macro_rules! schema_of_a_string {
     };
 }
 
-schema_of_a_string!(impl for Text);
+schema_of_a_string!([] Text);
 
-/// Text kept inside its row when it is at most `N` bytes (a run's id, its digest), on the heap
-/// otherwise: a million runs then hold no allocation of their own for either, where a `String`
-/// takes 24 bytes in the row and an allocation beside it.
-#[derive(Clone)]
-pub struct InlineText<const N: usize>(InlineRepr<N>);
-
-#[derive(Clone)]
-enum InlineRepr<const N: usize> {
-    Inline { len: u8, bytes: [u8; N] },
-    Heap(Box<str>),
+/// How a [`HexText`] spells its bytes when it holds them: a fixed prefix, then two lowercase
+/// hex digits a byte, with a dash before the bytes listed in `DASHES`.
+pub trait HexForm {
+    type Bytes: Copy + Eq + Ord + std::hash::Hash + AsRef<[u8]> + AsMut<[u8]> + Default;
+    const PREFIX: &'static str;
+    /// Indexes of the bytes preceded by a dash.
+    const DASHES: &'static [usize];
 }
 
-/// A run's id: a UUID (36 bytes) fits.
-pub type IdText = InlineText<37>;
-/// A digest as `sha256:` and 64 hex digits (71 bytes) fits.
-pub type DigestText = InlineText<71>;
+/// A UUID, `8-4-4-4-12` lowercase hex digits (a run's id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UuidForm {}
 
-impl<const N: usize> InlineText<N> {
-    pub fn new(text: &str) -> Self {
-        match u8::try_from(text.len()) {
-            Ok(len) if text.len() <= N => {
-                let mut bytes = [0; N];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                InlineText(InlineRepr::Inline { len, bytes })
-            }
-            _ => InlineText(InlineRepr::Heap(text.into())),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // SAFETY: `new` copied exactly `len` bytes of a `&str` here, a whole UTF-8 text.
-            InlineRepr::Inline { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
-            InlineRepr::Heap(text) => text,
-        }
-    }
+impl HexForm for UuidForm {
+    type Bytes = [u8; 16];
+    const PREFIX: &'static str = "";
+    const DASHES: &'static [usize] = &[4, 6, 8, 10];
 }
 
-impl<const N: usize> Default for InlineText<N> {
-    fn default() -> Self {
-        InlineText::new("")
-    }
+/// `sha256:` and 64 lowercase hex digits (a run's digest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sha256Form {}
+
+impl HexForm for Sha256Form {
+    type Bytes = [u8; 32];
+    const PREFIX: &'static str = "sha256:";
+    const DASHES: &'static [usize] = &[];
 }
 
-impl<const N: usize> std::ops::Deref for InlineText<N> {
+/// Text that is almost always of one hexadecimal form (a run's id, its digest), held as the
+/// bytes it spells (16 for a UUID's 36 characters, 32 for a digest's 71) when it is exactly
+/// that form, on the heap otherwise. A text has one representation, so equality and hashing
+/// are the representation's; order is the text's.
+pub struct HexText<F: HexForm>(HexRepr<F::Bytes>);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum HexRepr<B> {
+    Bytes(B),
+    Text(Box<str>),
+}
+
+/// The longest spelling of a [`HexText`]'s bytes (a digest's 71 characters).
+const SPELLED_MAX: usize = 71;
+
+/// A [`HexText`] as text: borrowed when it is held as text, spelled in place otherwise.
+pub enum HexStr<'a> {
+    Held(&'a str),
+    Spelled { len: u8, bytes: [u8; SPELLED_MAX] },
+}
+
+impl std::ops::Deref for HexStr<'_> {
     type Target = str;
     fn deref(&self) -> &str {
-        self.as_str()
+        match self {
+            HexStr::Held(text) => text,
+            // SAFETY: `spell` wrote `len` bytes of ASCII (a prefix, hex digits and dashes).
+            HexStr::Spelled { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
+        }
     }
 }
 
-impl<const N: usize> std::borrow::Borrow<str> for InlineText<N> {
-    fn borrow(&self) -> &str {
-        self.as_str()
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+impl<F: HexForm> HexText<F> {
+    pub fn new(text: &str) -> Self {
+        match Self::pack(text.as_bytes()) {
+            Some(bytes) => HexText(HexRepr::Bytes(bytes)),
+            None => HexText(HexRepr::Text(text.into())),
+        }
+    }
+
+    /// The bytes `text` spells, when it is exactly the form (lowercase digits only).
+    fn pack(text: &[u8]) -> Option<F::Bytes> {
+        let mut bytes = F::Bytes::default();
+        let width = F::PREFIX.len() + 2 * bytes.as_ref().len() + F::DASHES.len();
+        if text.len() != width || !text.starts_with(F::PREFIX.as_bytes()) {
+            return None;
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let mut at = F::PREFIX.len();
+        for (index, byte) in bytes.as_mut().iter_mut().enumerate() {
+            if F::DASHES.contains(&index) {
+                if text[at] != b'-' {
+                    return None;
+                }
+                at += 1;
+            }
+            *byte = digit(text[at])? << 4 | digit(text[at + 1])?;
+            at += 2;
+        }
+        Some(bytes)
+    }
+
+    /// The text, as it was given.
+    pub fn text(&self) -> HexStr<'_> {
+        match &self.0 {
+            HexRepr::Text(text) => HexStr::Held(text),
+            HexRepr::Bytes(held) => {
+                let mut bytes = [0; SPELLED_MAX];
+                let prefix = F::PREFIX.as_bytes();
+                bytes[..prefix.len()].copy_from_slice(prefix);
+                let mut at = prefix.len();
+                for (index, byte) in held.as_ref().iter().enumerate() {
+                    if F::DASHES.contains(&index) {
+                        bytes[at] = b'-';
+                        at += 1;
+                    }
+                    bytes[at] = HEX_DIGITS[usize::from(byte >> 4)];
+                    bytes[at + 1] = HEX_DIGITS[usize::from(byte & 15)];
+                    at += 2;
+                }
+                HexStr::Spelled { len: at as u8, bytes }
+            }
+        }
     }
 }
 
-impl<const N: usize> AsRef<str> for InlineText<N> {
-    fn as_ref(&self) -> &str {
-        self.as_str()
+/// A run's id: a canonical UUID is held as its 16 bytes.
+pub type IdText = HexText<UuidForm>;
+/// A run's digest: `sha256:` and 64 hex digits is held as its 32 bytes.
+pub type DigestText = HexText<Sha256Form>;
+
+impl<F: HexForm> Clone for HexText<F> {
+    fn clone(&self) -> Self {
+        HexText(self.0.clone())
     }
 }
 
-impl<const N: usize> PartialEq for InlineText<N> {
+impl<F: HexForm> Default for HexText<F> {
+    fn default() -> Self {
+        HexText::new("")
+    }
+}
+
+impl<F: HexForm> PartialEq for HexText<F> {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.0 == other.0
     }
 }
 
-impl<const N: usize> Eq for InlineText<N> {}
+impl<F: HexForm> Eq for HexText<F> {}
 
-impl<const N: usize> PartialEq<str> for InlineText<N> {
+impl<F: HexForm> std::hash::Hash for HexText<F> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl<F: HexForm> PartialEq<str> for HexText<F> {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        *self.text() == *other
     }
 }
 
-impl<const N: usize> PartialEq<&str> for InlineText<N> {
+impl<F: HexForm> PartialEq<&str> for HexText<F> {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        *self.text() == **other
     }
 }
 
-impl<const N: usize> PartialEq<InlineText<N>> for String {
-    fn eq(&self, other: &InlineText<N>) -> bool {
-        self.as_str() == other.as_str()
+impl<F: HexForm> PartialEq<HexText<F>> for String {
+    fn eq(&self, other: &HexText<F>) -> bool {
+        *self.as_str() == *other.text()
     }
 }
 
-impl<const N: usize> PartialEq<InlineText<N>> for &str {
-    fn eq(&self, other: &InlineText<N>) -> bool {
-        *self == other.as_str()
+impl<F: HexForm> PartialEq<HexText<F>> for &str {
+    fn eq(&self, other: &HexText<F>) -> bool {
+        **self == *other.text()
     }
 }
 
-impl<const N: usize> PartialOrd for InlineText<N> {
+impl<F: HexForm> PartialOrd for HexText<F> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<const N: usize> Ord for InlineText<N> {
+impl<F: HexForm> Ord for HexText<F> {
+    /// The texts' order: two held as bytes compare as their bytes (same prefix and dashes,
+    /// and lowercase hex digits sort as the values they spell).
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
+        match (&self.0, &other.0) {
+            (HexRepr::Bytes(mine), HexRepr::Bytes(theirs)) => mine.cmp(theirs),
+            _ => (*self.text()).cmp(&*other.text()),
+        }
     }
 }
 
-impl<const N: usize> std::hash::Hash for InlineText<N> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state)
-    }
-}
-
-impl<const N: usize> From<&str> for InlineText<N> {
+impl<F: HexForm> From<&str> for HexText<F> {
     fn from(text: &str) -> Self {
-        InlineText::new(text)
+        HexText::new(text)
     }
 }
 
-impl<const N: usize> From<InlineText<N>> for String {
-    fn from(text: InlineText<N>) -> String {
-        text.as_str().to_string()
+impl<F: HexForm> From<HexText<F>> for String {
+    fn from(text: HexText<F>) -> String {
+        text.to_string()
     }
 }
 
-impl<const N: usize> std::fmt::Debug for InlineText<N> {
+impl<F: HexForm> std::fmt::Debug for HexText<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
+        std::fmt::Debug::fmt(&*self.text(), f)
     }
 }
 
-impl<const N: usize> std::fmt::Display for InlineText<N> {
+impl<F: HexForm> std::fmt::Display for HexText<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(&self.text())
     }
 }
 
-impl<const N: usize> Serialize for InlineText<N> {
+impl<F: HexForm> Serialize for HexText<F> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
+        serializer.serialize_str(&self.text())
     }
 }
 
-impl<'de, const N: usize> Deserialize<'de> for InlineText<N> {
+impl<'de, F: HexForm> Deserialize<'de> for HexText<F> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
-        Ok(InlineText::new(&text))
+        Ok(HexText::new(&text))
     }
 }
 
-schema_of_a_string!(impl<const N: usize> for InlineText<N>);
+schema_of_a_string!([F: HexForm] HexText<F>);
 
 #[cfg(test)]
-mod inline_text_tests {
-    use super::{DigestText, IdText, InlineText};
+mod hex_text_tests {
+    use super::{DigestText, HexRepr, IdText};
 
     #[test]
-    fn short_texts_stay_in_place_and_every_text_reads_back_whole() {
+    fn canonical_ids_and_digests_are_held_as_bytes_and_every_text_reads_back_whole() {
         let uuid = "01a006c1-dd5d-76cf-9e44-f49eb6d945d0";
         let digest = "sha256:6c043f231be11c21818034983223b1bb0a65d2c9fb6bda7061bcf85c3f57ffa1";
-        for text in ["", "run-a", uuid, "ü-ß-名前", &"x".repeat(37), &"y".repeat(38), &"z".repeat(300)] {
-            let held = IdText::new(text);
-            assert_eq!(held.as_str(), text);
-            assert_eq!(serde_json::to_string(&held).unwrap(), serde_json::to_string(text).unwrap());
+        let upper = "01A006C1-DD5D-76CF-9E44-F49EB6D945D0";
+        let texts = [
+            "",
+            "run-a",
+            uuid,
+            upper,
+            "01a006c1dd5d76cf9e44f49eb6d945d0",
+            "01a006c1-dd5d-76cf-9e44-f49eb6d945d",
+            "01a006c1-dd5d-76cf-9e44-f49eb6d945d00",
+            "01a006c1-dd5d-76cf-9e44_f49eb6d945d0",
+            "01a006c1-dd5d-76cf-9e44-f49eb6d945g0",
+            "ü-ß-名前",
+            digest,
+            &digest.replace("sha256", "sha512"),
+            &digest.to_uppercase(),
+            &digest[..70],
+            &"z".repeat(300),
+        ];
+        for text in texts {
+            for held in [IdText::new(text).to_string(), DigestText::new(text).to_string()] {
+                assert_eq!(held, text);
+            }
+            let id = IdText::new(text);
+            assert_eq!(serde_json::to_string(&id).unwrap(), serde_json::to_string(text).unwrap());
             let back: IdText = serde_json::from_str(&serde_json::to_string(text).unwrap()).unwrap();
-            assert_eq!(back, held);
+            assert_eq!(back, id);
+            assert!(id == text && DigestText::new(text) == text);
         }
-        assert!(matches!(IdText::new(uuid).0, super::InlineRepr::Inline { .. }));
-        assert!(matches!(IdText::new(&"y".repeat(38)).0, super::InlineRepr::Heap(_)));
-        assert!(matches!(DigestText::new(digest).0, super::InlineRepr::Inline { .. }));
-        assert!(IdText::new("run-a") < IdText::new("run-b"));
-        assert!(IdText::new(&"a".repeat(40)) < IdText::new("b"), "ordered as text, however held");
-        assert_eq!(std::mem::size_of::<IdText>(), 40);
-        assert_eq!(std::mem::size_of::<DigestText>(), 80);
-        let _: InlineText<3> = InlineText::new("four");
+        assert!(matches!(IdText::new(uuid).0, HexRepr::Bytes(_)));
+        assert!(matches!(IdText::new(upper).0, HexRepr::Text(_)), "held as given: upper case stays text");
+        assert!(matches!(DigestText::new(digest).0, HexRepr::Bytes(_)));
+        assert!(matches!(DigestText::new(uuid).0, HexRepr::Text(_)));
+        assert_eq!(std::mem::size_of::<IdText>(), 24);
+        assert_eq!(std::mem::size_of::<DigestText>(), 40);
+    }
+
+    #[test]
+    fn ids_and_digests_sort_as_their_texts_however_held() {
+        let texts = [
+            "",
+            "0",
+            "00000000-0000-0000-0000-000000000000",
+            "00000000-0000-0000-0000-00000000000",
+            "0f000000-0000-0000-0000-000000000000",
+            "10000000-0000-0000-0000-000000000000",
+            "9fffffff-ffff-ffff-ffff-ffffffffffff",
+            "a0000000-0000-0000-0000-000000000000",
+            "A0000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+            "sha256:00",
+            "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            "sha256:09ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+            "sha256:a000000000000000000000000000000000000000000000000000000000000000",
+            "sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+            "sha256:g",
+            "run-b",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(IdText::new(a).cmp(&IdText::new(b)), a.cmp(b), "{a} against {b}");
+                assert_eq!(DigestText::new(a).cmp(&DigestText::new(b)), a.cmp(b), "{a} against {b}");
+                assert_eq!(IdText::new(a) == IdText::new(b), a == b);
+            }
+        }
+    }
+}
+
+/// An optional number in 8 bytes, where `Option<f64>` takes 16 (a run holds three): absent is
+/// NaN, which no column holds (JSON has no NaN, and a catalog's NaN reads as null).
+#[derive(Clone, Copy)]
+pub struct OptionalNumber(f64);
+
+impl OptionalNumber {
+    pub const NONE: OptionalNumber = OptionalNumber(f64::NAN);
+
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+}
+
+impl From<Option<f64>> for OptionalNumber {
+    fn from(number: Option<f64>) -> OptionalNumber {
+        number.map_or(OptionalNumber::NONE, OptionalNumber)
+    }
+}
+
+impl Default for OptionalNumber {
+    fn default() -> Self {
+        OptionalNumber::NONE
+    }
+}
+
+impl PartialEq for OptionalNumber {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl std::fmt::Debug for OptionalNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+impl Serialize for OptionalNumber {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for OptionalNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<f64>::deserialize(deserializer).map(OptionalNumber::from)
+    }
+}
+
+impl schemars::JsonSchema for OptionalNumber {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Option::<f64>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Option::<f64>::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod optional_number_tests {
+    use super::OptionalNumber;
+
+    #[test]
+    fn numbers_and_their_absence_read_back_as_given() {
+        for number in [None, Some(0.0), Some(-0.0), Some(1.5e-300), Some(f64::MAX), Some(-19.45)] {
+            let held = OptionalNumber::from(number);
+            assert_eq!(held.get().map(f64::to_bits), number.map(f64::to_bits));
+            let json = serde_json::to_string(&held).unwrap();
+            assert_eq!(json, serde_json::to_string(&number).unwrap());
+            assert_eq!(serde_json::from_str::<OptionalNumber>(&json).unwrap(), held);
+        }
+        assert_eq!(OptionalNumber::from(Some(f64::NAN)).get(), None);
+        assert_eq!(std::mem::size_of::<OptionalNumber>(), 8);
     }
 }
 
@@ -770,7 +980,7 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub primary_metric: Option<Text>,
     #[serde(default)]
-    pub primary_value: Option<f64>,
+    pub primary_value: OptionalNumber,
     #[serde(default)]
     pub primary_unit: Option<Text>,
     #[serde(default)]
@@ -778,9 +988,9 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub sample_count: Option<i64>,
     #[serde(default)]
-    pub uncertainty_low: Option<f64>,
+    pub uncertainty_low: OptionalNumber,
     #[serde(default)]
-    pub uncertainty_high: Option<f64>,
+    pub uncertainty_high: OptionalNumber,
     #[serde(default)]
     pub reported: bool,
     #[serde(default)]

@@ -203,8 +203,8 @@ impl Index {
             deployable: facts.deployability.deployable,
             observed_at: row.observed_at.text().into_owned(),
             comparison_key: row.comparison_key.to_string(),
-            reference_speedup: facts.reference_speedup,
-            baseline_speedup: facts.baseline_speedup,
+            reference_speedup: facts.reference_speedup.get(),
+            baseline_speedup: facts.baseline_speedup.get(),
         }
     }
 
@@ -483,7 +483,7 @@ impl Index {
                     environment: row.environment_summary.as_deref().map(str::to_string),
                     relative_to_best_in_group: relative,
                     relative_to_first: None,
-                    interval: match (row.uncertainty_low, row.uncertainty_high) {
+                    interval: match (row.uncertainty_low.get(), row.uncertainty_high.get()) {
                         (Some(low), Some(high)) if low.is_finite() && high.is_finite() => {
                             Some((low.min(high), low.max(high)))
                         }
@@ -584,11 +584,11 @@ impl Index {
             .into_iter()
             .map(|event| RecordView {
                 event: event.clone(),
-                run: self.run_index(&event.run_id).map(|r| self.run_summary(r)),
+                run: self.run_index(&event.run_id.text()).map(|r| self.run_summary(r)),
                 previous_value: event
                     .previous_run_id
-                    .as_deref()
-                    .and_then(|p| self.run_index(p))
+                    .as_ref()
+                    .and_then(|p| self.run_index(&p.text()))
                     .and_then(|p| self.primary_value(p)),
             })
             .collect()

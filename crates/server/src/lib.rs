@@ -78,6 +78,7 @@ pub async fn model_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result
     let build = {
         let abandoned = abandoned.clone();
         std::thread::Builder::new().name("ki-model".into()).spawn(move || {
+            enter_model_arena();
             let mut builder = model::ModelBuilder::new(model::RunDetails::InCatalog);
             for row in received {
                 builder.push(row.table, row.row);
@@ -101,6 +102,26 @@ pub async fn model_from_catalog(catalog: &ki_catalog::Catalog) -> anyhow::Result
     let built = tokio::task::spawn_blocking(move || build.join()).await?;
     visited?;
     built.map_err(|_| anyhow::anyhow!("building the read model failed (the builder thread panicked)"))?
+}
+
+/// Moves the calling thread (a read model's builder) to the next of two jemalloc arenas kept for
+/// read models. A model is then built in the arena of the model before the one it replaces (freed
+/// since), never among the allocations of the model still served while it is built: jemalloc
+/// would otherwise place the two models' small objects in the same slabs, which stay resident,
+/// partly empty, once the old model is freed. Does nothing where jemalloc cannot make arenas.
+fn enter_model_arena() {
+    static ARENAS: std::sync::OnceLock<Option<[u32; 2]>> = std::sync::OnceLock::new();
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let arenas = ARENAS.get_or_init(|| {
+        // SAFETY: reading `arenas.create` makes an arena and answers its index, an unsigned.
+        let create = || unsafe { tikv_jemalloc_ctl::raw::read::<u32>(b"arenas.create\0") }.ok();
+        Some([create()?, create()?])
+    });
+    if let Some(arenas) = arenas {
+        let arena = arenas[BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % arenas.len()];
+        // SAFETY: `thread.arena` takes an arena index (an unsigned) for the calling thread.
+        let _ = unsafe { tikv_jemalloc_ctl::raw::write(b"thread.arena\0", arena) };
+    }
 }
 
 /// Rows read ahead of the read model's builder.

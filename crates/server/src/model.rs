@@ -265,7 +265,7 @@ impl ReadModel {
         if let Some(detail) = self.held_run_detail(run) {
             return Ok(detail);
         }
-        let id = &self.run(run).id;
+        let id = &*self.run(run).id.text();
         let manifest = catalog.run_by_id(id).await?.and_then(|mut row| row.remove("manifest")).unwrap_or(Value::Null);
         let measurements = catalog
             .measurements_of_run(id)
@@ -543,7 +543,7 @@ impl Tables {
             .into_iter()
             .map(|event| RecordRef {
                 event: u32::try_from(event).expect("fewer than 2^32 record events"),
-                holder: judgement.run_index(&events[event].run_id).map(|run| run as u32),
+                holder: judgement.run_index(&events[event].run_id.text()).map(|run| run as u32),
             })
             .collect();
         model.check_aligned(&workloads, judgement)?;

@@ -79,7 +79,7 @@ fn rank_one_runs_are_their_cohorts_last_record_holders() {
             continue;
         };
         let holder = last_holder[cohort.comparison_key.as_str()];
-        let holder_run = index.run_index(&holder.run_id).unwrap();
+        let holder_run = index.run_index(&holder.run_id.to_string()).unwrap();
         assert_eq!(index.facts[holder_run].rank, Some(1), "cohort {}", cohort.comparison_key);
         let best = index.primary_value(first.run).unwrap();
         for entry in cohort.ranking.iter().take_while(|e| e.rank == 1) {
@@ -299,7 +299,8 @@ fn batches_take_one_to_twenty_requests() {
 fn compare_and_dossier_on_real_runs() {
     let index = index();
     let cohort = index.cohorts.iter().find(|c| c.ranking.len() >= 3).unwrap();
-    let ids: Vec<&str> = cohort.ranking.iter().take(3).map(|e| index.runs[e.run].id.as_str()).collect();
+    let ids: Vec<String> = cohort.ranking.iter().take(3).map(|e| index.runs[e.run].id.to_string()).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let comparison = index.compare(&ids).unwrap();
     assert!(comparison.same_comparison_group);
     assert_eq!(comparison.runs[0].relative_to_best_in_group, Some(1.0));
@@ -308,10 +309,11 @@ fn compare_and_dossier_on_real_runs() {
     assert!(index.compare(&[ids[0], ids[0]]).is_err());
 
     let second = cohort.ranking[1].run;
-    let short_id = &index.runs[second].id[..13];
-    let dossier = index.run_dossier(short_id).or_else(|_| index.run_dossier(&index.runs[second].id)).unwrap();
+    let id = index.runs[second].id.to_string();
+    let short_id = &id[..13];
+    let dossier = index.run_dossier(short_id).or_else(|_| index.run_dossier(&id)).unwrap();
     assert_eq!(dossier.summary.run_id, index.runs[second].id);
-    let by_digest = index.run_dossier(&index.runs[second].run_digest).unwrap();
+    let by_digest = index.run_dossier(&index.runs[second].run_digest.to_string()).unwrap();
     assert_eq!(by_digest.summary.run_id, dossier.summary.run_id);
     if dossier.summary.rank != Some(1) {
         assert_eq!(dossier.leader.as_ref().unwrap().rank, Some(1));

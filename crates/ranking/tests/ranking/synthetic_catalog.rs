@@ -121,7 +121,7 @@ fn each_eligibility_reason_is_named() {
     assert_eq!(codes(&index, "many"), ["UNPUBLISHED", "STATUS_TIMEOUT", "MISSING_PRIMARY_METRIC"]);
     // Only the eligible are ranked: new (6.5) then ok (10).
     let cohort = index.cohort(KEY).unwrap();
-    let ranked: Vec<&str> = cohort.ranking.iter().map(|e| index.runs[e.run].id.as_str()).collect();
+    let ranked: Vec<String> = cohort.ranking.iter().map(|e| index.runs[e.run].id.to_string()).collect();
     assert_eq!(ranked, ["new", "ok"]);
     let json = serde_json::to_value(index.run_summary(index.run_index("crashed").unwrap())).unwrap();
     assert_eq!(json["ineligibility"], json!(["STATUS_RUNTIME_ERROR"]));
@@ -158,8 +158,9 @@ fn trust_breaks_a_tie_before_recency() {
         run("evidence", 10.0, "2025-06-01T00:00:00Z", json!({"hasRawEvidence": true})),
     ]);
     let cohort = index.cohort(KEY).unwrap();
-    let order: Vec<(&str, TrustLevel)> =
-        cohort.ranking.iter().map(|e| (index.runs[e.run].id.as_str(), index.facts[e.run].trust)).collect();
+    let order: Vec<(String, TrustLevel)> =
+        cohort.ranking.iter().map(|e| (index.runs[e.run].id.to_string(), index.facts[e.run].trust)).collect();
+    let order: Vec<(&str, TrustLevel)> = order.iter().map(|(id, trust)| (id.as_str(), *trust)).collect();
     assert_eq!(
         order,
         [
@@ -229,10 +230,10 @@ fn baseline_speedup_uses_the_marked_implementation() {
         Some(11),
     );
     let index = Index::from_rows(&rows).unwrap();
-    assert_eq!(index.facts[index.run_index("fast").unwrap()].baseline_speedup, Some(4.0));
-    assert_eq!(index.facts[index.run_index("reference").unwrap()].baseline_speedup, Some(1.0));
+    assert_eq!(index.facts[index.run_index("fast").unwrap()].baseline_speedup.get(), Some(4.0));
+    assert_eq!(index.facts[index.run_index("reference").unwrap()].baseline_speedup.get(), Some(1.0));
     let without = build(vec![run("fast", 25.0, "2026-01-01T00:00:00Z", json!({}))]);
-    assert_eq!(without.facts[0].baseline_speedup, None);
+    assert_eq!(without.facts[0].baseline_speedup.get(), None);
 }
 
 #[test]

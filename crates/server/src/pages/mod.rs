@@ -266,7 +266,7 @@ pub fn short_id(id: &str) -> String {
 
 /// The primary value with its unit for display ("93.0 µs"), or "—".
 pub fn primary_display(run: &RunRow) -> String {
-    ki_model::units::value(run.primary_value, run.primary_unit.as_deref())
+    ki_model::units::value(run.primary_value.get(), run.primary_unit.as_deref())
 }
 
 impl ReadModel {
@@ -287,7 +287,7 @@ impl ReadModel {
             project: project.map(|p| text(p, "name")).unwrap_or("").into(),
             hardware: row.hardware_model.as_deref().unwrap_or_default().to_string(),
             status: row.status.to_string(),
-            value: row.primary_value,
+            value: row.primary_value.get(),
             unit: row.primary_unit.as_deref().unwrap_or_default().to_string(),
             display: primary_display(row),
             statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
@@ -301,7 +301,7 @@ impl ReadModel {
     pub fn run_title(&self, run: usize) -> String {
         match self.judgement.run_title(run) {
             Some(title) => title.to_string(),
-            None => format!("Run {}", short_id(&self.run(run).id)),
+            None => format!("Run {}", short_id(&self.run(run).id.text())),
         }
     }
 }

@@ -270,7 +270,7 @@ fn setup_fields(model: &ReadModel, r: usize) -> [(&'static str, String); 4] {
 
 /// The primary value in nanoseconds, for time metrics.
 fn primary_ns(run: &RunRow) -> Option<f64> {
-    run.primary_value.and_then(|v| ki_model::units::to_ns(v, run.primary_unit.as_deref().unwrap_or("")))
+    run.primary_value.get().and_then(|v| ki_model::units::to_ns(v, run.primary_unit.as_deref().unwrap_or("")))
 }
 
 /// A run's GPU model ("" when unknown).

@@ -143,13 +143,13 @@ impl ReadModel {
     pub fn record_item(&self, record: RecordRef) -> RecordItem {
         let event = &self.judgement.record_events[record.event as usize];
         let holder = record.holder.map(|h| h as usize);
-        let previous = event.previous_run_id.as_deref().and_then(|p| self.judgement.run_index(p));
+        let previous = event.previous_run_id.as_ref().and_then(|p| self.judgement.run_index(&p.text()));
         let implementation_name = |run: usize| {
             self.implementations
                 .get(&self.run(run).implementation_id)
                 .map(|i| text(&i, "slug").to_string())
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id)))
+                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id.text())))
         };
         RecordItem {
             at: event.at.text().into_owned(),

@@ -229,8 +229,8 @@ impl ReadModel {
     pub fn dossier(&self, run: usize, detail: RunDetail, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
         let RunDetail { manifest, measurements } = detail;
         let row = self.run(run);
-        let id = row.id.clone();
-        let digest = row.run_digest.clone();
+        let id = row.id.to_string();
+        let digest = row.run_digest.to_string();
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
         let implementation = self.implementations.get(&row.implementation_id);
@@ -315,7 +315,7 @@ impl ReadModel {
         }
         for reason in &self.judgement.facts[run].ineligibility {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
-                let message = match self.supersessions.get(row.id.as_str()) {
+                let message = match self.supersessions.get(&*row.id.text()) {
                     Some(entry) => format!(
                         "on {} by a newer published run: {}",
                         ki_model::utc::date_of(text(entry, "at")),
@@ -350,13 +350,13 @@ impl ReadModel {
         let facts = &self.judgement.facts[run];
         let cohort = &self.judgement.cohorts[facts.cohort()];
         let unit = row.primary_unit.as_deref().unwrap_or_default().to_string();
-        let interval = match (row.uncertainty_low, row.uncertainty_high) {
+        let interval = match (row.uncertainty_low.get(), row.uncertainty_high.get()) {
             (Some(low), Some(high)) => Some((low, high)),
             _ => None,
         };
         let leader_run = cohort.ranking.first().map(|e| e.run).filter(|&leader| leader != run);
         let id = &row.id;
-        let reference = facts.reference_speedup.and_then(|factor| reference_time(row, manifest, factor));
+        let reference = facts.reference_speedup.get().and_then(|factor| reference_time(row, manifest, factor));
         let interval_label = if pointer(manifest, &["run", "spec", "timing", "latencyNs", "confidence95"]).is_some() {
             "95 % confidence interval"
         } else {
@@ -368,7 +368,7 @@ impl ReadModel {
             ineligible_explanations: facts.ineligibility.iter().map(ineligibility_sentence).collect(),
             metric: row.primary_metric.as_deref().unwrap_or_default().to_string(),
             statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
-            value: row.primary_value,
+            value: row.primary_value.get(),
             display: primary_display(row),
             sample_count: row.sample_count,
             interval_display: interval.map(|(l, h)| {
@@ -383,8 +383,8 @@ impl ReadModel {
             ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
             compare_href: leader_run.map(|leader| format!("/compare?run={id}&run={}", self.run(leader).id)),
             leader: leader_run.map(|leader| self.run_summary(leader)),
-            reference_speedup: facts.reference_speedup,
-            baseline_speedup: facts.baseline_speedup,
+            reference_speedup: facts.reference_speedup.get(),
+            baseline_speedup: facts.baseline_speedup.get(),
         }
     }
 
@@ -420,7 +420,7 @@ impl ReadModel {
             Some(model) => hardware.link(crate::pages::gpu_href(model)),
             None => hardware,
         });
-        fields.push(Field::new("run digest", row.run_digest.as_str()).code());
+        fields.push(Field::new("run digest", row.run_digest.to_string()).code());
         fields
     }
 
@@ -597,7 +597,7 @@ fn reference_time(row: &RunRow, manifest: &Value, factor: f64) -> Option<Referen
         .and_then(|m| m.get("latency_ms"))
         .and_then(Value::as_f64)
         .map(|ms| ms * 1e6)
-        .or_else(|| ki_model::units::to_ns(row.primary_value?, row.primary_unit.as_deref().unwrap_or("")))?;
+        .or_else(|| ki_model::units::to_ns(row.primary_value.get()?, row.primary_unit.as_deref().unwrap_or("")))?;
     let ns = own_ns * factor;
     ns.is_finite().then(|| ReferenceTime {
         ns,
@@ -1239,7 +1239,7 @@ fn measurement_list(rows: &[ki_ranking::rows::MeasurementRow], manifest: &Value)
 async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
     let model = state.model();
     let run = find_run(&model, reference)?;
-    let id = &model.run(run).id;
+    let id = &*model.run(run).id.text();
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
     let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
     let detail = model.run_detail(&state.catalog, run).await.map_err(catalog_problem)?;

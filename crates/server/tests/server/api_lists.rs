@@ -129,7 +129,7 @@ fn the_feed_returns_an_event_written_after_since_and_none_before() {
     let model = server.state.model();
     let index = &model.judgement;
     let cohort = index.cohorts.iter().find(|c| c.ranking.len() >= 2).unwrap();
-    let holder = index.runs[cohort.ranking[0].run].id.clone();
+    let holder = index.runs[cohort.ranking[0].run].id.to_string();
     let report = block_on(catalog.retract_run(&holder, "feed test: measured on a throttled GPU", "api-test")).unwrap();
     assert!(!report.events.is_empty(), "the record moved");
     // The read model follows the catalog, as `ki serve --reload-every` does.

@@ -165,7 +165,7 @@ fn compare_of_runs_from_different_groups_names_each_differing_key() {
 fn request_for(run: usize) -> Value {
     let model = SERVER.state.model();
     let index = &model.judgement;
-    let axes = index.run_dossier(&index.runs[run].id).unwrap().workload_axes;
+    let axes = index.run_dossier(&index.runs[run].id.to_string()).unwrap().workload_axes;
     serde_json::json!({
         "operation": index.operation_of(run).name,
         "axes": axes,
@@ -277,7 +277,7 @@ fn expected_records(gpu: Option<&str>, verified: bool, source: bool) -> Vec<Stri
     let mut events: Vec<&ki_ranking::rows::RecordEventRow> = model.judgement.record_events.iter().collect();
     events.sort_by(|a, b| (b.at.text(), &b.id).cmp(&(a.at.text(), &a.id)));
     for event in events {
-        let run_id = event.run_id.as_str();
+        let run_id = &*event.run_id.text();
         let Some(h) = model.judgement.run_index(run_id) else { continue };
         let row = &model.judgement.runs[h];
         if gpu.is_some_and(|g| row.hardware_model.as_deref() != Some(g)) {

@@ -200,7 +200,7 @@ fn a_bundled_run_shows_the_reference_time_beside_the_speedup() {
     let run = model.judgement.find_run(&id).unwrap();
     let full = BUNDLED.server.full_run_row(&model, run);
     let metrics = spec(&full).pointer("/sourceNative/metrics").unwrap();
-    let factor = model.judgement.facts[run].reference_speedup.unwrap();
+    let factor = model.judgement.facts[run].reference_speedup.get().unwrap();
     let reference = units::duration_ns(metrics["reference_latency_ms"].as_f64().unwrap() * 1e6);
     let body = html(&format!("/runs/{id}")).body;
     let line = format!(

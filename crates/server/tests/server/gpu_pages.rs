@@ -38,7 +38,7 @@ fn json(path: &str) -> Value {
 
 fn ns(model: &ReadModel, run: usize) -> f64 {
     let row = model.run(run);
-    ki_model::units::to_ns(row.primary_value.unwrap(), row.primary_unit.as_deref().unwrap()).unwrap()
+    ki_model::units::to_ns(row.primary_value.get().unwrap(), row.primary_unit.as_deref().unwrap()).unwrap()
 }
 
 /// The H200 page's best verified run of the seed operation, checked against the rows: a

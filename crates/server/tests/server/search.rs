@@ -80,7 +80,8 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
     let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
     let model = server.state.model();
     let row = model.run(0);
-    let (id, digest) = (row.id.as_str(), row.run_digest.as_str());
+    let (id, digest) = (row.id.to_string(), row.run_digest.to_string());
+    let (id, digest) = (id.as_str(), digest.as_str());
     for (query, by) in [(id, "id"), (digest, "digest"), (&id[..8], "id")] {
         let answer = search(&server, query);
         let records = answer["records"].as_array().unwrap();
