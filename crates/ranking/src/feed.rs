@@ -414,7 +414,7 @@ pub struct FeedPage {
 pub fn index_events(index: &Index) -> Vec<FeedItem> {
     let mut items = Vec::with_capacity(index.record_events.len());
     for event in &index.record_events {
-        let run = index.run_index(&event.run_id.text());
+        let run = index.run_of(&event.run_id);
         items.push(FeedItem {
             at: event.at.text().into_owned(),
             event: FeedEvent::Record(RecordChange {

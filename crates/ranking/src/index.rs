@@ -198,10 +198,18 @@ impl TextOrder {
 
     /// The row holding `text`; of several, the last (as a map filled in row order would say).
     fn exact<'t, F: HexForm + 't>(&self, text: &str, text_of: impl Fn(usize) -> &'t HexText<F>) -> Option<usize> {
-        let wanted = HexText::<F>::new(text);
-        let end = self.0.partition_point(|&r| *text_of(r as usize) <= wanted);
+        self.held(&HexText::new(text), text_of)
+    }
+
+    /// As [`TextOrder::exact`], for a text already held as the rows hold theirs.
+    fn held<'t, F: HexForm + 't>(
+        &self,
+        wanted: &HexText<F>,
+        text_of: impl Fn(usize) -> &'t HexText<F>,
+    ) -> Option<usize> {
+        let end = self.0.partition_point(|&r| text_of(r as usize) <= wanted);
         let row = *self.0[..end].last()? as usize;
-        (*text_of(row) == wanted).then_some(row)
+        (text_of(row) == wanted).then_some(row)
     }
 
     /// The rows whose text starts with `prefix`, in text order.
@@ -338,13 +346,18 @@ fn index_by_id<K: std::hash::Hash + Eq + std::fmt::Display>(
 ) -> Result<HashMap<K, usize>, RowError> {
     let mut map = HashMap::new();
     for (index, id) in ids.enumerate() {
-        let shown = id.to_string();
-        if map.insert(id, index).is_some() {
-            return Err(RowError::DuplicateId {
-                location: describe_location(table, index, origins[index].0, Some(&shown)),
-                table: table.to_string(),
-                id: shown,
-            });
+        match map.entry(id) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(index);
+            }
+            std::collections::hash_map::Entry::Occupied(taken) => {
+                let shown = taken.key().to_string();
+                return Err(RowError::DuplicateId {
+                    location: describe_location(table, index, origins[index].0, Some(&shown)),
+                    table: table.to_string(),
+                    id: shown,
+                });
+            }
         }
     }
     Ok(map)
@@ -885,6 +898,11 @@ impl Index {
 
     pub fn run_index(&self, id: &str) -> Option<usize> {
         self.run_id_order.exact(id, |run| &self.runs[run].id)
+    }
+
+    /// [`Index::run_index`] of an id as rows hold it (a record event's run), without spelling it.
+    pub fn run_of(&self, id: &IdText) -> Option<usize> {
+        self.run_id_order.held(id, |run| &self.runs[run].id)
     }
 
     pub fn primary_value(&self, run: usize) -> Option<f64> {

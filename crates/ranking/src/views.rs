@@ -584,11 +584,11 @@ impl Index {
             .into_iter()
             .map(|event| RecordView {
                 event: event.clone(),
-                run: self.run_index(&event.run_id.text()).map(|r| self.run_summary(r)),
+                run: self.run_of(&event.run_id).map(|r| self.run_summary(r)),
                 previous_value: event
                     .previous_run_id
                     .as_ref()
-                    .and_then(|p| self.run_index(&p.text()))
+                    .and_then(|p| self.run_of(p))
                     .and_then(|p| self.primary_value(p)),
             })
             .collect()

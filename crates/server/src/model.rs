@@ -543,7 +543,7 @@ impl Tables {
             .into_iter()
             .map(|event| RecordRef {
                 event: u32::try_from(event).expect("fewer than 2^32 record events"),
-                holder: judgement.run_index(&events[event].run_id.text()).map(|run| run as u32),
+                holder: judgement.run_of(&events[event].run_id).map(|run| run as u32),
             })
             .collect();
         model.check_aligned(&workloads, judgement)?;

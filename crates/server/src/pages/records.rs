@@ -143,7 +143,7 @@ impl ReadModel {
     pub fn record_item(&self, record: RecordRef) -> RecordItem {
         let event = &self.judgement.record_events[record.event as usize];
         let holder = record.holder.map(|h| h as usize);
-        let previous = event.previous_run_id.as_ref().and_then(|p| self.judgement.run_index(&p.text()));
+        let previous = event.previous_run_id.as_ref().and_then(|p| self.judgement.run_of(p));
         let implementation_name = |run: usize| {
             self.implementations
                 .get(&self.run(run).implementation_id)
