@@ -113,12 +113,13 @@ if [ "$WRITES" -gt 0 ]; then
   WRITER=$!
   figures "run page during $WRITES writes (1/s), c$WRITE_LOAD" -c"$WRITE_LOAD" -d"$((WRITES + 5))s" "$BASE/runs/$RUN"
   wait $WRITER || { echo "a write failed:" >&2; cat "$WORK/writes.log" >&2; exit 1; }
-  echo "writes: $(grep -c . "$WORK/targets") retractions; reloads: $(grep -c 'reloaded' "$WORK/serve.log" || true)"
   for _ in $(seq 1 600); do # until the last write is served
     last=$(tail -1 "$WORK/targets")
     curl -fsS "$BASE/api/v1/runs/$last" | grep -q '"kind":"retracted"' && break
     sleep 1
   done
+  # Counted once the last write is served: a reload takes longer than the load lasts.
+  echo "writes: $(grep -c . "$WORK/targets") retractions; reloads: $(grep -c 'reloaded' "$WORK/serve.log" || true)"
   sleep 3
   echo "resident after the writes: $(rss)"
 fi

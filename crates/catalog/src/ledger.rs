@@ -143,7 +143,7 @@ async fn pending_for_key(session: &mut Session, key: &str) -> Result<Vec<LedgerE
     if let Some(stale) = mismatch.unexpected.first() {
         let event = format!(
             "{} (run {} took the record from {} by {} at {})",
-            stale.id.as_deref().unwrap_or("without id"),
+            stale.id.as_ref().map_or("without id".to_string(), |id| id.to_string()),
             stale.run_id,
             stale.previous_run_id.as_ref().map_or("nobody".to_string(), |id| id.to_string()),
             stale.cause,

@@ -22,6 +22,7 @@ mod import;
 pub mod json_text;
 mod ledger;
 mod migrate;
+mod new_file;
 pub mod queue;
 mod rows;
 pub mod schema;
@@ -119,10 +120,7 @@ impl Catalog {
 
     /// Closes the pool, waiting for its connections to finish.
     pub async fn close(&self) {
-        match &self.pool {
-            Pool::Sqlite(pool) => pool.close().await,
-            Pool::Postgres(pool) => pool.close().await,
-        }
+        store::close(&self.pool).await
     }
 
     /// Imports export-format rows: the one way rows enter the catalog.
@@ -211,6 +209,21 @@ impl Catalog {
         let mut options = options.clone();
         options.origin.get_or_insert_with(|| path.display().to_string());
         import::import_file(&self.pool, path, &options).await
+    }
+
+    /// Makes a new SQLite catalog at `url` from an export file, as [`Catalog::open`] then
+    /// [`Catalog::import_file`] would, when `url` names a file that does not exist yet; `None`
+    /// (nothing done) for any other URL, an existing file, or a dry run. The catalog is built
+    /// in a file of its own beside it, written once rather than through the WAL, and takes its
+    /// name only when complete: on an error nothing is left behind.
+    pub async fn import_file_into_new(url: &str, path: &Path, options: &ImportOptions) -> Result<Option<ImportReport>> {
+        let Some(target) = new_file::file_to_make(url).filter(|_| !options.dry_run) else { return Ok(None) };
+        let mut options = options.clone();
+        options.origin.get_or_insert_with(|| path.display().to_string());
+        let report = new_file::import_into_new(&target, path, &options).await?;
+        // Opened once as every catalog is, so that the file is in WAL mode like any other.
+        Catalog::open(url).await?.close().await;
+        Ok(Some(report))
     }
 
     /// Imports the bundled snapshot when the catalog holds no rows at all; returns its

@@ -68,6 +68,31 @@ pub(crate) async fn connect(url: &str) -> Result<Pool> {
     }
 }
 
+/// One connection to a new SQLite file that one import fills and nothing else reads
+/// ([`crate::new_file`]): no journal and no syncing, since a failed load is removed, not undone.
+pub(crate) async fn connect_for_one_load(path: &std::path::Path) -> Result<Pool> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .page_size(SQLITE_PAGE_BYTES)
+        .journal_mode(SqliteJournalMode::Off)
+        .synchronous(SqliteSynchronous::Off)
+        .foreign_keys(true);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .context(|| format!("cannot open {}", path.display()))?;
+    Ok(Pool::Sqlite(pool))
+}
+
+/// Closes the pool, waiting for its connections to finish.
+pub(crate) async fn close(pool: &Pool) {
+    match pool {
+        Pool::Sqlite(pool) => pool.close().await,
+        Pool::Postgres(pool) => pool.close().await,
+    }
+}
+
 /// The SELECT list for a table's columns (PostgreSQL returns uuid and json as text).
 pub(crate) fn select_list(backend: Backend, table: &Table) -> String {
     table

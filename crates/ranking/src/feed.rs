@@ -251,14 +251,14 @@ impl Index {
             hardware: row.hardware_model.as_deref().map(str::to_string),
             status: row.status.to_string(),
             evidence: facts.trust.as_str().to_string(),
-            rank: facts.rank,
-            ineligibility: facts.ineligibility.iter().map(|i| i.code()).collect(),
+            rank: facts.rank(),
+            ineligibility: facts.ineligibility().iter().map(|i| i.code()).collect(),
             metric: row.primary_metric.as_deref().map(str::to_string),
             statistic: row.primary_statistic.as_deref().map(str::to_string),
             value: self.primary_value(run),
             unit: row.primary_unit.as_deref().map(str::to_string),
             observed_at: row.observed_at.text().into_owned(),
-            published_at: row.published_at.as_ref().map(|t| t.text().into_owned()),
+            published_at: row.published_at.get().map(|t| t.text().into_owned()),
             comparison_key: row.comparison_key.to_string(),
             href: format!("/runs/{}", row.id),
         }
@@ -431,7 +431,7 @@ pub fn index_events(index: &Index) -> Vec<FeedItem> {
     }
     let mut batches: BTreeMap<(Instant, String, Option<&str>), Vec<usize>> = BTreeMap::new();
     for (run, row) in index.runs.iter().enumerate() {
-        if let Some(published) = &row.published_at {
+        if let Some(published) = row.published_at.get() {
             batches
                 .entry((published.instant, published.text().into_owned(), row.source_id.as_deref()))
                 .or_default()

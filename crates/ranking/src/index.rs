@@ -48,29 +48,49 @@ impl Deployability {
     }
 }
 
-/// What the index concluded about one run (one per run: kept narrow).
+/// What the index concluded about one run (one per run: kept narrow, 48 bytes).
 #[derive(Debug, Clone)]
 pub struct RunFacts {
-    /// Empty for an eligible run (most are), which then holds no allocation.
-    pub ineligibility: Box<[Ineligibility]>,
-    pub trust: TrustLevel,
+    /// Why the run is not ranked; none for an eligible run (most are), which then holds no
+    /// allocation. Behind one thin pointer: 8 bytes a run where a slice takes 16.
+    ineligibility: Option<Box<Reasons>>,
     /// Shared by every run with the same source, licence and install recipe.
     pub deployability: std::sync::Arc<Deployability>,
-    /// Its comparison group ([`RunFacts::cohort`]).
-    cohort: u32,
-    /// Dense rank inside its comparison group; None when ineligible.
-    pub rank: Option<u32>,
-    /// Position in the cohort's ranking (display order); None when ineligible.
-    pub position: Option<u32>,
     /// The source's own "× reference" figure, from its native metrics.
     pub reference_speedup: OptionalNumber,
     /// Speedup over the cohort's marked baseline implementation.
     pub baseline_speedup: OptionalNumber,
+    /// Its comparison group ([`RunFacts::cohort`]).
+    cohort: u32,
+    /// Dense rank inside its comparison group (from 1); None when ineligible.
+    rank: Option<std::num::NonZeroU32>,
+    /// Position in the cohort's ranking (display order), meaningful only with a rank.
+    position: u32,
+    pub trust: TrustLevel,
 }
+
+/// The reasons an ineligible run is not ranked (never empty).
+#[derive(Debug, Clone)]
+struct Reasons(Vec<Ineligibility>);
 
 impl RunFacts {
     pub fn eligible(&self) -> bool {
-        self.ineligibility.is_empty()
+        self.ineligibility.is_none()
+    }
+
+    /// Why the run is not ranked: empty when it is eligible.
+    pub fn ineligibility(&self) -> &[Ineligibility] {
+        self.ineligibility.as_deref().map_or(&[], |reasons| &reasons.0)
+    }
+
+    /// Dense rank inside its comparison group (from 1); None when ineligible.
+    pub fn rank(&self) -> Option<u32> {
+        self.rank.map(std::num::NonZeroU32::get)
+    }
+
+    /// Position in the cohort's ranking (display order, from 0); None when ineligible.
+    pub fn position(&self) -> Option<u32> {
+        self.rank.map(|_| self.position)
     }
 
     /// The run's comparison group (`Index::cohorts[cohort]`).
@@ -151,6 +171,56 @@ pub struct Index {
     /// The source's own id of the run (`run.spec.sourceNative.externalId`), when it has one.
     pub(crate) run_external_id: TextColumn,
     pub(crate) manifests: ManifestText,
+}
+
+impl Index {
+    /// Every part of the index, named, in turn (for a memory probe that drops them one at a
+    /// time and counts what each held: `ki-server`'s `read_model_memory` example).
+    #[doc(hidden)]
+    pub fn into_named_parts(self) -> Vec<(&'static str, Box<dyn std::any::Any>)> {
+        vec![
+            ("runs", Box::new(self.runs)),
+            ("measurements", Box::new(self.measurements)),
+            ("record events", Box::new(self.record_events)),
+            ("run facts", Box::new(self.facts)),
+            ("comparison groups", Box::new(self.cohorts)),
+            (
+                "sources, projects, operations",
+                Box::new((self.sources, self.projects, self.operations, self.operation_aliases)),
+            ),
+            ("workloads", Box::new(self.workloads)),
+            ("implementations", Box::new(self.implementations)),
+            ("artifacts", Box::new((self.artifacts, self.artifact_by_digest))),
+            (
+                "look-ups by name and key",
+                Box::new((
+                    self.source_by_id,
+                    self.cohort_by_key,
+                    self.operation_by_name,
+                    self.operation_by_folded_name,
+                )),
+            ),
+            ("run id and digest orders", Box::new((self.run_id_order, self.run_digest_order))),
+            ("run implementation, workload", Box::new((self.run_implementation, self.run_workload))),
+            (
+                "groups by workload, run",
+                Box::new((
+                    self.workloads_by_operation,
+                    self.runs_by_workload,
+                    self.workload_operation,
+                    self.implementation_project,
+                    self.measurements_by_run,
+                    self.events_by_run,
+                )),
+            ),
+            ("comparison groups by workload", Box::new(self.cohorts_by_workload)),
+            ("workload axes", Box::new((self.workload_axes, self.operation_variable_axes, self.operation_known_axes))),
+            ("run protocol labels", Box::new((self.run_protocol_label, self.protocol_labels))),
+            ("run titles", Box::new(self.run_title)),
+            ("run external ids", Box::new(self.run_external_id)),
+            ("manifests", Box::new(self.manifests)),
+        ]
+    }
 }
 
 /// The manifests of operations, workloads, implementations and runs as compact JSON text,
@@ -566,7 +636,7 @@ impl Index {
                 resolve_reference(&source_by_id, source_id, "benchmark_runs", index, origins, "/sourceId", "source")?;
             }
             // Only a published successor supersedes: a draft correction changes nothing yet.
-            if let (Some(target), Some(_)) = (&run.supersedes_id, &run.published_at) {
+            if let (Some(target), Some(_)) = (&run.supersedes_id, run.published_at.get()) {
                 let superseded = resolve_reference(
                     &run_by_id,
                     target,
@@ -670,12 +740,12 @@ impl Index {
             });
             cohorts[cohort].runs.push(index);
             facts.push(RunFacts {
-                ineligibility: ineligibility.into_boxed_slice(),
+                ineligibility: (!ineligibility.is_empty()).then(|| Box::new(Reasons(ineligibility))),
                 trust,
                 deployability,
                 cohort: u32::try_from(cohort).expect("fewer than 2^32 comparison groups"),
                 rank: None,
-                position: None,
+                position: 0,
                 reference_speedup: run_parts[index].reference_speedup.into(),
                 baseline_speedup: OptionalNumber::NONE,
             });
@@ -716,8 +786,8 @@ impl Index {
                 .map(|(i, rank)| RankedEntry { run: eligible[i], rank })
                 .collect();
             for (position, entry) in cohort.ranking.iter().enumerate() {
-                facts[entry.run].rank = Some(entry.rank);
-                facts[entry.run].position = Some(u32::try_from(position).expect("fewer than 2^32 runs"));
+                facts[entry.run].rank = Some(std::num::NonZeroU32::new(entry.rank).expect("dense ranks start at 1"));
+                facts[entry.run].position = u32::try_from(position).expect("fewer than 2^32 runs");
             }
             cohort.baseline = cohort
                 .ranking

@@ -103,7 +103,7 @@ impl Index {
                     retracted_at,
                 ));
             }
-            if let Some(by) = self.facts[run].ineligibility.iter().find_map(|reason| match reason {
+            if let Some(by) = self.facts[run].ineligibility().iter().find_map(|reason| match reason {
                 crate::rank::Ineligibility::Superseded { by } => Some(by),
                 _ => None,
             }) && let Some(successor) = self.run_index(by)

@@ -755,6 +755,89 @@ mod optional_number_tests {
     }
 }
 
+/// An optional integer count in 8 bytes, where `Option<i64>` takes 16: absent is `i64::MIN`,
+/// which no count is (the catalog holds positive counts; a file stating `i64::MIN` is refused
+/// when read rather than read as absent).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OptionalCount(i64);
+
+impl OptionalCount {
+    pub const NONE: OptionalCount = OptionalCount(i64::MIN);
+
+    pub fn get(self) -> Option<i64> {
+        (self.0 != i64::MIN).then_some(self.0)
+    }
+}
+
+impl Default for OptionalCount {
+    fn default() -> Self {
+        OptionalCount::NONE
+    }
+}
+
+impl TryFrom<Option<i64>> for OptionalCount {
+    type Error = String;
+
+    fn try_from(count: Option<i64>) -> Result<OptionalCount, String> {
+        match count {
+            None => Ok(OptionalCount::NONE),
+            Some(i64::MIN) => Err(format!("count {} is out of range", i64::MIN)),
+            Some(count) => Ok(OptionalCount(count)),
+        }
+    }
+}
+
+impl std::fmt::Debug for OptionalCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+impl Serialize for OptionalCount {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for OptionalCount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        OptionalCount::try_from(Option::<i64>::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for OptionalCount {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Option::<i64>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Option::<i64>::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod optional_count_tests {
+    use super::OptionalCount;
+
+    #[test]
+    fn counts_and_their_absence_read_back_as_given() {
+        for count in [None, Some(0), Some(1), Some(-1), Some(i64::MAX), Some(i64::MIN + 1)] {
+            let held = OptionalCount::try_from(count).unwrap();
+            assert_eq!(held.get(), count);
+            let json = serde_json::to_string(&held).unwrap();
+            assert_eq!(json, serde_json::to_string(&count).unwrap());
+            assert_eq!(serde_json::from_str::<OptionalCount>(&json).unwrap(), held);
+        }
+        let refused = serde_json::from_str::<OptionalCount>("-9223372036854775808").unwrap_err();
+        assert!(refused.to_string().contains("out of range"), "{refused}");
+        assert_eq!(std::mem::size_of::<OptionalCount>(), 8);
+    }
+}
+
 /// Hands out one shared copy of each distinct text.
 #[derive(Debug, Default, Clone)]
 pub struct Interner {
@@ -829,6 +912,10 @@ pub struct Timestamp {
 impl Timestamp {
     pub fn parse(text: &str) -> Result<Timestamp, String> {
         let instant = Instant::parse(text)?;
+        if instant.0 == i64::MIN {
+            // The one instant `OptionalTimestamp` keeps for "absent" (1677-09-21T00:12:43.145224192Z).
+            return Err(format!("{text} is out of range"));
+        }
         let canonical = instant.0 % 1_000_000 == 0 && ki_model::utc::from_unix_millis(instant.0 / 1_000_000) == text;
         Ok(Timestamp { instant, stored: (!canonical).then(|| text.into()) })
     }
@@ -862,6 +949,92 @@ impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
         Timestamp::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An optional timestamp in 16 bytes, where `Option<Timestamp>` takes 24: absent is the instant
+/// `i64::MIN`, which [`Timestamp::parse`] refuses.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OptionalTimestamp(Timestamp);
+
+impl OptionalTimestamp {
+    pub const NONE: OptionalTimestamp = OptionalTimestamp(Timestamp { instant: Instant(i64::MIN), stored: None });
+
+    pub fn get(&self) -> Option<&Timestamp> {
+        (self.0.instant.0 != i64::MIN).then_some(&self.0)
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.get().is_none()
+    }
+
+    pub fn is_some(&self) -> bool {
+        self.get().is_some()
+    }
+}
+
+impl Default for OptionalTimestamp {
+    fn default() -> Self {
+        OptionalTimestamp::NONE
+    }
+}
+
+impl From<Option<Timestamp>> for OptionalTimestamp {
+    fn from(timestamp: Option<Timestamp>) -> OptionalTimestamp {
+        timestamp.map_or(OptionalTimestamp::NONE, OptionalTimestamp)
+    }
+}
+
+impl std::fmt::Debug for OptionalTimestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+impl Serialize for OptionalTimestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for OptionalTimestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<Timestamp>::deserialize(deserializer).map(OptionalTimestamp::from)
+    }
+}
+
+impl schemars::JsonSchema for OptionalTimestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Option::<Timestamp>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Option::<Timestamp>::json_schema(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod optional_timestamp_tests {
+    use super::{OptionalTimestamp, Timestamp};
+
+    #[test]
+    fn timestamps_and_their_absence_read_back_as_given() {
+        for text in
+            [None, Some("2026-12-03T09:12:14.000Z"), Some("2026-12-03T09:12:14Z"), Some("1970-01-01T00:00:00.000Z")]
+        {
+            let held = OptionalTimestamp::from(text.map(|text| Timestamp::parse(text).unwrap()));
+            assert_eq!(held.get().map(|t| t.text().into_owned()).as_deref(), text);
+            let json = serde_json::to_string(&held).unwrap();
+            assert_eq!(json, serde_json::to_string(&text).unwrap());
+            assert_eq!(serde_json::from_str::<OptionalTimestamp>(&json).unwrap(), held);
+        }
+        let refused = serde_json::from_str::<OptionalTimestamp>("\"1677-09-21T00:12:43.145224192Z\"").unwrap_err();
+        assert!(refused.to_string().contains("out of range"), "{refused}");
+        assert_eq!(std::mem::size_of::<OptionalTimestamp>(), 16);
     }
 }
 
@@ -966,7 +1139,7 @@ pub struct BenchmarkRunRow {
     pub status: Text,
     pub observed_at: Timestamp,
     #[serde(default)]
-    pub published_at: Option<Timestamp>,
+    pub published_at: OptionalTimestamp,
     #[serde(default)]
     pub hardware_vendor: Option<Text>,
     #[serde(default)]
@@ -986,7 +1159,7 @@ pub struct BenchmarkRunRow {
     #[serde(default)]
     pub primary_statistic: Option<Text>,
     #[serde(default)]
-    pub sample_count: Option<i64>,
+    pub sample_count: OptionalCount,
     #[serde(default)]
     pub uncertainty_low: OptionalNumber,
     #[serde(default)]
@@ -1035,7 +1208,7 @@ pub struct MeasurementRow {
 #[serde(rename_all = "camelCase")]
 pub struct RecordEventRow {
     #[serde(default)]
-    pub id: Option<String>,
+    pub id: Option<IdText>,
     pub comparison_key: Text,
     pub run_id: IdText,
     #[serde(default)]

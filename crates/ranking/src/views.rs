@@ -186,9 +186,9 @@ impl Index {
         RunSummary {
             run_id: row.id.to_string(),
             run_digest: row.run_digest.to_string(),
-            rank: facts.rank,
+            rank: facts.rank(),
             eligible: facts.eligible(),
-            ineligibility: facts.ineligibility.to_vec(),
+            ineligibility: facts.ineligibility().to_vec(),
             implementation: implementation.slug.clone(),
             implementation_title: implementation.title.clone(),
             project: self.project_of(run).name.clone(),
@@ -310,7 +310,7 @@ impl Index {
         let implementation = self.implementation_of(run);
         let workload = self.workload_of(run);
         let leader =
-            cohort.ranking.first().filter(|e| e.run != run && facts.rank != Some(1)).map(|e| self.run_summary(e.run));
+            cohort.ranking.first().filter(|e| e.run != run && facts.rank() != Some(1)).map(|e| self.run_summary(e.run));
         let manifest = self.run_manifest(run).unwrap_or(Value::Null);
         let implementation_manifest = self.implementation_manifest(self.run_implementation(run));
         let artifacts = implementation_manifest
@@ -328,10 +328,10 @@ impl Index {
             leader,
             deployability: (*facts.deployability).clone(),
             status: row.status.to_string(),
-            published_at: row.published_at.as_ref().map(|t| t.text().into_owned()),
+            published_at: row.published_at.get().map(|t| t.text().into_owned()),
             retracted_at: row.retracted_at.as_ref().map(|t| t.text().into_owned()),
             retraction_reason: row.retraction_reason.as_deref().map(String::from),
-            superseded_by: facts.ineligibility.iter().find_map(|r| match r {
+            superseded_by: facts.ineligibility().iter().find_map(|r| match r {
                 Ineligibility::Superseded { by } => Some(by.clone()),
                 _ => None,
             }),

@@ -171,20 +171,11 @@ fn main() -> anyhow::Result<()> {
     );
     jemalloc_stats();
     let ki_server::model::ReadModel { tables, judgement } = model;
-    let mut judgement = judgement;
-    let mut index_part = |name: &str, take: &mut dyn FnMut(&mut ki_ranking::Index)| {
+    for (name, part) in judgement.into_named_parts() {
         let before = LIVE.load(Relaxed);
-        take(&mut judgement);
-        println!("  index: {name:<23}{}", mib(before - LIVE.load(Relaxed)));
-    };
-    index_part("runs", &mut |i| drop(std::mem::take(&mut i.runs)));
-    index_part("measurements", &mut |i| drop(std::mem::take(&mut i.measurements)));
-    index_part("record events", &mut |i| drop(std::mem::take(&mut i.record_events)));
-    index_part("run facts", &mut |i| drop(std::mem::take(&mut i.facts)));
-    index_part("comparison groups", &mut |i| drop(std::mem::take(&mut i.cohorts)));
-    let before = LIVE.load(Relaxed);
-    drop(judgement);
-    println!("  index: the rest               {}", mib(before - LIVE.load(Relaxed)));
+        drop(part);
+        println!("  index: {name:<31}{}", mib(before - LIVE.load(Relaxed)));
+    }
     let mut tables = tables;
     let mut part = |name: &str, take: &mut dyn FnMut(&mut ki_server::model::Tables)| {
         let before = LIVE.load(Relaxed);

@@ -537,7 +537,7 @@ impl Tables {
         let mut newest: Vec<usize> = (0..events.len()).collect();
         newest.sort_by(|&a, &b| {
             let (a, b) = (&events[a], &events[b]);
-            b.at.text().cmp(&a.at.text()).then(b.id.as_deref().unwrap_or("").cmp(a.id.as_deref().unwrap_or("")))
+            b.at.text().cmp(&a.at.text()).then(b.id.cmp(&a.id))
         });
         model.records = newest
             .into_iter()

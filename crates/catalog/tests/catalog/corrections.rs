@@ -135,7 +135,7 @@ async fn judgement(catalog: &Catalog) -> Index {
 }
 
 fn codes(index: &Index, run: &str) -> Vec<String> {
-    index.facts[index.run_index(run).unwrap()].ineligibility.iter().map(Ineligibility::code).collect()
+    index.facts[index.run_index(run).unwrap()].ineligibility().iter().map(Ineligibility::code).collect()
 }
 
 /// `run` is eligible and has the best value of its group (the new record holder; among

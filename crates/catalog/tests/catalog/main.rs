@@ -7,6 +7,7 @@ mod support;
 
 mod contents;
 mod corrections;
+mod new_file;
 mod queue;
 mod search;
 mod state;

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use ki_catalog::{ImportOptions, ImportProgress, ImportReport, ImportStage};
+use ki_catalog::{Catalog, ImportOptions, ImportProgress, ImportReport, ImportStage};
 
 use super::database::{DatabaseArgs, runtime};
 use crate::term::{errln, outln};
@@ -110,6 +110,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         ..ImportOptions::default()
     };
     let report = runtime()?.block_on(async {
+        // A SQLite file still to be made is built on its own and written once (much faster).
+        if let Some(report) = Catalog::import_file_into_new(&args.database.url(), &args.file, &options).await? {
+            return anyhow::Ok(report);
+        }
         let catalog = args.database.open().await?;
         let report = catalog.import_file(&args.file, &options).await;
         catalog.close().await;

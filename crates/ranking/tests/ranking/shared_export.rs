@@ -80,7 +80,7 @@ fn rank_one_runs_are_their_cohorts_last_record_holders() {
         };
         let holder = last_holder[cohort.comparison_key.as_str()];
         let holder_run = index.run_index(&holder.run_id.to_string()).unwrap();
-        assert_eq!(index.facts[holder_run].rank, Some(1), "cohort {}", cohort.comparison_key);
+        assert_eq!(index.facts[holder_run].rank(), Some(1), "cohort {}", cohort.comparison_key);
         let best = index.primary_value(first.run).unwrap();
         for entry in cohort.ranking.iter().take_while(|e| e.rank == 1) {
             assert_eq!(index.primary_value(entry.run), Some(best));
@@ -95,9 +95,9 @@ fn every_run_is_judged_with_reasons_matching_its_row() {
     let index = index();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for (run, facts) in index.runs.iter().zip(&index.facts) {
-        let codes: Vec<String> = facts.ineligibility.iter().map(|r| r.code()).collect();
+        let codes: Vec<String> = facts.ineligibility().iter().map(|r| r.code()).collect();
         assert_eq!(&*run.status != "passed", codes.iter().any(|c| c.starts_with("STATUS_")), "{}", run.id);
-        assert_eq!(facts.rank.is_some(), codes.is_empty());
+        assert_eq!(facts.rank().is_some(), codes.is_empty());
         for code in codes {
             *reasons.entry(code).or_default() += 1;
         }

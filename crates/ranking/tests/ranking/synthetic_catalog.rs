@@ -81,7 +81,7 @@ fn build(extra_runs: Vec<Map<String, Value>>) -> Index {
 }
 
 fn codes(index: &Index, id: &str) -> Vec<String> {
-    index.facts[index.run_index(id).unwrap()].ineligibility.iter().map(|r| r.code()).collect()
+    index.facts[index.run_index(id).unwrap()].ineligibility().iter().map(|r| r.code()).collect()
 }
 
 #[test]
@@ -293,7 +293,7 @@ fn a_retraction_appends_an_event_for_the_new_leader_and_deletes_nothing() {
     );
     // The retracted run stays in the catalog, unranked, with its reason.
     let cheat = index.run_index("cheat").unwrap();
-    assert_eq!(index.facts[cheat].rank, None);
+    assert_eq!(index.facts[cheat].rank(), None);
     assert_eq!(index.run_dossier("cheat").unwrap().retraction_reason.as_deref(), Some("did not compute the op"));
 }
 

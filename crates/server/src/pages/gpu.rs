@@ -109,7 +109,7 @@ impl ReadModel {
         let mut by_cohort: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for &r in runs {
             let f = &facts[r];
-            if f.eligible() && f.position.is_some() && claim.admits(f.trust) {
+            if f.eligible() && f.position().is_some() && claim.admits(f.trust) {
                 by_cohort.entry(f.cohort()).or_default().push(r);
             }
         }
@@ -117,7 +117,7 @@ impl ReadModel {
         let (&cohort, members) = by_cohort.iter().max_by(|a, b| {
             a.1.len().cmp(&b.1.len()).then(cohorts[*b.0].comparison_key.cmp(&cohorts[*a.0].comparison_key))
         })?;
-        let best = *members.iter().min_by_key(|&&r| facts[r].position)?;
+        let best = *members.iter().min_by_key(|&&r| facts[r].position())?;
         Some(BestRun {
             run: self.run_summary(best),
             workload: self.run_workload_label(best).into(),

@@ -50,7 +50,7 @@ impl ReadModel {
                     architectures,
                     runs: run_list.len(),
                     operations: ops.len(),
-                    records_held: runs().filter(|&r| self.judgement.facts[r].rank == Some(1)).count(),
+                    records_held: runs().filter(|&r| self.judgement.facts[r].rank() == Some(1)).count(),
                 }
             })
             .collect()

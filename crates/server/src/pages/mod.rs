@@ -291,7 +291,7 @@ impl ReadModel {
             unit: row.primary_unit.as_deref().unwrap_or_default().to_string(),
             display: primary_display(row),
             statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
-            rank: facts.rank,
+            rank: facts.rank(),
             trust: facts.trust.as_str().into(),
             observed_at: row.observed_at.text().into_owned(),
         }

@@ -282,7 +282,7 @@ impl ReadModel {
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
                 percent_encode(&format!("Run {id}: "))
             ),
-            published_at: row.published_at.as_ref().map(|t| ki_model::utc::date_of(&t.text()).to_string()),
+            published_at: row.published_at.get().map(|t| ki_model::utc::date_of(&t.text()).to_string()),
             source: source
                 .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
             licence: source
@@ -313,7 +313,7 @@ impl ReadModel {
                 link: None,
             });
         }
-        for reason in &self.judgement.facts[run].ineligibility {
+        for reason in self.judgement.facts[run].ineligibility() {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
                 let message = match self.supersessions.get(&*row.id.text()) {
                     Some(entry) => format!(
@@ -365,22 +365,22 @@ impl ReadModel {
         Primary {
             reference,
             interval_label: interval_label.into(),
-            ineligible_explanations: facts.ineligibility.iter().map(ineligibility_sentence).collect(),
+            ineligible_explanations: facts.ineligibility().iter().map(ineligibility_sentence).collect(),
             metric: row.primary_metric.as_deref().unwrap_or_default().to_string(),
             statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
             value: row.primary_value.get(),
             display: primary_display(row),
-            sample_count: row.sample_count,
+            sample_count: row.sample_count.get(),
             interval_display: interval.map(|(l, h)| {
                 format!("{} – {}", ki_model::units::measured(l, &unit), ki_model::units::measured(h, &unit))
             }),
             unit,
             interval,
-            rank: facts.rank,
+            rank: facts.rank(),
             group_size: cohort.ranking.len(),
             profile: profile_label(cohort.profile).into(),
             observed_at: ki_model::utc::date_of(&row.observed_at.text()).into(),
-            ineligible_reasons: facts.ineligibility.iter().map(|r| r.code()).collect(),
+            ineligible_reasons: facts.ineligibility().iter().map(|r| r.code()).collect(),
             compare_href: leader_run.map(|leader| format!("/compare?run={id}&run={}", self.run(leader).id)),
             leader: leader_run.map(|leader| self.run_summary(leader)),
             reference_speedup: facts.reference_speedup.get(),
@@ -529,7 +529,7 @@ impl ReadModel {
         let count = timing
             .and_then(|t| t.get("samples"))
             .and_then(Value::as_u64)
-            .or_else(|| row.sample_count.and_then(|n| u64::try_from(n).ok()));
+            .or_else(|| row.sample_count.get().and_then(|n| u64::try_from(n).ok()));
         let reference =
             pointer(run_spec, &["evidence", "rawSamples"]).or_else(|| timing.and_then(|t| t.get("rawSamples")));
         let artifact = reference.and_then(|r| {

@@ -263,7 +263,7 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
         assert!(body.contains(&fact), "the dossier lacks {fact:?}");
     }
     let facts = &model.judgement.facts[run];
-    assert_eq!(facts.rank, Some(1), "issue 4: the baseline holds #1 of its group");
+    assert_eq!(facts.rank(), Some(1), "issue 4: the baseline holds #1 of its group");
     assert!(body.contains("Rank 1 of 1 in its comparison group"));
 
     let json = get(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}")).json();
