@@ -186,3 +186,44 @@ fn an_altered_digest_is_refused_by_the_command() {
     });
     assert!(empty, "nothing written");
 }
+
+/// Ctrl-C (SIGINT) while `ki catalog import` writes: into a SQLite file still to be made, the
+/// half-made file is removed (the folder is left as it was); into an existing catalog, the
+/// transaction is rolled back. Either way the command says it was interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupted_import_leaves_nothing() {
+    let directory = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let interrupt = |database: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ki"))
+            .args(["catalog", "import", "--verbose", "--database", database])
+            .arg(shared_export())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ki runs");
+        let mut seen = Vec::new();
+        for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            seen.push(line.clone());
+            // Runs are being written, with measurements and record events still to come.
+            if line.starts_with("writing benchmark_runs") {
+                let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+                assert!(sent.success());
+            }
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "ki was to stop on the interrupt; it said:\n{}", seen.join("\n"));
+        assert!(seen.iter().any(|line| line.contains("interrupted: nothing written")), "{seen:?}");
+    };
+
+    interrupt(&database);
+    let left: Vec<_> = std::fs::read_dir(directory.path()).unwrap().flatten().map(|entry| entry.file_name()).collect();
+    assert!(left.is_empty(), "the half-made catalog is removed: {left:?}");
+
+    let catalog = Catalog::open(&database).await.unwrap();
+    catalog.close().await;
+    let before = state(&database).await;
+    interrupt(&database);
+    assert!(state(&database).await == before, "the existing catalog is unchanged");
+}

@@ -110,14 +110,22 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         ..ImportOptions::default()
     };
     let report = runtime()?.block_on(async {
-        // A SQLite file still to be made is built on its own and written once (much faster).
-        if let Some(report) = Catalog::import_file_into_new(&args.database.url(), &args.file, &options).await? {
-            return anyhow::Ok(report);
+        let import = async {
+            // A SQLite file still to be made is built on its own and written once (much faster).
+            if let Some(report) = Catalog::import_file_into_new(&args.database.url(), &args.file, &options).await? {
+                return anyhow::Ok(report);
+            }
+            let catalog = args.database.open().await?;
+            let report = catalog.import_file(&args.file, &options).await;
+            catalog.close().await;
+            anyhow::Ok(report?)
+        };
+        // Ctrl-C ends the import by dropping it, which rolls its transaction back or removes the
+        // file it was making; the signal alone would end the process with a half-made file left.
+        tokio::select! {
+            report = import => report,
+            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted: nothing written")),
         }
-        let catalog = args.database.open().await?;
-        let report = catalog.import_file(&args.file, &options).await;
-        catalog.close().await;
-        anyhow::Ok(report?)
     });
     progress.finish_and_clear();
     let report = report?;
