@@ -674,6 +674,50 @@ mod hex_text_tests {
     }
 }
 
+/// The impls every `Optional…` type shares: `Default` (absent), and `Debug`, serde and the JSON
+/// schema exactly as the `Option` it stands for, through its `get` and `TryFrom<Option<_>>`.
+macro_rules! held_as_option {
+    ($held:ident, $value:ty) => {
+        impl Default for $held {
+            fn default() -> Self {
+                $held::NONE
+            }
+        }
+
+        impl std::fmt::Debug for $held {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.get(), f)
+            }
+        }
+
+        impl Serialize for $held {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.get().serialize(serializer)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $held {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $held::try_from(Option::<$value>::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $held {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                Option::<$value>::schema_name()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                Option::<$value>::json_schema(generator)
+            }
+
+            fn inline_schema() -> bool {
+                true
+            }
+        }
+    };
+}
+
 /// An optional number in 8 bytes, where `Option<f64>` takes 16 (a run holds three): absent is
 /// NaN, which no column holds (JSON has no NaN, and a catalog's NaN reads as null).
 #[derive(Clone, Copy)]
@@ -693,49 +737,13 @@ impl From<Option<f64>> for OptionalNumber {
     }
 }
 
-impl Default for OptionalNumber {
-    fn default() -> Self {
-        OptionalNumber::NONE
-    }
-}
-
 impl PartialEq for OptionalNumber {
     fn eq(&self, other: &Self) -> bool {
         self.get() == other.get()
     }
 }
 
-impl std::fmt::Debug for OptionalNumber {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.get(), f)
-    }
-}
-
-impl Serialize for OptionalNumber {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for OptionalNumber {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Option::<f64>::deserialize(deserializer).map(OptionalNumber::from)
-    }
-}
-
-impl schemars::JsonSchema for OptionalNumber {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        Option::<f64>::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Option::<f64>::json_schema(generator)
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
+held_as_option!(OptionalNumber, f64);
 
 #[cfg(test)]
 mod optional_number_tests {
@@ -769,12 +777,6 @@ impl OptionalCount {
     }
 }
 
-impl Default for OptionalCount {
-    fn default() -> Self {
-        OptionalCount::NONE
-    }
-}
-
 impl TryFrom<Option<i64>> for OptionalCount {
     type Error = String;
 
@@ -787,37 +789,7 @@ impl TryFrom<Option<i64>> for OptionalCount {
     }
 }
 
-impl std::fmt::Debug for OptionalCount {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.get(), f)
-    }
-}
-
-impl Serialize for OptionalCount {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for OptionalCount {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        OptionalCount::try_from(Option::<i64>::deserialize(deserializer)?).map_err(serde::de::Error::custom)
-    }
-}
-
-impl schemars::JsonSchema for OptionalCount {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        Option::<i64>::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Option::<i64>::json_schema(generator)
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
+held_as_option!(OptionalCount, i64);
 
 #[cfg(test)]
 mod optional_count_tests {
@@ -973,49 +945,13 @@ impl OptionalTimestamp {
     }
 }
 
-impl Default for OptionalTimestamp {
-    fn default() -> Self {
-        OptionalTimestamp::NONE
-    }
-}
-
 impl From<Option<Timestamp>> for OptionalTimestamp {
     fn from(timestamp: Option<Timestamp>) -> OptionalTimestamp {
         timestamp.map_or(OptionalTimestamp::NONE, OptionalTimestamp)
     }
 }
 
-impl std::fmt::Debug for OptionalTimestamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.get(), f)
-    }
-}
-
-impl Serialize for OptionalTimestamp {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for OptionalTimestamp {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Option::<Timestamp>::deserialize(deserializer).map(OptionalTimestamp::from)
-    }
-}
-
-impl schemars::JsonSchema for OptionalTimestamp {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        Option::<Timestamp>::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Option::<Timestamp>::json_schema(generator)
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
+held_as_option!(OptionalTimestamp, Timestamp);
 
 #[cfg(test)]
 mod optional_timestamp_tests {
