@@ -55,7 +55,7 @@ def solution_names(pr_dir):
 
 def main():
     run_dir, pr_dir, smi, command = sys.argv[1:5]
-    runs = [json.loads(l) for l in open(os.path.join(run_dir, "runs.jsonl")) if l.strip()]
+    runs = [json.loads(line) for line in open(os.path.join(run_dir, "runs.jsonl")) if line.strip()]
     session = json.load(open(os.path.join(run_dir, "session.json")))
     machine = session["machine"]
     names = solution_names(pr_dir)
@@ -148,7 +148,7 @@ def main():
             counts = defaultdict(int)
             for s, _ in claim:
                 counts[s] += 1
-            lats = [l for s, l in claim if s == "PASSED" and l]
+            lats = [lat for s, lat in claim if s == "PASSED" and lat]
             claim_text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + (f"; {geomean(lats) * 1e3:.2f} µs" if lats else "")
         else:
             claim_text = "no trace in the PR"

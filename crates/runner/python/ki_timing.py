@@ -1,21 +1,25 @@
-"""KernelIndex timing protocol `kernelindex-rerun-v2` for Python callables (PROTOCOL-V2.md).
+"""KernelIndex timing protocol `kernelindex-rerun-v2` for Python callables (docs/PROTOCOL-V2.md).
 
-One module, used by the `ki verify` worker and shareable with any other runner worker: it needs
-only torch. Every function times `call(i)`, a callable of one argument, the index of the call
-(0, 1, 2, ...), so the caller can hand each call its own input allocation (rotating copies) and
-an answer cached by pointer buys nothing.
+One module, used by the `ki verify` worker and by the `ki run` worker: it needs torch and Triton.
+Every function times `call(i)`, a callable of one argument, the index of the call (0, 1, 2, ...),
+so the caller can hand each call its own input allocation, and `prepare(i)`, when given, runs
+before call i's flush, outside every timed span: the verify worker writes call i's inputs with new
+values there and poisons its outputs.
 
 * `L2Flush`: before every timed call a kernel writes more than twice the L2 size.
-* `eager_samples` -> `latency_eager` (v1's figure): flush, start event, one call, end event.
+* `eager_samples` -> `latency_eager`: prepare, flush, start event, one call, end event.
 * `graph_replay_samples` -> `latency_graph_replay`: a CUDA graph of one call, replayed after a
-  flush, between two events.
-* `in_graph_samples` -> `latency_in_graph`, the primary figure for capturable callables: a graph of
-  N x (flush, call) and a graph of the N flushes alone, replayed in pairs; one sample per pair is
-  (t(calls) - t(flushes)) / N. Host launch overhead is not in it: a graph replay launches every
-  kernel from the device's queue.
-* `cupti_samples` -> `latency_cupti`, the primary figure for callables that cannot be captured:
-  the device time of the kernels one call launches (CUPTI through torch.profiler), summed per
-  call, flush kernels excluded (they run outside the profiled range of the call).
+  prepare and a flush, between two events.
+* `InGraph` -> `latency_in_graph`, the primary figure for capturable callables: a graph of N x
+  (refill_i, flush, call i) and a graph of the N (refill_i, flush) alone, replayed in pairs; one
+  sample per pair is (t(calls) - t(refills and flushes)) / N. Host launch overhead is not in it: a
+  graph replay launches every kernel from the device's queue. `refill_i` rewrites call i's inputs
+  from seeds the host writes before each replay, so no replay repeats a value.
+* `cupti_samples` -> `latency_cupti`, the primary figure for callables that cannot be captured
+  (and the check of the in-graph figure for those that can): per call, the union of the device
+  intervals of every kernel, copy and memset that ran between two marker kernels around the call,
+  with the device synchronized on both sides: whatever launched them (runtime or driver API,
+  Triton, an extension's own or the legacy stream). Flushes and refills run outside the markers.
 
 The torch entry points used here are bound when this module is imported. A worker imports it
 before any code under test, so a later monkey patch of `torch.cuda.Event.elapsed_time` (or of any
@@ -25,7 +29,13 @@ that the public names still point at the same objects (an integrity check, not a
 All samples are nanoseconds (floats).
 """
 
+import time
+
 import torch
+import triton
+import triton.language as tl
+
+import ki_windows
 
 # Bound at import, before any code under test runs (see the module docs).
 _Event = torch.cuda.Event
@@ -41,12 +51,28 @@ _Stream = torch.cuda.Stream
 _stream_context = torch.cuda.stream
 _profile = torch.profiler.profile
 _ProfilerActivity = torch.profiler.ProfilerActivity
-_record_function = torch.profiler.record_function
 _DeviceType = torch.autograd.DeviceType
 _empty = torch.empty
+_zeros = torch.zeros
 _uint8 = torch.uint8
+_perf_ns = time.perf_counter_ns
 
-CUPTI_RANGE_PREFIX = "ki_timed_call_"
+
+@triton.jit
+def ki_window_marker(counter_ptr):
+    """The marker kernel that opens and closes a call's window in a CUPTI record (its name is
+    ki_windows.MARKER_NAME)."""
+    tl.store(counter_ptr, tl.load(counter_ptr) + 1)
+
+
+_MARKER_COUNTER = None
+
+
+def _marker():
+    global _MARKER_COUNTER
+    if _MARKER_COUNTER is None:
+        _MARKER_COUNTER = _zeros(1, dtype=torch.int64, device="cuda")
+    ki_window_marker[(1,)](_MARKER_COUNTER)
 
 
 def bound_functions():
@@ -64,7 +90,6 @@ def bound_functions():
         ("torch.cuda.Stream", _Stream),
         ("torch.cuda.stream", _stream_context),
         ("torch.profiler.profile", _profile),
-        ("torch.profiler.record_function", _record_function),
     ]
 
 
@@ -92,24 +117,49 @@ def _elapsed_ns(start, end):
     return float(_event_elapsed_ms(start, end)) * 1e6
 
 
-def eager_samples(call, flush, warmups, iterations, first_index=0):
-    """`latency_eager`: per call, flush then start event, `call(i)`, end event, one stream.
+def _nothing(_index):
+    return None
+
+
+def launch_overhead_ns(repeats=200):
+    """Host time of one asynchronous launch (the larger of a torch op's and a Triton kernel's)."""
+    a = _zeros(1024, device="cuda")
+    b = _empty(1024, device="cuda")
+    _marker()
+    b.copy_(a)
+    _synchronize()
+    figures = []
+    for launch in (lambda: b.copy_(a), _marker):
+        start = _perf_ns()
+        for _ in range(repeats):
+            launch()
+        figures.append((_perf_ns() - start) / repeats)
+        _synchronize()
+    return max(figures)
+
+
+def eager_samples(call, flush, warmups, iterations, first_index=0, prepare=_nothing, after=_nothing):
+    """`latency_eager`: per call, prepare and flush, then start event, `call(i)`, end event, one stream.
 
     The flush keeps the device busy while the host enqueues the call, so launch latency shorter
     than the flush is hidden; a launcher slower than that leaks host time into the sample (the
-    in-graph and CUPTI figures do not)."""
+    in-graph and CUPTI figures do not). `after(i)` runs after the end event is enqueued."""
     index = first_index
     for _ in range(warmups):
+        prepare(index)
         flush()
         call(index)
+        after(index)
         index += 1
     starts = [_Event(enable_timing=True) for _ in range(iterations)]
     ends = [_Event(enable_timing=True) for _ in range(iterations)]
     for k in range(iterations):
+        prepare(index)
         flush()
         _event_record(starts[k])
         call(index)
         _event_record(ends[k])
+        after(index)
         index += 1
     _synchronize()
     return [_elapsed_ns(s, e) for s, e in zip(starts, ends)]
@@ -134,17 +184,20 @@ def capture(body):
     return graph
 
 
-def graph_replay_samples(call, flush, iterations, index=0, warmups=3):
-    """`latency_graph_replay`: a graph of one `call(index)`, replayed after a flush between two
-    events. Returns (samples, graph); the graph's outputs are those of its captured call."""
+def graph_replay_samples(call, flush, iterations, index=0, warmups=3, prepare=_nothing):
+    """`latency_graph_replay`: a graph of one `call(index)`, replayed after `prepare(index)` and a
+    flush, between two events. Returns (samples, graph); the graph's outputs are those of its
+    captured call."""
     _warm_on_side_stream(call, [index] * 2)
     graph = capture(lambda: call(index))
     for _ in range(warmups):
+        prepare(index)
         flush()
         _graph_replay(graph)
     starts = [_Event(enable_timing=True) for _ in range(iterations)]
     ends = [_Event(enable_timing=True) for _ in range(iterations)]
     for k in range(iterations):
+        prepare(index)
         flush()
         _event_record(starts[k])
         _graph_replay(graph)
@@ -154,42 +207,53 @@ def graph_replay_samples(call, flush, iterations, index=0, warmups=3):
 
 
 class InGraph:
-    """The two graphs of `latency_in_graph`: N x (flush, call(i)) for i in 0..N-1, and N flushes.
+    """The two graphs of `latency_in_graph`: N x (refill(i), flush, call(i)) for i in 0..N-1, and
+    N x (refill(i), flush).
 
-    Built once (capture runs the callable's Python N times); `samples(replays)` replays them in
-    pairs. Between replays the caller may poison outputs and check them after `replay_calls()`."""
+    Built once (capture runs the callable's Python N times). `samples(replays, before, after)`
+    replays them in pairs; `before(r)` runs before pair r's first event (new seeds, poisoned
+    outputs), `after(r)` after its last event is enqueued (checks)."""
 
-    def __init__(self, call, flush, calls_per_graph):
+    def __init__(self, call, flush, calls_per_graph, refill=_nothing):
         self.n = calls_per_graph
         _warm_on_side_stream(call, range(self.n))
 
         def calls():
             for i in range(self.n):
+                refill(i)
                 flush()
                 call(i)
 
         def flushes():
-            for _ in range(self.n):
+            for i in range(self.n):
+                refill(i)
                 flush()
 
-        self.calls = capture(calls)
+        # Device work that runs while the calls are captured escaped the capture (the legacy
+        # default stream, a synchronous copy): counted, so the caller can tell a callable that cannot
+        # be captured from one that skips its work under capture.
+        with _profile(activities=[_ProfilerActivity.CUDA]) as prof:
+            self.calls = capture(calls)
+        self.escaped = len(_device_activities(prof))
         self.flushes = capture(flushes)
 
     def replay_calls(self):
         _graph_replay(self.calls)
         _synchronize()
 
-    def samples(self, replays, warmups=1):
+    def samples(self, replays, warmups=1, before=_nothing, after=_nothing):
         for _ in range(warmups):
             _graph_replay(self.flushes)
             _graph_replay(self.calls)
         marks = [_Event(enable_timing=True) for _ in range(3 * replays)]
         for r in range(replays):
+            before(r)
             _event_record(marks[3 * r])
             _graph_replay(self.flushes)
             _event_record(marks[3 * r + 1])
             _graph_replay(self.calls)
             _event_record(marks[3 * r + 2])
+            after(r)
         _synchronize()
         out = []
         for r in range(replays):
@@ -204,32 +268,41 @@ def in_graph_samples(call, flush, calls_per_graph, replays):
     return InGraph(call, flush, calls_per_graph).samples(replays)
 
 
-def cupti_samples(call, flush, iterations, first_index=0, warmups=1):
-    """`latency_cupti`: per call, the summed device time of the kernels it launched (CUPTI via
-    torch.profiler). Each call runs inside its own profiler range; the flush runs outside it, so
-    its kernels are not counted. Returns (samples, kernels_per_call)."""
+def _device_activities(prof):
+    """(name, start_ns, end_ns) of every device activity (kernel, copy, memset) in a profile."""
+    out = []
+    for event in prof.profiler.kineto_results.events():
+        if event.device_type() != _DeviceType.CUDA:
+            continue
+        start = int(event.start_ns())
+        out.append((event.name(), start, start + int(event.duration_ns())))
+    return out
+
+
+def cupti_samples(call, flush, iterations, first_index=0, warmups=1, prepare=_nothing, after=_nothing):
+    """`latency_cupti`: per call, the device time of everything it ran (see the module docs).
+
+    Returns (busy_ns per call, activities per call). Raises ki_windows.WindowError when the record
+    cannot be cut into one window per call (a harness error, not the solution's)."""
     index = first_index
     for _ in range(warmups):
+        prepare(index)
         flush()
         call(index)
+        after(index)
         index += 1
     _synchronize()
-    names = []
-    with _profile(activities=[_ProfilerActivity.CUDA, _ProfilerActivity.CPU]) as prof:
-        for k in range(iterations):
+    with _profile(activities=[_ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            prepare(index)
             flush()
-            name = f"{CUPTI_RANGE_PREFIX}{k}"
-            names.append(name)
-            with _record_function(name):
-                call(index)
+            _synchronize()
+            _marker()
+            call(index)
+            _synchronize()
+            _marker()
+            after(index)
             index += 1
         _synchronize()
-    totals = {name: 0.0 for name in names}
-    counts = {name: 0 for name in names}
-    for event in prof.events():
-        # The range's CPU-side event carries the kernels launched inside it (and its child ops');
-        # the GPU-side annotation of the same name would count the span a second time.
-        if event.name in totals and event.device_type == _DeviceType.CPU:
-            totals[event.name] += float(getattr(event, "device_time_total", 0.0)) * 1e3
-            counts[event.name] += len(getattr(event, "kernels", []) or [])
-    return [totals[n] for n in names], [counts[n] for n in names]
+    windows = ki_windows.call_windows(_device_activities(prof), iterations)
+    return [float(busy) for busy, _, _ in windows], [count for _, count, _ in windows]

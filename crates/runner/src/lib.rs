@@ -14,6 +14,7 @@ pub mod tensor;
 
 pub use half::bf16;
 pub mod cli;
+pub mod consistency;
 pub mod execute;
 pub mod families;
 pub mod gpu;

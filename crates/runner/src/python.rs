@@ -17,6 +17,8 @@ use crate::protocol::TimingProtocol;
 pub const WORKER_SOURCE: &str = include_str!("../python/ki_worker.py");
 /// `kernelindex-rerun-v2` for Python callables; the worker imports it before any code under test.
 pub const TIMING_SOURCE: &str = include_str!("../python/ki_timing.py");
+/// The timing module's own import (the CUPTI windows).
+pub const WINDOWS_SOURCE: &str = include_str!("../python/ki_windows.py");
 
 pub struct PythonWorker {
     child: Child,
@@ -50,6 +52,7 @@ impl PythonWorker {
         let script = script_dir.path().join("ki_worker.py");
         std::fs::write(&script, WORKER_SOURCE)?;
         std::fs::write(script_dir.path().join("ki_timing.py"), TIMING_SOURCE)?;
+        std::fs::write(script_dir.path().join("ki_windows.py"), WINDOWS_SOURCE)?;
         let mut command = Command::new(python);
         command.arg("-u").arg(&script).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         for (k, v) in environment {

@@ -889,18 +889,18 @@ impl RecordWriter {
 // New functions beside the v1 writer above; they share its row, slug and digest helpers.
 
 /// The timing protocol of `ki verify` (PROTOCOL-V2.md), per input rule.
-pub const PROTOCOL_V2_NAME: &str = "kernelindex-rerun-v2";
+pub const PROTOCOL_V2_NAME: &str = "kernelindex-verify-v3";
 
-pub const PROTOCOL_V2_DESCRIPTION: &str = "kernelindex-rerun-v2: every trial on new inputs (new seed, new \
-allocations), each call on its own copy of them; before every timed call a kernel writes more than 2x the L2; \
-primary latency = per-call device time: for a capturable callable a CUDA graph of N x (flush, call) replayed \
-against a graph of the N flushes alone, (difference)/N per replay pair (latency_in_graph); otherwise the CUPTI \
-durations of the kernels one call launches, summed per call, flushes excluded (latency_cupti); median with a \
-percentile-bootstrap 95% interval; beside it latency_eager (flush, event, call, event) and latency_graph_replay \
-(a one-call graph after a flush). Correctness by a separate judge process against the definition's reference on \
-the GPU: the first call of every trial, the last eager call and every call of the in-graph timing, outputs \
-poisoned before each call; checks for monkey patches, threads, child processes, side-stream work, lazy outputs; \
-times under the speed-of-light bound refused.";
+pub const PROTOCOL_V2_DESCRIPTION: &str = "kernelindex-verify-v3: each timed call's random inputs are rewritten on \
+the GPU from a seed drawn from the OS at its turn (in a graph, by a kernel reading seeds written before each replay): \
+no call sees values seen before. Over 2x L2 written before every timed call. Primary: latency_in_graph for a \
+capturable callable (graph of N x (refill, flush, call) less a graph of N x (refill, flush), per call); else \
+latency_cupti, the union of the device intervals of every kernel, copy and memset between markers around the call, \
+whatever launched them. Median, bootstrap 95% interval. Figures must agree (CUPTI vs eager less launch overhead, \
+in-graph vs CUPTI), else unmeasurable. A separate judge checks outputs against the reference on each checked call's \
+own inputs (first, eager, random and last graph replays, CUPTI); outputs poisoned before and scanned after every \
+call; monkey patches, threads, child processes, side streams, lazy outputs refused; times under the \
+speed-of-light bound refused.";
 
 /// BenchmarkProtocol `kernelindex-rerun-v2-<rule>` (PROTOCOL-V2.md: the rule is part of the key).
 pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize) -> Value {
@@ -908,7 +908,7 @@ pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize)
     json!({
         "apiVersion": API_VERSION,
         "kind": "BenchmarkProtocol",
-        "metadata": {"name": slug(&format!("{PROTOCOL_V2_NAME}-{rule}")), "title": format!("KernelIndex controlled re-run, protocol v2, inputs `{rule}`")},
+        "metadata": {"name": slug(&format!("{PROTOCOL_V2_NAME}-{rule}")), "title": format!("KernelIndex verification, protocol v3, inputs `{rule}`")},
         "spec": {
             "harness": {"name": "kernelindex-runner", "version": PROTOCOL_V2_NAME, "repository": HARNESS_REPOSITORY},
             "measurement": {
@@ -919,7 +919,7 @@ pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize)
                 "warmupIterations": 2,
                 "measuredIterations": samples_per_trial,
                 "samples": samples_per_trial * trials,
-                "inputRegeneration": format!("per_trial_{}", rule.replace('-', "_")),
+                "inputRegeneration": format!("per_call_{}", rule.replace('-', "_")),
                 "outlierPolicy": "none; L2 flushed (over 2x L2 written) before every timed call, outside its span",
                 "primaryStatistic": "median"
             },

@@ -29,6 +29,16 @@ pub enum Verdict {
         check: String,
         reason: String,
     },
+    /// The harness could not measure the run (its figures contradict each other): never the
+    /// solution's fault, never a pass (status incomplete_evidence).
+    Unmeasurable {
+        reason: String,
+    },
+    /// A harness part failed (the judge, a record that could not be read): never the solution's
+    /// fault, never a pass (status incomplete_evidence).
+    HarnessError {
+        reason: String,
+    },
     /// Not run in this session (the session's deadline, or the solution was already refused);
     /// not a catalog record.
     NotRun {
@@ -46,6 +56,7 @@ impl Verdict {
             Verdict::RuntimeError { .. } => "runtime_error",
             Verdict::Timeout { .. } => "timeout",
             Verdict::SuspectedRewardHack { .. } => "suspected_reward_hack",
+            Verdict::Unmeasurable { .. } | Verdict::HarnessError { .. } => "incomplete_evidence",
             Verdict::NotRun { .. } => "not_run",
         }
     }
@@ -59,8 +70,24 @@ impl Verdict {
             Verdict::RuntimeError { reason } => reason.clone(),
             Verdict::Timeout { seconds, reason } => format!("no answer within {seconds} s: {reason}"),
             Verdict::SuspectedRewardHack { check, reason } => format!("refused ({check}): {reason}"),
+            Verdict::Unmeasurable { reason } => format!("unmeasurable (harness, not the solution): {reason}"),
+            Verdict::HarnessError { reason } => format!("harness error (not the solution's): {reason}"),
             Verdict::NotRun { reason } => reason.clone(),
         }
+    }
+
+    /// What the records' `verdict` label says: the status, except for the harness's own verdicts.
+    pub fn label(&self) -> &str {
+        match self {
+            Verdict::Unmeasurable { .. } => "unmeasurable",
+            Verdict::HarnessError { .. } => "harness_error",
+            other => other.status(),
+        }
+    }
+
+    /// The harness failed, not the solution.
+    pub fn is_harness(&self) -> bool {
+        matches!(self, Verdict::Unmeasurable { .. } | Verdict::HarnessError { .. })
     }
 
     pub fn is_record(&self) -> bool {
@@ -76,6 +103,7 @@ impl Verdict {
                 Verdict::Incorrect { status: status.to_string(), output: None, reason }
             }
             "compile_error" => Verdict::CompileError { first_lines: reason },
+            "harness_error" => Verdict::HarnessError { reason },
             "suspected_reward_hack" => {
                 Verdict::SuspectedRewardHack { check: check.unwrap_or("unnamed").to_string(), reason }
             }

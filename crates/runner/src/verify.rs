@@ -34,8 +34,11 @@ use crate::stats::{SampleSummary, summarize};
 use crate::verdict::{Verdict, first_error_lines};
 use crate::worker::{Reply, Worker, log_tail, sanitize};
 
-const PY_FILES: &[(&str, &str)] = &[
+/// Every Python module the workers of `ki verify` import, written beside each other in the scratch
+/// folder (a test holds that each `import ki_*` of them is here).
+pub const PY_FILES: &[(&str, &str)] = &[
     ("ki_timing.py", include_str!("../python/ki_timing.py")),
+    ("ki_windows.py", include_str!("../python/ki_windows.py")),
     ("ki_inputs.py", include_str!("../python/ki_inputs.py")),
     ("ki_exchange.py", include_str!("../python/ki_exchange.py")),
     ("ki_judge.py", include_str!("../python/ki_judge.py")),
@@ -282,6 +285,11 @@ fn timing_protocol() -> Value {
 
 /// `ki verify`.
 pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
+    // A worker or judge that dies closes its pipe; writing to it must be an error this session
+    // records (the batch goes on), not a SIGPIPE that ends it (`ki` restores the default
+    // disposition for its other commands).
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler and touches no memory.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let dataset = Dataset::new(&args)?;
     // 1. Intake: every document parsed and validated before anything is written.
     let mut refused: Vec<IntakeError> = Vec::new();
@@ -496,7 +504,14 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         refused.len(),
         args.out.display()
     );
-    Ok(if refused.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if records == 0 {
+        eprintln!("verify: nothing was verified");
+        ExitCode::FAILURE
+    } else if refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn needs_build(implementation: &Implementation) -> bool {
@@ -1210,6 +1225,8 @@ impl Session {
         }
         let exchange = worker.pid().to_string();
         let mut worst: BTreeMap<String, OutputComparison> = BTreeMap::new();
+        // The seeds of the calls this runner itself asked the judge about (the ledger's other side).
+        let mut relayed: Vec<u64> = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match worker.receive(left) {
@@ -1220,9 +1237,11 @@ impl Session {
                         let mut line = line;
                         line["worst"] =
                             serde_json::to_value(worst.into_values().collect::<Vec<_>>()).unwrap_or(Value::Null);
+                        line["relayed_seeds"] = json!(relayed);
                         return WorkloadOutcome::Final(line);
                     }
                     let Some(check) = line.get("check") else { continue };
+                    relayed.extend(check["calls"].as_array().into_iter().flatten().filter_map(|c| c["seed"].as_u64()));
                     let answer = self.judge_check(judge, &exchange, check, &mut worst);
                     if worker.send(&answer).is_err() {
                         return WorkloadOutcome::Ended("the worker closed its input".into());
@@ -1243,14 +1262,14 @@ impl Session {
             let open =
                 json!({"op": "open", "exchange": exchange, "handle": announce["handle"], "bytes": announce["bytes"]});
             if let Err(e) = expect_ok(judge.request(&open, Duration::from_secs(60)), "judge open") {
-                return json!({"pass": false, "verdict": "runtime_error", "reason": format!("the judge could not map the outputs: {e:#}")});
+                return json!({"pass": false, "harness_error": true, "reason": format!("the judge could not map the outputs: {e:#}")});
             }
         }
         let compare = json!({"op": "compare", "exchange": exchange, "workload": check["workload"], "trial": check["trial"], "calls": check["calls"], "atol": 1e-2, "rtol": 1e-2});
         let reply = match expect_ok(judge.request(&compare, Duration::from_secs(120)), "judge compare") {
             Ok(r) => r,
             Err(e) => {
-                return json!({"pass": false, "verdict": "runtime_error", "reason": format!("the judge failed: {e:#}")});
+                return json!({"pass": false, "harness_error": true, "reason": format!("the judge failed: {e:#}")});
             }
         };
         for call in reply["calls"].as_array().into_iter().flatten() {
@@ -1290,6 +1309,46 @@ impl Session {
         json!({"pass": true})
     }
 
+    /// A passed answer held to the harness's own rules: the seed ledger (every timed call on values
+    /// of its own, the checks among them) and the consistency of its figures.
+    fn harness_rules(
+        &self,
+        answer: &Value,
+        plans: &WorkloadPlans,
+        trials: &[Value],
+        primary: &[f64],
+        in_graph_trials: usize,
+    ) -> Verdict {
+        use crate::consistency::{self, Figures, Finding, Ledger, Method};
+        let seeds = |v: &Value| -> Vec<u64> { v.as_array().into_iter().flatten().filter_map(Value::as_u64).collect() };
+        let ledger = Ledger { timed: seeds(&answer["seeds"]["timed"]), checked: seeds(&answer["seeds"]["checked"]) };
+        let relayed = seeds(&answer["relayed_seeds"]);
+        let plan_seeds: Vec<u64> = plans.trials.iter().filter_map(|t| t.json["seed"].as_u64()).collect();
+        if let Err(breach) = consistency::check_ledger(&ledger, &relayed, &plan_seeds, trials.len()) {
+            return Verdict::HarnessError { reason: format!("the input-value rule cannot be vouched for: {breach}") };
+        }
+        let all = |key: &str| -> Vec<f64> {
+            trials.iter().flat_map(|t| t[key].as_array().into_iter().flatten().filter_map(Value::as_f64)).collect()
+        };
+        let cupti = all("cupti_ns");
+        let figures = Figures {
+            method: if in_graph_trials == trials.len() { Method::InGraph } else { Method::Cupti },
+            primary: consistency::median(primary),
+            eager: consistency::median(&all("eager_ns")),
+            cupti: (!cupti.is_empty()).then(|| consistency::median(&cupti)),
+            activities: consistency::median(&all("kernels_per_call")),
+            launch_overhead: answer["launch_overhead_ns"].as_f64().unwrap_or(0.0),
+            sync_overhead: answer["sync_overhead_ns"].as_f64().unwrap_or(0.0),
+        };
+        match consistency::judge_figures(&figures) {
+            Finding::Consistent => Verdict::Passed,
+            Finding::Unmeasurable(reason) => Verdict::Unmeasurable { reason },
+            Finding::GraphDivergence(reason) => {
+                Verdict::SuspectedRewardHack { check: "graph_divergence".into(), reason }
+            }
+        }
+    }
+
     /// Folds one workload's answer into a RunResult, appends it to runs.jsonl and keeps it.
     #[allow(clippy::too_many_arguments)]
     fn record(
@@ -1314,25 +1373,34 @@ impl Session {
                     .collect(),
             )
         };
-        let (method, primary) = match (collect("in_graph_ns"), collect("cupti_ns")) {
-            (Some(s), _) => (Some("latency_in_graph".to_string()), s),
-            (None, Some(s)) => (Some("latency_cupti".to_string()), s),
-            _ => {
-                // Mixed: each trial's own primary figure.
-                let mixed: Vec<f64> = trials
-                    .iter()
-                    .flat_map(|t| t["in_graph_ns"].as_array().or(t["cupti_ns"].as_array()).cloned().unwrap_or_default())
-                    .filter_map(|v| v.as_f64())
-                    .collect();
-                (if mixed.is_empty() { None } else { Some("latency_in_graph+latency_cupti".to_string()) }, mixed)
-            }
+        // Each trial's primary figure: in-graph where its calls were captured, else CUPTI.
+        let in_graph_trials = trials.iter().filter(|t| t["in_graph_ns"].is_array()).count();
+        let method = match in_graph_trials {
+            _ if trials.is_empty() => None,
+            0 => Some("latency_cupti".to_string()),
+            n if n == trials.len() => Some("latency_in_graph".to_string()),
+            _ => Some("latency_in_graph+latency_cupti".to_string()),
         };
+        let samples_of = |t: &Value, key: &str| -> Vec<f64> {
+            t[key].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+        };
+        let primary: Vec<f64> = trials
+            .iter()
+            .flat_map(|t| {
+                if t["in_graph_ns"].is_array() { samples_of(t, "in_graph_ns") } else { samples_of(t, "cupti_ns") }
+            })
+            .collect();
         let latency = (!primary.is_empty()).then(|| summarize(&primary));
         let eager = collect("eager_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
         let graph_replay = collect("graph_replay_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
         let bound = plans.trials.first().map(|t| t.bound).unwrap_or_default();
         let bound_ns = bound.time_ns(&Ceilings::H200_DATASHEET);
         let mut verdict = verdict;
+        if verdict == Verdict::Passed
+            && let Some(answer) = answer
+        {
+            verdict = self.harness_rules(answer, plans, &trials, &primary, in_graph_trials);
+        }
         if verdict == Verdict::Passed
             && let Some(l) = &latency
             && bound_ns > 0.0
@@ -1383,7 +1451,7 @@ impl Session {
             self.started.elapsed().as_secs_f64(),
             result.implementation,
             result.workload.split('-').next().unwrap_or(""),
-            result.verdict.status(),
+            result.verdict.label(),
             result.latency.as_ref().map(|l| format!(" {:.2} us", l.median / 1e3)).unwrap_or_else(|| format!(
                 " {}",
                 sanitize(&result.verdict.reason()).chars().take(160).collect::<String>()
@@ -1764,7 +1832,7 @@ impl Session {
             let rule = families::rule(definition).to_string();
             let (protocol, protocol_digest) = &protocols[&rule];
             let mut labels: BTreeMap<String, String> = BTreeMap::new();
-            labels.insert("verdict".into(), result.verdict.status().to_string());
+            labels.insert("verdict".into(), result.verdict.label().to_string());
             if let Verdict::SuspectedRewardHack { check, .. } = &result.verdict {
                 labels.insert("refused_by".into(), check.clone());
             }
@@ -1903,7 +1971,7 @@ impl Session {
                 r.definition,
                 r.workload.split('-').next().unwrap_or(""),
                 r.implementation,
-                r.verdict.status(),
+                r.verdict.label(),
                 us(&r.latency),
                 r.latency.as_ref().map_or("-".into(), |l| format!(
                     "[{:.2}, {:.2}]",
@@ -1933,4 +2001,43 @@ fn spread(plans: &[WorkloadPlans], n: usize) -> Vec<usize> {
     picked.sort();
     picked.dedup();
     picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PY_FILES;
+
+    /// The `ki_*` modules a Python source imports (`import ki_x` and `from ki_x import ...`).
+    fn local_imports(source: &str) -> Vec<String> {
+        source
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim_start();
+                let rest = line.strip_prefix("import ").or_else(|| line.strip_prefix("from "))?;
+                let name = rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next()?;
+                name.starts_with("ki_").then(|| name.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_module_a_worker_imports_is_written_beside_it() {
+        // Seen on the H200 (2026-12-04): a module missing from this list killed every worker at start.
+        let names: Vec<&str> = PY_FILES.iter().map(|(n, _)| n.trim_end_matches(".py")).collect();
+        for (file, source) in PY_FILES {
+            for module in local_imports(source) {
+                assert!(names.contains(&module.as_str()), "{file} imports {module}, which `ki verify` does not write");
+            }
+        }
+        let worker = [crate::python::WORKER_SOURCE, crate::python::TIMING_SOURCE, crate::python::WINDOWS_SOURCE];
+        for source in worker {
+            for module in local_imports(source) {
+                assert!(["ki_timing", "ki_windows"].contains(&module.as_str()), "ki run's worker imports {module}");
+            }
+        }
+        assert_eq!(
+            local_imports("import ki_a  # x\nfrom ki_b import c\nimport torch\n  import ki_c\n"),
+            ["ki_a", "ki_b", "ki_c"]
+        );
+    }
 }

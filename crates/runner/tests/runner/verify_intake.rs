@@ -113,3 +113,52 @@ fn refused_documents_write_nothing() {
     assert!(stderr.contains("nothing written"), "{stderr}");
     assert!(!out.exists(), "a refused batch writes nothing");
 }
+
+/// The verification corpus (issue 31): every solution passes intake, its definition is in the
+/// corpus's flashinfer_trace, and expected.json names each one (and only those we hold) with a
+/// verdict: honest ones `passed` with a timing method, dishonest ones a non-empty list of refusals
+/// that never includes `passed`.
+#[test]
+fn the_corpus_is_well_formed_and_every_solution_has_an_expected_verdict() {
+    let corpus = fixtures().join("corpus");
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("expected.json")).unwrap()).unwrap();
+    let expected = expected.as_object().unwrap();
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(corpus.join("solutions")).unwrap() {
+        let path = entry.unwrap().path();
+        let solution = Solution::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let definition = corpus
+            .join("flashinfer_trace/definitions")
+            .join(solution.definition.split('_').next().unwrap())
+            .join(format!("{}.json", solution.definition));
+        assert!(definition.is_file(), "{name}: {} missing", definition.display());
+        names.push(name);
+    }
+    for name in [
+        "solution_hack_lazy_output",
+        "solution_hack_monkey_patch",
+        "solution_hack_stream_injection",
+        "solution_hack_thread_injection",
+    ] {
+        assert!(fixture(&format!("{name}.json")).is_file());
+        names.push(name.to_string());
+    }
+    names.sort();
+    let mut listed: Vec<String> = expected.keys().cloned().collect();
+    listed.sort();
+    assert_eq!(names, listed);
+    let (mut honest, mut dishonest) = (0, 0);
+    for (name, want) in expected {
+        if want["verdict"] == "passed" {
+            assert!(want["method"].as_str().is_some_and(|m| m.starts_with("latency_")), "{name}");
+            honest += 1;
+        } else {
+            let refused = want["refused"].as_array().unwrap_or_else(|| panic!("{name}: no verdict"));
+            assert!(!refused.is_empty() && !refused.iter().any(|v| v == "passed"), "{name}");
+            dishonest += 1;
+        }
+    }
+    assert!(honest >= 10 && dishonest >= 12, "{honest} honest, {dishonest} dishonest");
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Device call of issue 31 (2026-12-04): the smoke, the corpus, the two PR-221 r4 solutions and the
+# FlashInfer decode baseline through `ki-runner verify`, then ncu kernel durations of the honest
+# corpus and of the PR-221 solutions on the same workloads. Carry .carry/verify and .whl.
+set -u -o pipefail
+OUT=${OUT:-/tmp/ki-out}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
+C=.carry/verify
+CORPUS=crates/runner/tests/fixtures/verify/corpus
+mkdir -p $OUT/x; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/x/smi.txt
+bash bench/verify/smoke.sh | tail -9
+t=$(date +%s)
+timeout 330 $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
+  --definition $CORPUS/flashinfer_trace --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/corpus > $OUT/x/corpus.log 2>&1
+echo "corpus rc=$? in $(( $(date +%s) - t )) s"
+t=$(date +%s)
+timeout 200 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
+  --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
+echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
+NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
+timeout 120 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
+timeout 120 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
+python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
+python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.csv > $OUT/ncu-pr221.json; tail -c 600 $OUT/x/ncu-pr221.err
+cp /tmp/corpus/runs.jsonl $OUT/corpus-runs.jsonl; cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
+cp $OUT/smoke*.* $OUT/x/ 2>/dev/null; rm -f $OUT/smoke.log $OUT/smoke-smi.txt
+tar czf $OUT/logs.tgz -C /tmp corpus/logs pr221/logs corpus/session.json pr221/session.json smoke/runs.jsonl smoke/logs -C $OUT x 2>/dev/null; rm -rf $OUT/x
+python3 - <<'PY'
+import json
+for f in ("/tmp/corpus/runs.jsonl", "/tmp/pr221/runs.jsonl"):
+    for line in open(f):
+        r = json.loads(line); v = r["verdict"]
+        lat = r.get("latency") or {}
+        print(f"{r['implementation'][:44]:44} {r['workload'][:8]} {(v.get('status') or v['verdict'])[:22]:22} {lat.get('median', 0)/1e3:9.2f} {str(r.get('method'))[:16]:16} {(v.get('reason') or v.get('check') or '')[:70]}")
+PY
+cat $OUT/ncu-corpus.json $OUT/ncu-pr221.json | head -40

@@ -1,0 +1,306 @@
+//! What `ki verify` may conclude from one run's figures: pure rules, tested without a GPU.
+//!
+//! * **Consistency between figures.** A per-call device time must account for the call: for a
+//!   callable timed by CUPTI (it cannot be captured, so its host time is part of every call), a
+//!   figure far below what the eager time between events allows once the measured launch overhead
+//!   of each activity is taken off is the harness failing to see the work (work done on the host,
+//!   a launcher CUPTI missed): `unmeasurable`, never `passed`, never a cheat. For a captured
+//!   callable the in-graph figure must agree with the device time CUPTI saw for the same calls run
+//!   eagerly: a graph that replays far less work than the eager call does is not the same work
+//!   (`graph_divergence`, a refusal) when the eager figures agree with each other, and
+//!   `unmeasurable` when they do not.
+//! * **The input-value rule's bookkeeping** ([`check_ledger`]): every timed call had a call seed of
+//!   its own (no values seen before), and the checks the runner relayed to the judge were of those
+//!   calls.
+use std::collections::BTreeSet;
+
+/// Host time that may separate an eager call's events from its device work beyond the launches.
+pub const EAGER_SLACK_NS: f64 = 2_000.0;
+/// A figure below this share of what the other figure allows contradicts it.
+pub const AGREEMENT: f64 = 0.5;
+
+/// The medians of one run's figures (nanoseconds).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figures {
+    /// The primary figure's method.
+    pub method: Method,
+    pub primary: f64,
+    pub eager: f64,
+    /// Device time of the eager calls seen by CUPTI (union of every activity's interval).
+    pub cupti: Option<f64>,
+    /// Device activities (kernels, copies, memsets) per call.
+    pub activities: f64,
+    /// Host time of one launch, measured by the worker before the solution was loaded.
+    pub launch_overhead: f64,
+    /// What a synchronization inside a call adds to its eager time (measured the same way).
+    pub sync_overhead: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    InGraph,
+    Cupti,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Finding {
+    Consistent,
+    /// The harness cannot vouch for the figure (its numbers are in the text).
+    Unmeasurable(String),
+    /// The captured graph does less work than the eager call (a refusal).
+    GraphDivergence(String),
+}
+
+/// The device time the eager figure allows at least: eager minus one launch per activity, one
+/// synchronization and slack.
+pub fn eager_floor(f: &Figures) -> f64 {
+    (f.eager - f.activities.max(1.0) * f.launch_overhead - f.sync_overhead - EAGER_SLACK_NS).max(0.0)
+}
+
+/// The rule between the figures of one run (see the module docs).
+pub fn judge_figures(f: &Figures) -> Finding {
+    let us = |ns: f64| format!("{:.2} µs", ns / 1e3);
+    if !(f.primary.is_finite() && f.primary > 0.0) {
+        return Finding::Unmeasurable(format!(
+            "the per-call figure is {} ns: no device work was seen for the calls",
+            f.primary
+        ));
+    }
+    let floor = eager_floor(f);
+    match f.method {
+        Method::Cupti => {
+            if f.primary < AGREEMENT * floor {
+                return Finding::Unmeasurable(format!(
+                    "CUPTI saw {} of device work per call, but the eager time between events is {} with {:.0} \
+                     activities of {} launch overhead each: at least {} of the call is not device work CUPTI \
+                     recorded",
+                    us(f.primary),
+                    us(f.eager),
+                    f.activities,
+                    us(f.launch_overhead),
+                    us(floor)
+                ));
+            }
+            Finding::Consistent
+        }
+        Method::InGraph => {
+            let Some(cupti) = f.cupti else {
+                return Finding::Unmeasurable(
+                    "the in-graph figure has no CUPTI figure of the eager calls beside it".into(),
+                );
+            };
+            if f.primary < AGREEMENT * cupti {
+                let text = format!(
+                    "the captured calls take {} per call in the graph, the same calls run eagerly {} of device \
+                     work (CUPTI)",
+                    us(f.primary),
+                    us(cupti)
+                );
+                return if cupti >= AGREEMENT * floor {
+                    Finding::GraphDivergence(text)
+                } else {
+                    Finding::Unmeasurable(format!(
+                        "{text}, and the eager time between events ({}) disagrees with both",
+                        us(f.eager)
+                    ))
+                };
+            }
+            Finding::Consistent
+        }
+    }
+}
+
+/// What a worker reported of its call seeds for one workload request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// Seeds of the timed calls, in order.
+    pub timed: Vec<u64>,
+    /// Seeds the worker says it asked the judge about.
+    pub checked: Vec<u64>,
+}
+
+/// The input-value rule, from both sides: `relayed` are the seeds of the checks the runner itself
+/// relayed to the judge, `plan_seeds` the trials' own seeds (first calls, not timed). Err names
+/// the first breach.
+pub fn check_ledger(ledger: &Ledger, relayed: &[u64], plan_seeds: &[u64], trials: usize) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for seed in &ledger.timed {
+        if !seen.insert(*seed) {
+            return Err(format!("call seed {seed} was used by two timed calls"));
+        }
+        if plan_seeds.contains(seed) {
+            return Err(format!("a timed call reused the trial seed {seed} (values the solution had seen)"));
+        }
+    }
+    let mut reported: Vec<u64> = ledger.checked.clone();
+    let mut relayed_sorted: Vec<u64> = relayed.to_vec();
+    reported.sort_unstable();
+    relayed_sorted.sort_unstable();
+    if reported != relayed_sorted {
+        return Err(format!(
+            "the worker reports {} checked calls, the runner relayed {}",
+            ledger.checked.len(),
+            relayed.len()
+        ));
+    }
+    for seed in relayed {
+        if !plan_seeds.contains(seed) && !seen.contains(seed) {
+            return Err(format!("a check was made of call seed {seed}, which no timed call had"));
+        }
+    }
+    let timed_checks = relayed.iter().filter(|s| seen.contains(s)).count();
+    if timed_checks < 2 * trials {
+        return Err(format!(
+            "{timed_checks} timed calls were checked against the reference, at least {} are required",
+            2 * trials
+        ));
+    }
+    Ok(())
+}
+
+/// The median of a sample (NaN for none).
+pub fn median(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(method: Method, primary: f64, eager: f64, cupti: Option<f64>, activities: f64) -> Figures {
+        Figures { method, primary, eager, cupti, activities, launch_overhead: 16_000.0, sync_overhead: 0.0 }
+    }
+
+    #[test]
+    fn an_honest_cupti_figure_agrees_with_its_eager_time() {
+        // gpt-5's rmsnorm r4 on the H200 (2026-12-04): one kernel of ~32 µs, eager ~40 µs.
+        assert_eq!(
+            judge_figures(&figures(Method::Cupti, 32_000.0, 40_000.0, Some(32_000.0), 1.0)),
+            Finding::Consistent
+        );
+        // Many small launches: the eager time is mostly launch overhead, which the floor takes off.
+        assert_eq!(
+            judge_figures(&figures(Method::Cupti, 60_000.0, 400_000.0, Some(60_000.0), 30.0)),
+            Finding::Consistent
+        );
+    }
+
+    #[test]
+    fn a_cupti_figure_far_below_the_eager_time_is_unmeasurable_not_a_pass_nor_a_cheat() {
+        // The landed lane's failure: Triton kernels CUPTI did not attribute, 1.5 µs against 150 µs eager.
+        let finding = judge_figures(&figures(Method::Cupti, 1_500.0, 150_000.0, Some(1_500.0), 1.0));
+        assert!(matches!(finding, Finding::Unmeasurable(ref t) if t.contains("not device work")), "{finding:?}");
+        // Work done on the host between the events: a copy of 5 µs against 1 ms.
+        assert!(matches!(
+            judge_figures(&figures(Method::Cupti, 5_000.0, 1_000_000.0, Some(5_000.0), 1.0)),
+            Finding::Unmeasurable(_)
+        ));
+    }
+
+    #[test]
+    fn a_call_that_synchronizes_is_allowed_the_measured_round_trip() {
+        // gpt-5's rmsnorm r4 at batch 1 on the H200 (2026-12-04): 2.37 µs of kernel (ncu 3.35 µs),
+        // 40.7 µs between events because it synchronizes before returning; launch 22.8 µs.
+        let mut f = figures(Method::Cupti, 2_370.0, 40_700.0, Some(2_370.0), 1.0);
+        f.launch_overhead = 22_810.0;
+        assert!(matches!(judge_figures(&f), Finding::Unmeasurable(_)));
+        f.sync_overhead = 18_000.0;
+        assert_eq!(judge_figures(&f), Finding::Consistent);
+    }
+
+    #[test]
+    fn no_device_work_at_all_is_unmeasurable() {
+        for primary in [0.0, -1.0, f64::NAN] {
+            assert!(matches!(
+                judge_figures(&figures(Method::Cupti, primary, 10_000.0, None, 0.0)),
+                Finding::Unmeasurable(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn a_graph_that_replays_less_work_than_the_eager_call_is_refused() {
+        // In the graph 3 µs a call, eagerly 100 µs of kernels in a 110 µs eager call.
+        let finding = judge_figures(&figures(Method::InGraph, 3_000.0, 110_000.0, Some(100_000.0), 1.0));
+        assert!(matches!(finding, Finding::GraphDivergence(_)), "{finding:?}");
+        // The same graph figure when the eager figures disagree with each other: the harness's fault.
+        let finding = judge_figures(&figures(Method::InGraph, 3_000.0, 900_000.0, Some(10_000.0), 1.0));
+        assert!(matches!(finding, Finding::Unmeasurable(_)), "{finding:?}");
+    }
+
+    #[test]
+    fn an_in_graph_figure_is_not_held_to_the_host_time_of_eager_calls() {
+        // A capturable Python callable with 200 µs of Python around a 5 µs kernel: the graph is the
+        // device work, and CUPTI agrees.
+        assert_eq!(
+            judge_figures(&figures(Method::InGraph, 6_000.0, 150_000.0, Some(5_000.0), 1.0)),
+            Finding::Consistent
+        );
+        // Slower in the graph than eagerly (launch gaps): fine.
+        assert_eq!(
+            judge_figures(&figures(Method::InGraph, 9_000.0, 10_000.0, Some(5_000.0), 2.0)),
+            Finding::Consistent
+        );
+        // Without the CUPTI figure the graph cannot be checked.
+        assert!(matches!(
+            judge_figures(&figures(Method::InGraph, 9_000.0, 10_000.0, None, 2.0)),
+            Finding::Unmeasurable(_)
+        ));
+    }
+
+    #[test]
+    fn the_floor_takes_one_launch_per_activity_and_never_goes_below_zero() {
+        let mut f = figures(Method::Cupti, 1.0, 50_000.0, None, 2.0);
+        assert_eq!(eager_floor(&f), 50_000.0 - 32_000.0 - EAGER_SLACK_NS);
+        f.sync_overhead = 10_000.0;
+        assert_eq!(eager_floor(&f), 50_000.0 - 32_000.0 - 10_000.0 - EAGER_SLACK_NS);
+        let f = figures(Method::Cupti, 1.0, 5_000.0, None, 0.0);
+        assert_eq!(eager_floor(&f), 0.0);
+    }
+
+    fn ledger(timed: &[u64], checked: &[u64]) -> Ledger {
+        Ledger { timed: timed.to_vec(), checked: checked.to_vec() }
+    }
+
+    #[test]
+    fn the_ledger_accepts_new_seeds_for_every_timed_call_with_checks_among_them() {
+        let l = ledger(&[11, 12, 13, 14, 15], &[1, 12, 15]);
+        assert_eq!(check_ledger(&l, &[1, 12, 15], &[1], 1), Ok(()));
+    }
+
+    #[test]
+    fn the_ledger_refuses_repeated_values_and_unaccounted_checks() {
+        let plan = [1u64, 2];
+        assert!(
+            check_ledger(&ledger(&[11, 12, 11], &[11, 12]), &[11, 12], &plan, 1).unwrap_err().contains("two timed")
+        );
+        assert!(
+            check_ledger(&ledger(&[1, 12, 13], &[12, 13]), &[12, 13], &plan, 1).unwrap_err().contains("trial seed")
+        );
+        assert!(
+            check_ledger(&ledger(&[11, 12], &[11, 12, 99]), &[11, 12], &plan, 1).unwrap_err().contains("reports 3")
+        );
+        assert!(
+            check_ledger(&ledger(&[11, 12], &[11, 99]), &[11, 99], &plan, 1).unwrap_err().contains("no timed call")
+        );
+        // Only the first calls checked: not enough.
+        assert!(
+            check_ledger(&ledger(&[11, 12, 13], &[1, 2, 11]), &[1, 2, 11], &plan, 2)
+                .unwrap_err()
+                .contains("at least 4")
+        );
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty_samples() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}
