@@ -214,9 +214,10 @@ class InGraph:
     replays them in pairs; `before(r)` runs before pair r's first event (new seeds, poisoned
     outputs), `after(r)` after its last event is enqueued (checks)."""
 
-    def __init__(self, call, flush, calls_per_graph, refill=_nothing):
+    def __init__(self, call, flush, calls_per_graph, refill=_nothing, before_capture=lambda: None):
         self.n = calls_per_graph
         _warm_on_side_stream(call, range(self.n))
+        before_capture()
 
         def calls():
             for i in range(self.n):
@@ -229,12 +230,7 @@ class InGraph:
                 refill(i)
                 flush()
 
-        # Device work that runs while the calls are captured escaped the capture (the legacy
-        # default stream, a synchronous copy): counted, so the caller can tell a callable that cannot
-        # be captured from one that skips its work under capture.
-        with _profile(activities=[_ProfilerActivity.CUDA]) as prof:
-            self.calls = capture(calls)
-        self.escaped = len(_device_activities(prof))
+        self.calls = capture(calls)
         self.flushes = capture(flushes)
 
     def replay_calls(self):

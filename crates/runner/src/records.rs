@@ -899,8 +899,8 @@ latency_cupti, the union of the device intervals of every kernel, copy and memse
 whatever launched them. Median, bootstrap 95% interval. Figures must agree (CUPTI vs eager less launch overhead, \
 in-graph vs CUPTI), else unmeasurable. A separate judge checks outputs against the reference on each checked call's \
 own inputs (first, eager, random and last graph replays, CUPTI); outputs poisoned before and scanned after every \
-call; monkey patches, threads, child processes, side streams, lazy outputs refused; times under the \
-speed-of-light bound refused.";
+call; monkey patches, threads, child processes, side streams, lazy outputs, graphs that skip work refused; \
+times under 80% of the speed-of-light bound refused.";
 
 /// BenchmarkProtocol `kernelindex-rerun-v2-<rule>` (PROTOCOL-V2.md: the rule is part of the key).
 pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize) -> Value {

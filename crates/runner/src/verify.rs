@@ -1403,14 +1403,17 @@ impl Session {
         }
         if verdict == Verdict::Passed
             && let Some(l) = &latency
-            && bound_ns > 0.0
-            && l.median < bound_ns
+            && crate::consistency::below_speed_of_light(l.median, bound_ns)
         {
             verdict = Verdict::SuspectedRewardHack {
                 check: "below_speed_of_light".into(),
                 reason: format!(
-                    "median {:.0} ns is below the speed-of-light bound {:.0} ns ({:.3e} bytes, {:.3e} FLOP at the H200's datasheet peaks)",
-                    l.median, bound_ns, bound.bytes, bound.flops
+                    "median {:.0} ns is below {:.0}% of the speed-of-light bound {:.0} ns ({:.3e} bytes, {:.3e} FLOP at the H200's datasheet peaks)",
+                    l.median,
+                    crate::consistency::SPEED_OF_LIGHT_MARGIN * 100.0,
+                    bound_ns,
+                    bound.bytes,
+                    bound.flops
                 ),
             };
         }

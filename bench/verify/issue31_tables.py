@@ -1,0 +1,54 @@
+"""Tables of issue 31's H200 runs (bench/verify/2026-12-04/): the corpus beside ncu, the final-tree
+smoke, the PR-221 solutions beside ncu. Usage: python3 bench/verify/issue31_tables.py"""
+
+import json
+import os
+
+D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "2026-12-04")
+CORPUS = os.path.join(os.path.dirname(D), "..", "..", "crates/runner/tests/fixtures/verify/corpus")
+
+
+def label(r):
+    return r["verdict"].get("status") or r["verdict"]["verdict"]
+
+
+def why(r):
+    v = r["verdict"]
+    return (v.get("reason") or v.get("check") or "").replace("|", "/")[:110]
+
+
+def main():
+    expected = json.load(open(os.path.join(CORPUS, "expected.json")))
+    ncu = json.load(open(os.path.join(D, "ncu-corpus.json")))
+    runs = {}
+    for line in open(os.path.join(D, "corpus-runs.jsonl")):
+        r = json.loads(line)
+        runs[r["implementation"]] = r
+    print("| solution | language | expected | verdict (call 4) | ours µs | method | ncu µs | ours ÷ ncu | why |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, want in sorted(expected.items(), key=lambda kv: ("verdict" not in kv[1], kv[0])):
+        key = name.replace("_", "-").replace("solution-hack", "rmsnorm-hack")
+        r = next((v for k, v in runs.items() if k.startswith(key)), None)
+        doc_path = os.path.join(CORPUS, "solutions", f"{name}.json")
+        lang = json.load(open(doc_path))["spec"]["language"] if os.path.exists(doc_path) else "python"
+        us = r["latency"]["median"] / 1e3 if r and r.get("latency") else None
+        n = ncu.get(name, {}).get("ns_per_call")
+        ratio = f"{us / (n / 1e3):.3f}" if us and n else "-"
+        exp = "passed" if want.get("verdict") == "passed" else "refused: " + "/".join(want["refused"])
+        print(f"| {name} | {lang} | {exp} | {label(r) if r else 'missing'} | {f'{us:.2f}' if us else '-'} | "
+              f"{(r or {}).get('method') or '-'} | {f'{n / 1e3:.2f}' if n else '-'} | {ratio} | {why(r) if r else ''} |")
+    print()
+    ncu2 = json.load(open(os.path.join(D, "ncu-pr221.json")))
+    print("| solution | workload | axes | verdict (call 4) | ours µs | method | ncu µs | ours ÷ ncu | why |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for line in open(os.path.join(D, "pr221-runs.jsonl")):
+        r = json.loads(line)
+        us = r["latency"]["median"] / 1e3 if r.get("latency") else None
+        n = ncu2.get(f"{r['implementation']}|{r['workload']}", {}).get("ns_per_call")
+        ratio = f"{us / (n / 1e3):.3f}" if us and n else "-"
+        print(f"| {r['implementation'][:48]} | {r['workload'][:8]} | {r['axes']} | {label(r)} | {f'{us:.2f}' if us else '-'} | "
+              f"{r.get('method') or '-'} | {f'{n / 1e3:.2f}' if n else '-'} | {ratio} | {why(r)} |")
+
+
+if __name__ == "__main__":
+    main()
