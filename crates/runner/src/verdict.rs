@@ -128,3 +128,35 @@ pub fn first_error_lines(log: &str, lines: usize) -> String {
     };
     crate::worker::sanitize(&picked.join(" | ")).chars().take(1200).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+
+    #[test]
+    fn harness_verdicts_are_incomplete_evidence_labelled_as_the_harness_and_never_a_pass() {
+        let unmeasurable = Verdict::Unmeasurable { reason: "CUPTI saw 1.5 µs, eager 150 µs".into() };
+        let harness = Verdict::from_worker("harness_error", "the judge failed", None);
+        for (verdict, label) in [(&unmeasurable, "unmeasurable"), (&harness, "harness_error")] {
+            assert_eq!(verdict.status(), "incomplete_evidence");
+            assert_eq!(verdict.label(), label);
+            assert!(verdict.is_harness() && verdict.is_record());
+            assert_ne!(*verdict, Verdict::Passed);
+            assert!(verdict.reason().contains("not the solution"), "{}", verdict.reason());
+        }
+        let json = serde_json::to_value(&unmeasurable).unwrap();
+        assert_eq!(json["verdict"], "unmeasurable");
+    }
+
+    #[test]
+    fn the_solutions_verdicts_keep_their_status_as_label() {
+        let refused = Verdict::from_worker("suspected_reward_hack", "graph skipped work", Some("graph_divergence"));
+        assert_eq!((refused.status(), refused.label()), ("suspected_reward_hack", "suspected_reward_hack"));
+        assert!(refused.reason().contains("graph_divergence"));
+        let wrong = Verdict::from_worker("incorrect_numerical", "max abs 3e2", None);
+        assert_eq!(wrong.label(), "incorrect_numerical");
+        assert!(!wrong.is_harness());
+        assert_eq!(Verdict::from_worker("passed", "", None), Verdict::Passed);
+        assert!(!Verdict::NotRun { reason: "deadline".into() }.is_record());
+    }
+}
