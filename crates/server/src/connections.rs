@@ -11,7 +11,9 @@
 //! while its request body arrives (a byte within [`Limits::body_stall`]). When the cap (or
 //! the peer's share of it) is reached, a new connection takes the place of the oldest one
 //! that makes no progress (a socket still trickling its head, an idle keep-alive one, a body
-//! that stalled); only when every connection makes progress is the newcomer closed.
+//! that stalled); failing that, of the one reading a body whose bytes came longest ago (a
+//! flood of fresh stalled bodies from many peers); only when the server is answering a
+//! request on every connection is the newcomer closed.
 //!
 //! The body is read here, before routing, whole (it is at most [`Limits::max_body_bytes`]):
 //! so the connection loop knows when the client is the one being waited for. No tower layer
@@ -67,6 +69,10 @@ pub struct Limits {
     pub body_stall: Duration,
 }
 
+/// A connection accepted this recently gives way only after every other one that can: its
+/// request head is on its way.
+const NEW_CONNECTION_GRACE: Duration = Duration::from_millis(100);
+
 /// Descriptors kept free beside the connections (the database pool, files, the listener).
 const RESERVED_DESCRIPTORS: usize = 256;
 
@@ -115,6 +121,8 @@ fn now_ms() -> u64 {
 /// One open connection, as the cap sees it.
 struct Connection {
     peer: IpAddr,
+    /// When it was accepted ([`now_ms`]).
+    opened: u64,
     /// Requests being answered on it now (their bodies read whole).
     busy: AtomicUsize,
     /// A request body is being read from the client.
@@ -148,19 +156,48 @@ struct Open {
 }
 
 impl Open {
-    /// Closes the oldest connection (of `peer`, if given) that makes no progress; false when
-    /// there is none.
-    fn evict(&mut self, peer: Option<IpAddr>, stall: Duration) -> bool {
+    /// Closes the oldest connection (of `peer`, if given) that makes no progress and is older
+    /// than `younger_spared` (a connection just accepted has had no time to send its head);
+    /// false when there is none.
+    fn evict(&mut self, peer: Option<IpAddr>, stall: Duration, younger_spared: Duration) -> bool {
+        let now = now_ms();
+        let spared = younger_spared.as_millis() as u64;
         let Some(id) = self
             .connections
             .iter()
-            .find(|(_, c)| peer.is_none_or(|p| c.peer == p) && !c.progressing(stall))
+            .find(|(_, c)| {
+                peer.is_none_or(|p| c.peer == p) && !c.progressing(stall) && now.saturating_sub(c.opened) >= spared
+            })
             .map(|(&id, _)| id)
         else {
             return false;
         };
         if let Some(evicted) = self.remove(id) {
             // Stores a permit, so the task closes even if it is not waiting yet.
+            evicted.close.notify_one();
+        }
+        true
+    }
+
+    /// When every connection (of `peer`, if given) makes progress: closes the one reading a
+    /// body whose bytes came longest ago (a stalled body renewed faster than
+    /// [`Limits::body_stall`] still loses to a body that keeps arriving); false when every one
+    /// is being answered.
+    fn evict_stalest_reader(&mut self, peer: Option<IpAddr>) -> bool {
+        let Some(id) = self
+            .connections
+            .iter()
+            .filter(|(_, c)| {
+                peer.is_none_or(|p| c.peer == p)
+                    && c.busy.load(Ordering::Acquire) == 0
+                    && c.reading.load(Ordering::Acquire)
+            })
+            .min_by_key(|(_, c)| c.last_progress.load(Ordering::Acquire))
+            .map(|(&id, _)| id)
+        else {
+            return false;
+        };
+        if let Some(evicted) = self.remove(id) {
             evicted.close.notify_one();
         }
         true
@@ -205,16 +242,24 @@ impl Tracker {
     fn admit(&self, limits: &Limits, peer: IpAddr) -> Option<(u64, Arc<Connection>)> {
         let mut open = self.lock();
         let from_peer = open.per_peer.get(&peer).copied().unwrap_or(0);
-        if from_peer >= limits.per_peer() && !open.evict(Some(peer), limits.body_stall) {
+        // Who gives way, in order: a connection that makes no progress (not one just
+        // accepted), the body that stalled longest, then one just accepted.
+        let make_room = |open: &mut Open, peer: Option<IpAddr>| {
+            open.evict(peer, limits.body_stall, NEW_CONNECTION_GRACE)
+                || open.evict_stalest_reader(peer)
+                || open.evict(peer, limits.body_stall, Duration::ZERO)
+        };
+        if from_peer >= limits.per_peer() && !make_room(&mut open, Some(peer)) {
             return None;
         }
-        if open.connections.len() >= limits.max_connections && !open.evict(None, limits.body_stall) {
+        if open.connections.len() >= limits.max_connections && !make_room(&mut open, None) {
             return None;
         }
         let id = open.next;
         open.next += 1;
         let connection = Arc::new(Connection {
             peer,
+            opened: now_ms(),
             busy: AtomicUsize::new(0),
             reading: AtomicBool::new(false),
             last_progress: AtomicU64::new(now_ms()),
