@@ -464,8 +464,8 @@ fn workloads_from(path: &Path) -> anyhow::Result<Vec<String>> {
             continue;
         }
         if line.starts_with('{') {
-            let value: serde_json::Value = serde_json::from_str(line)
-                .map_err(|error| anyhow!("{}:{}: invalid JSON: {error}", path.display(), number + 1))?;
+            let value = ki_model::parse::parse_json(line.as_bytes())
+                .map_err(|problem| anyhow!("{}:{}: {problem}", path.display(), number + 1))?;
             let uuid = value.pointer("/workload/uuid").or_else(|| value.get("uuid")).and_then(|uuid| uuid.as_str());
             match uuid {
                 Some(uuid) => names.push(uuid.to_string()),
@@ -488,8 +488,8 @@ pub fn enqueue(database: &str, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
         let (subject, definition) = match (&args.solution, &args.implementation) {
             (Some(path), _) => {
                 let bytes = read_bounded(path, ki_catalog::queue::MAX_SOLUTION_BYTES)?;
-                let document: serde_json::Value = serde_json::from_slice(&bytes)
-                    .map_err(|error| anyhow!("{}: invalid JSON: {error}", path.display()))?;
+                let document =
+                    ki_model::parse::parse_json(&bytes).map_err(|problem| anyhow!("{}: {problem}", path.display()))?;
                 let name = document
                     .get("name")
                     .and_then(|name| name.as_str())

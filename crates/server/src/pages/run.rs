@@ -1314,6 +1314,10 @@ pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer 
     Ok(json_response(&dossier(&state, &id).await?))
 }
 
+/// Largest observed latency an attestation may carry: 2^53 - 1, the largest integer every
+/// JSON reader holds exactly (the OpenAPI schema's maximum).
+pub const MAX_OBSERVED_NS: u64 = 9_007_199_254_740_991;
+
 /// An attestation as the API takes it (the key goes in the `Authorization` header).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -1344,6 +1348,7 @@ async fn file_attestation(
     reference: &str,
     key: Option<&str>,
     input: AttestationInput,
+    from_form: bool,
 ) -> Result<Attestation, Problem> {
     let run_id = {
         let model = state.model();
@@ -1358,15 +1363,23 @@ async fn file_attestation(
             detail: "one of reproduced, could_not_reproduce, environment_note, regression_observed".into(),
         });
     }
+    // As the OpenAPI schema says: a JSON integer from 0 to 2^53 - 1 (the form's field, text
+    // by nature, is read as its digits).
     let observed_ns = match input.observed_ns {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
-        Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => s.trim().parse().ok(),
-        Some(_) => {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if from_form && s.trim().is_empty() => Ok(None),
+        Some(Value::Number(n)) => n.as_u64().ok_or(()).map(Some),
+        Some(Value::String(s)) if from_form => s.trim().parse::<u64>().map(Some).map_err(|_| ()),
+        Some(_) => Err(()),
+    };
+    let observed_ns = match observed_ns {
+        Ok(ns) if ns.is_none_or(|ns| ns <= MAX_OBSERVED_NS) => ns,
+        _ => {
             errors.push(FieldProblem {
                 pointer: "/observedNs".into(),
-                detail: "a whole, non-negative number of nanoseconds".into(),
+                detail: format!(
+                    "a whole, non-negative number of nanoseconds, at most {MAX_OBSERVED_NS} (a JSON integer)"
+                ),
             });
             None
         }
@@ -1403,12 +1416,25 @@ pub async fn api_attestation(
 ) -> Answer {
     let key = presented_key(&headers);
     state.catalog.authorize(key.as_deref(), Scope::Attest).await.map_err(catalog_problem)?;
-    let input: AttestationInput = serde_json::from_slice(&body)
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence != "application/json" {
+        return Err(Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "Unsupported Media Type",
+            format!("the body must be application/json, not {:?}", ki_model::escape::for_terminal_line(content_type)),
+        ));
+    }
+    // The one strict JSON reader: a duplicate key is refused, not resolved to its last value.
+    let document = ki_model::parse::parse_json(&body)
+        .map_err(|problem| Problem::bad_request(format!("the body must be a JSON attestation: {problem}")))?;
+    let input: AttestationInput = serde_json::from_value(document)
         .map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
     if input.api_key.is_some() {
         return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
     }
-    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input, false).await?;
     let mut response = (StatusCode::CREATED, json_response(&attestation)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/runs/{}#replications", attestation.run_id)) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -1450,6 +1476,6 @@ pub async fn form_attestation(
         note: form.note,
         api_key: None,
     };
-    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input, true).await?;
     Ok(Redirect::to(&format!("/runs/{}#replications", attestation.run_id)).into_response())
 }

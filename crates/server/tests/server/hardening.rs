@@ -455,3 +455,63 @@ fn a_stalled_body_is_answered_408_at_the_minimum_rate_and_a_slow_one_at_the_dead
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "after {elapsed:?}: {answer:?}");
     assert!(elapsed >= Duration::from_secs(3) && elapsed < Duration::from_secs(5), "cut after {elapsed:?}");
 }
+
+/// The bundled rows with the seed run's project named with terminal and bidi controls.
+fn control_rows(name: &str) -> Vec<CatalogRow> {
+    let mut rows = hostile_rows();
+    let project_id = {
+        let names: Vec<&CatalogRow> = rows.iter().filter(|r| r.table == "projects").collect();
+        names.iter().find(|r| r.row["name"] == "<img src=x onerror=alert(1)>").unwrap().row["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for row in &mut rows {
+        if row.table == "projects" && row.row["id"] == project_id.as_str() {
+            row.row.insert("name".into(), json!(name));
+        }
+    }
+    rows
+}
+
+#[test]
+fn control_and_bidi_characters_never_reach_a_page_raw() {
+    let name = "Evil\u{1b}[2J\u{7}title\r\u{202e}desrever\u{2066}x\u{200f}\u{61c}";
+    let database = Database::sqlite();
+    let server = serve_rows(control_rows(name), database.open(), limits());
+    let raw = |c: char| c != '\n' && c != '\t' && ki_model::escape::is_control_or_bidi(c);
+    for path in [format!("/runs/{SEED_WORKLOAD_RUN}"), "/records.atom".to_string(), "/projects".to_string()] {
+        let reply = server.get(&path);
+        assert_eq!(reply.status, 200, "{path}");
+        let found: Vec<char> = reply.body.chars().filter(|&c| raw(c)).collect();
+        assert!(found.is_empty(), "{path}: raw {found:?}");
+    }
+    let page = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}"));
+    assert!(page.body.contains("Evil\\u001b[2J\\u0007title\\u000d\\u202edesrever"), "the name is not shown escaped");
+}
+
+#[test]
+fn the_attestation_api_is_as_strict_as_its_schema() {
+    let database = Database::sqlite();
+    let catalog = database.open();
+    let (_, secret) = block_on(catalog.create_api_key("strict-test", &[Scope::Attest], 100)).unwrap();
+    let server = serve_rows(BUNDLED_ROWS.clone(), catalog, limits());
+    let bearer = format!("Bearer {secret}");
+    let path = format!("/api/v1/runs/{SEED_WORKLOAD_RUN}/attestations");
+    for (content_type, body, status) in [
+        ("application/json", r#"{"kind":"reproduced","observedNs":"12"}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","observedNs":9007199254740993}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","observedNs":1.5}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","kind":"could_not_reproduce"}"#, 400),
+        ("text/plain", r#"{"kind":"reproduced","observedNs":12}"#, 415),
+    ] {
+        let reply = server.post(&path, content_type, Some(&bearer), body);
+        let problem = reply.problem(status);
+        assert!(problem["detail"].is_string(), "{body}: {problem}");
+    }
+    let notes = block_on(database.open().attestations_of_run(SEED_WORKLOAD_RUN)).unwrap();
+    assert!(notes.is_empty(), "{} attestations stored from refused bodies", notes.len());
+    // The largest value the schema allows, and the charset parameter, are taken.
+    let largest = r#"{"kind":"reproduced","observedNs":9007199254740991}"#;
+    assert_eq!(server.post(&path, "application/json; charset=utf-8", Some(&bearer), largest).status, 201);
+}
