@@ -57,6 +57,19 @@ fn ki_output(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_ki")).args(args).env_remove("KI_DATABASE_URL").output().expect("ki runs")
 }
 
+/// `ki manifest validate` of an 800 KB file of `---` lines: one problem, not 200,000 lines.
+#[test]
+fn manifest_validate_prints_one_line_for_many_empty_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.yaml");
+    std::fs::write(&path, "---\n".repeat(200_000)).unwrap();
+    let output = ki_output(&["manifest", "validate", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{} lines", stdout.lines().count());
+    assert!(stdout.contains("200000 empty documents"), "{stdout}");
+}
+
 /// `ki verify` and `ki verify --enqueue` read Solutions with the strict JSON reader, as `ki
 /// manifest validate` reads manifests: a duplicate key is refused with its pointer, exit 1,
 /// nothing written.
