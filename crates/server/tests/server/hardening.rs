@@ -456,6 +456,38 @@ fn a_stalled_body_is_answered_408_at_the_minimum_rate_and_a_slow_one_at_the_dead
     assert!(elapsed >= Duration::from_secs(3) && elapsed < Duration::from_secs(5), "cut after {elapsed:?}");
 }
 
+#[test]
+fn a_runs_attestations_are_paged_newest_first_with_a_count() {
+    let database = Database::sqlite();
+    let catalog = database.open();
+    let (_, secret) = block_on(catalog.create_api_key("paging-test", &[Scope::Attest], 1000)).unwrap();
+    for n in 0..120 {
+        let new = ki_catalog::NewAttestation {
+            run_id: SEED_WORKLOAD_RUN.to_string(),
+            kind: ki_catalog::AttestationKind::EnvironmentNote,
+            observed_ns: None,
+            evidence_url: None,
+            note: Some(format!("note {n}")),
+        };
+        block_on(catalog.add_attestation(Some(&secret), new)).unwrap();
+    }
+    let server = serve_rows(BUNDLED_ROWS.clone(), catalog, limits());
+    let first: Value = server.get(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}")).json();
+    assert_eq!(first["attestationCount"], 120);
+    assert_eq!((first["attestationPage"].as_u64(), first["attestationPages"].as_u64()), (Some(1), Some(3)));
+    let items = first["attestations"].as_array().unwrap();
+    assert_eq!(items.len(), 50);
+    assert_eq!(items[0]["note"], "note 119", "newest first");
+    let last: Value = server.get(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}?page=3")).json();
+    let items = last["attestations"].as_array().unwrap();
+    assert_eq!((items.len(), &items[19]["note"]), (20, &json!("note 0")));
+    let page = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}?page=2"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("120 attestations, newest first"), "no count on the page");
+    assert!(page.body.contains("note 69") && !page.body.contains("note 119"), "page 2 holds 69 down to 20");
+    assert!(page.body.contains("Page 2 of 3"));
+}
+
 /// The bundled rows with the seed run's project named with terminal and bidi controls.
 fn control_rows(name: &str) -> Vec<CatalogRow> {
     let mut rows = hostile_rows();
