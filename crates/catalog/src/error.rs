@@ -117,6 +117,12 @@ pub enum Refusal {
         "this would rewrite the record history of comparison group {comparison_key}: the stored event {event} no longer follows from its runs, and record events are only ever appended"
     )]
     RewritesHistory { comparison_key: String, event: String },
+    /// A Verified run (reproduced by KernelIndex) is published only with what traces it to
+    /// a runner session: its environment manifest and its raw samples.
+    #[error(
+        "run {run} is marked reproduced by KernelIndex (Verified) but carries no {missing}; a Verified run is published only with its environment record and raw samples"
+    )]
+    UntraceableVerifiedRun { run: String, missing: &'static str },
 }
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

@@ -41,8 +41,8 @@ pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
 pub use search::SearchKey;
 pub use state::{
-    ApiKey, Attestation, AttestationKind, KeyRefusal, NewAttestation, Scope, Submission, SubmittedDocument,
-    WebLogImport, hash_key,
+    ATTESTATIONS_PER_PAGE, ApiKey, Attestation, AttestationKind, AttestationPage, KeyRefusal, NewAttestation, Scope,
+    Submission, SubmittedDocument, WebLogImport, hash_key,
 };
 pub use store::Backend;
 

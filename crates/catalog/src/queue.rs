@@ -30,8 +30,9 @@
 //! time: the record-event ledger follows observation order and is only appended to, so runs
 //! of one comparison group must be published in the order they were observed.
 //!
-//! The worker loop is [`run_worker`] over an [`Executor`]; [`FixtureExecutor`] is the
-//! queue's test executor. [`Catalog::enqueue_reverification`] enqueues what
+//! The worker loop is [`run_worker`] over an [`Executor`]; `FixtureExecutor` is the
+//! queue's test executor, compiled only with the `fixture-executor` feature (tests enable
+//! it; a release build has no way to make runs that measure nothing). [`Catalog::enqueue_reverification`] enqueues what
 //! `ki_ranking::reverify::plan` decides. The read side ([`Catalog::job`],
 //! [`Catalog::jobs`], [`Catalog::queue_summary`], [`Catalog::workers`]) is what `ki
 //! verify status` prints and the server's verification pages read.
@@ -49,9 +50,11 @@ use crate::rows::{SqlValue, Storage};
 use crate::store::{Backend, Pool, Session};
 use crate::{Catalog, ExportLine};
 
+#[cfg(feature = "fixture-executor")]
 mod fixture;
 mod worker;
 
+#[cfg(feature = "fixture-executor")]
 pub use fixture::FixtureExecutor;
 pub use worker::{
     EnvironmentFailure, Executor, JobOutcome, StopWhen, WorkerEvent, WorkerOptions, WorkerReport, run_worker,
@@ -639,6 +642,40 @@ impl From<sqlx::Error> for QueueError {
 }
 
 type QueueResult<T> = std::result::Result<T, QueueError>;
+
+/// The first Verified run among `lines` (a `benchmark_runs` row marked reproduced by
+/// KernelIndex) that does not carry what traces it to a runner session: its environment
+/// manifest (with a spec), raw evidence claimed (`hasRawEvidence`), and a raw-samples
+/// reference with a sha256 digest in its run manifest (`spec.evidence.rawSamples` or
+/// `spec.timing.rawSamples`).
+fn untraceable_verified_run(lines: &[ExportLine]) -> Option<crate::error::Refusal> {
+    lines.iter().filter(|line| line.table == "benchmark_runs").find_map(|line| {
+        let row = &line.row;
+        if row.get("reproducedByKernelindex").and_then(Value::as_bool) != Some(true) {
+            return None;
+        }
+        let refusal = |missing: &'static str| {
+            Some(crate::error::Refusal::UntraceableVerifiedRun { run: sanitized(line.id()), missing })
+        };
+        let manifest = row.get("manifest");
+        if !manifest.and_then(|m| m.pointer("/environment/spec")).is_some_and(Value::is_object) {
+            return refusal("environment manifest");
+        }
+        let run_spec = manifest.and_then(|m| m.pointer("/run/spec"));
+        let samples = ["/evidence/rawSamples/digest", "/timing/rawSamples/digest"]
+            .iter()
+            .filter_map(|pointer| run_spec.and_then(|spec| spec.pointer(pointer)).and_then(Value::as_str))
+            .find(|digest| {
+                digest.strip_prefix("sha256:").is_some_and(|hex| {
+                    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                })
+            });
+        if samples.is_none() || row.get("hasRawEvidence").and_then(Value::as_bool) != Some(true) {
+            return refusal("raw samples");
+        }
+        None
+    })
+}
 
 /// Text from outside, for messages: control characters shown escaped, bounded.
 fn sanitized(text: &str) -> String {
@@ -1286,6 +1323,9 @@ impl Catalog {
         };
         let refused =
             |error: CatalogError| QueueError::Publication { job: lease.job_id.clone(), error: Box::new(error) };
+        if let Some(refusal) = untraceable_verified_run(&outcome.lines) {
+            return Err(refused(CatalogError::Refused(refusal)));
+        }
         // Verified before the writer lock is taken: that is the slow part. A job may publish
         // no records (a verdict alone).
         let verified = match outcome.lines.is_empty() {

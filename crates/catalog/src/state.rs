@@ -102,6 +102,31 @@ impl AttestationKind {
     }
 }
 
+/// Attestations on one page of a run's.
+pub const ATTESTATIONS_PER_PAGE: u64 = 50;
+
+/// One page of a run's attestations, newest first, and how many there are in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttestationPage {
+    /// Attestations of the run in all.
+    pub total: u64,
+    /// This page, from 1.
+    pub page: u64,
+    /// Pages in all (1 when there is none).
+    pub pages: u64,
+    pub per_page: u64,
+    /// This page's attestations, newest first.
+    pub items: Vec<Attestation>,
+}
+
+impl AttestationPage {
+    /// No attestations.
+    pub fn empty() -> AttestationPage {
+        AttestationPage { total: 0, page: 1, pages: 1, per_page: ATTESTATIONS_PER_PAGE, items: Vec::new() }
+    }
+}
+
 /// A community attestation of a run. It never changes the run's evidence level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -609,6 +634,43 @@ impl Catalog {
         .await
         .context(|| "cannot read the attestations".into())?;
         rows.into_iter().map(attestation_from).collect()
+    }
+
+    /// One page of a run's attestations, newest first ([`ATTESTATIONS_PER_PAGE`] a page;
+    /// `page` from 1, past the last one the last), with how many the run has in all: a run
+    /// page stays small however many attestations its run collects.
+    pub async fn attestation_page(&self, run_id: &str, page: u64) -> Result<AttestationPage> {
+        if uuid::Uuid::try_parse(run_id).is_err() {
+            return Ok(AttestationPage::empty());
+        }
+        let backend = self.pool.backend();
+        let id = placeholder(backend, 1, Kind::Uuid);
+        let counted = crate::store::fetch_all(
+            &self.pool,
+            &format!("SELECT COUNT(*) FROM attestations WHERE run_id = {id}"),
+            &[text(run_id)],
+            &[Storage::Int],
+        )
+        .await
+        .context(|| "cannot count the attestations".into())?;
+        let total = match counted.first().and_then(|row| row.first()) {
+            Some(SqlValue::Int(Some(count))) => (*count).max(0) as u64,
+            _ => 0,
+        };
+        let pages = total.div_ceil(ATTESTATIONS_PER_PAGE).max(1);
+        let page = page.clamp(1, pages);
+        let list: Vec<String> = ATTESTATION_COLUMNS.iter().map(|(name, kind)| read(backend, name, *kind)).collect();
+        let sql = format!(
+            "SELECT {} FROM attestations WHERE run_id = {id} ORDER BY seq DESC LIMIT {} OFFSET {}",
+            list.join(", "),
+            ATTESTATIONS_PER_PAGE,
+            (page - 1) * ATTESTATIONS_PER_PAGE
+        );
+        let rows = crate::store::fetch_all(&self.pool, &sql, &[text(run_id)], &storages_of(&ATTESTATION_COLUMNS))
+            .await
+            .context(|| "cannot read the attestations".into())?;
+        let items = rows.into_iter().map(attestation_from).collect::<Result<Vec<_>>>()?;
+        Ok(AttestationPage { total, page, pages, per_page: ATTESTATIONS_PER_PAGE, items })
     }
 
     /// Stores a validated bundle with a key of the submit scope (Reported, unpublished), in

@@ -380,13 +380,14 @@ impl CatalogReader {
         })
     }
 
-    fn attestations_of(&self, run_id: &str) -> anyhow::Result<Vec<ki_catalog::Attestation>> {
+    /// The first page of a run's attestations (newest first), with their count.
+    fn attestations_of(&self, run_id: &str) -> anyhow::Result<ki_catalog::AttestationPage> {
         if self.data.export.is_some() {
-            return Ok(Vec::new());
+            return Ok(ki_catalog::AttestationPage::empty());
         }
         runtime()?.block_on(async {
             let catalog = self.data.database.open().await?;
-            let attestations = catalog.attestations_of_run(run_id).await.context("cannot read the attestations");
+            let attestations = catalog.attestation_page(run_id, 1).await.context("cannot read the attestations");
             catalog.close().await;
             attestations
         })

@@ -7,35 +7,12 @@
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::io::Write;
 
-/// Whether `c` must not reach a terminal raw. The line feed is how output is made of lines.
-fn is_unsafe(c: char) -> bool {
-    match c {
-        '\n' => false,
-        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        // Arabic letter mark, LRM/RLM, line and paragraph separators, embeddings and
-        // overrides, isolates: each can make a line read differently from what it holds.
-        '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
-        _ => false,
-    }
-}
-
-/// `text` with every unsafe character shown as `\uXXXX` (all of them lie in the BMP).
+/// `text` with every control and bidi character but the line feed shown as `\uXXXX`: the
+/// one escaper, `ki_model::escape::for_terminal` (the server's pages use the same).
 pub fn sanitize(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_unsafe(c) {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    ki_model::escape::for_terminal(text)
 }
 
 /// Writes `text` sanitized to standard output, adding a line feed if it lacks one. A failed
@@ -94,7 +71,7 @@ mod tests {
         let value = serde_json::json!({ "title": "x\u{9b}y\u{202e}z\u{1b}", "n": 1 });
         let text = serde_json::to_string_pretty(&value).unwrap();
         let clean = sanitize(&text);
-        assert!(!clean.chars().any(is_unsafe));
+        assert!(!clean.chars().any(|c| c != '\n' && ki_model::escape::is_control_or_bidi(c)));
         assert_eq!(serde_json::from_str::<serde_json::Value>(&clean).unwrap(), value);
     }
 }

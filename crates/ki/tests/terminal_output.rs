@@ -52,3 +52,55 @@ fn admin_publish_prints_a_hostile_title_escaped() {
     let escaped = "fast\\u001b[2J\\u001b]0;owned\\u0007kernel\\u000dFORGED \\u001b[31mred\\u009b0m \\u202etxet";
     assert!(stdout.contains(&format!("({escaped})")), "the title is shown escaped:\n{stdout}");
 }
+
+fn ki_output(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ki")).args(args).env_remove("KI_DATABASE_URL").output().expect("ki runs")
+}
+
+/// `ki manifest validate` of an 800 KB file of `---` lines: one problem, not 200,000 lines.
+#[test]
+fn manifest_validate_prints_one_line_for_many_empty_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.yaml");
+    std::fs::write(&path, "---\n".repeat(200_000)).unwrap();
+    let output = ki_output(&["manifest", "validate", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{} lines", stdout.lines().count());
+    assert!(stdout.contains("200000 empty documents"), "{stdout}");
+}
+
+/// `ki verify` and `ki verify --enqueue` read Solutions with the strict JSON reader, as `ki
+/// manifest validate` reads manifests: a duplicate key is refused with its pointer, exit 1,
+/// nothing written.
+#[test]
+fn ki_verify_refuses_duplicate_json_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let solution = dir.path().join("solution.json");
+    std::fs::write(
+        &solution,
+        r#"{"name": "dup", "definition": "gemm_n128_k2048", "author": "x", "spec": {"language": "python", "language": "triton"}, "sources": []}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = ki_output(&["verify", solution.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/spec/language: duplicate key"), "{stderr}");
+    assert!(!out.exists(), "ki verify wrote {}", out.display());
+    let database = format!("sqlite://{}", dir.path().join("catalog.db").display());
+    let output = ki_output(&[
+        "verify",
+        "--enqueue",
+        solution.to_str().unwrap(),
+        "--protocol",
+        "kernelindex-rerun-v2",
+        "--workload",
+        "w",
+        "--database",
+        &database,
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("/spec/language: duplicate key"), "{stderr}");
+}

@@ -304,3 +304,32 @@ fn attach_stores_what_the_rows_name_and_refuses_what_does_not_match() {
 fn out_of(output: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
+
+/// `ki verify --worker --executor fixture` (runs re-issued, nothing measured) exists only in a
+/// build with the `fixture-executor` feature, which only the queue's tests enable: a plain
+/// build refuses the executor before it opens any catalog.
+#[test]
+fn the_fixture_executor_is_only_in_builds_with_its_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("catalog.db").display());
+    let output = run_ki(&[
+        "verify",
+        "--worker",
+        "--database",
+        &database,
+        "--executor",
+        "fixture",
+        "--until",
+        "idle",
+        "--gpu",
+        "NVIDIA H200",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if cfg!(feature = "fixture-executor") {
+        assert!(output.status.success(), "{stderr}");
+    } else {
+        assert_eq!(output.status.code(), Some(2), "the fixture executor ran in a plain build: {stderr}");
+        assert!(stderr.contains("invalid value 'fixture'"), "{stderr}");
+        assert!(!dir.path().join("catalog.db").exists(), "a catalog was made");
+    }
+}

@@ -3,6 +3,7 @@
 //! Pure logic: no I/O except reading the files a caller names.
 
 // Canonical identity (JCS, digests, keys) and catalog-export reading/verification.
+pub mod escape;
 pub mod export;
 pub mod identity;
 pub mod jcs;

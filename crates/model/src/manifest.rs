@@ -51,7 +51,20 @@ pub fn parse_manifests(bytes: &[u8]) -> Result<Vec<ValidManifest>, Vec<Problem>>
     }
     let mut valid = Vec::new();
     let mut problems = Vec::new();
-    for doc in documents {
+    // Empty documents (`---` alone, or `null`) are one problem together, however many: a file
+    // of 200,000 `---` lines gets one line, not one per document.
+    let empty: Vec<usize> = documents.iter().filter(|doc| doc.value.is_null()).map(|doc| doc.index).collect();
+    if let Some(&first) = empty.first() {
+        let message = match empty.len() {
+            1 => "empty document: every document must hold a manifest".to_string(),
+            n => format!(
+                "{n} empty documents (the first is document {}): every document must hold a manifest",
+                first + 1
+            ),
+        };
+        problems.push(Problem::new("", message).in_document(first));
+    }
+    for doc in documents.into_iter().filter(|doc| !doc.value.is_null()) {
         let mut found = Vec::new();
         for (pointer, expected, value) in manifests_of_document(doc.value, &mut found) {
             match validate_value(value) {

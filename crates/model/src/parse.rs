@@ -535,3 +535,123 @@ fn is_core_float(body: &str) -> bool {
     };
     mantissa_ok && exponent_ok
 }
+
+/// One JSON document from outside (a Solution, a queue input, an API body), read strictly:
+/// the one JSON reader for what we take from others. Like [`parse_documents`] it refuses a
+/// duplicate object key (serde keeps the last one silently), naming its JSON pointer; it also
+/// refuses a NUL byte, trailing text and nesting deeper than [`MAX_DEPTH`]. Unlike it, only
+/// JSON is accepted (no YAML), and the size limit is the caller's.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, Problem> {
+    if let Some(problem) = nul_byte_problem(bytes) {
+        return Err(problem);
+    }
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let refused = std::cell::RefCell::new(None);
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let seed = StrictSeed { pointer: String::new(), depth: 0, refused: &refused };
+    let value = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer).and_then(|value| {
+        deserializer.end()?;
+        Ok(value)
+    });
+    value.map_err(|error| match refused.into_inner() {
+        Some(problem) => problem,
+        None => Problem::new("", format!("invalid JSON: {error}"))
+            .at(Some(Location { line: error.line(), column: error.column() })),
+    })
+}
+
+/// Builds a value, refusing duplicate keys and excess depth; the problem is left in `refused`
+/// (serde's error carries only text) and the parse stopped.
+struct StrictSeed<'a> {
+    pointer: String,
+    depth: usize,
+    refused: &'a std::cell::RefCell<Option<Problem>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictSeed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        if self.depth > MAX_DEPTH {
+            let problem = Problem::new(self.pointer.clone(), format!("nested deeper than {MAX_DEPTH} levels"));
+            *self.refused.borrow_mut() = Some(problem);
+            return Err(serde::de::Error::custom("too deep"));
+        }
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let seed = StrictSeed {
+                pointer: format!("{}/{}", self.pointer, items.len()),
+                depth: self.depth + 1,
+                refused: self.refused,
+            };
+            match seq.next_element_seed(seed)? {
+                Some(item) => items.push(item),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let pointer = child_pointer(&self.pointer, &key);
+            if entries.contains_key(&key) {
+                let problem = Problem::new(pointer, format!("duplicate key {key:?} (each key may appear once)"));
+                *self.refused.borrow_mut() = Some(problem);
+                return Err(serde::de::Error::custom("duplicate key"));
+            }
+            let value = map.next_value_seed(StrictSeed { pointer, depth: self.depth + 1, refused: self.refused })?;
+            entries.insert(key, value);
+        }
+        Ok(Value::Object(entries))
+    }
+}
+
+#[cfg(test)]
+mod strict_json_tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keys_are_refused_at_their_pointer_at_any_depth() {
+        let problem = parse_json(br#"{"name": "a", "spec": {"x": [{"k": 1, "k": 2}]}}"#).unwrap_err();
+        assert_eq!(problem.pointer, "/spec/x/0/k");
+        assert!(problem.message.contains("duplicate key"), "{problem}");
+        assert!(parse_json(br#"{"a": 1, "a": 1}"#).is_err());
+        assert_eq!(parse_json(br#"{"a": [1, 2.5, "x", null, true]}"#).unwrap()["a"][1], 2.5);
+        assert!(parse_json(b"{} trailing").is_err());
+        assert!(parse_json(b"{\"a\":\0}").is_err());
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(parse_json(deep.as_bytes()).is_err());
+    }
+}

@@ -1,21 +1,37 @@
-//! Accepting connections: a cap on open connections, a deadline on reading each request head
-//! (which also closes a keep-alive connection left idle), and problem bodies for the requests
-//! hyper refuses before any route sees them.
+//! Accepting connections: a cap on open connections (in total and per peer), a deadline on
+//! reading each request head (which also closes a keep-alive connection left idle), a
+//! deadline and a minimum rate on reading each request body, an early 413 for a declared
+//! `Content-Length` over the body limit, and problem bodies for the requests hyper refuses
+//! before any route sees them.
 //!
 //! Why not `axum::serve`: it sets no timer, so a client sending one header line a second
 //! holds its connection forever, and it has no cap, so thousands of half-open sockets take
-//! every descriptor and `/healthz` stops answering. Here, when the cap is reached a new
-//! connection takes the place of the oldest one that has no request in progress (a socket
-//! still trickling its head, or an idle keep-alive one); only when every connection is busy
-//! is the newcomer closed.
+//! every descriptor and `/healthz` stops answering. Here a connection holds its place under
+//! the cap only while it makes progress: while the server answers one of its requests, or
+//! while its request body arrives (a byte within [`Limits::body_stall`]). When the cap (or
+//! the peer's share of it) is reached, a new connection takes the place of the oldest one
+//! that makes no progress (a socket still trickling its head, an idle keep-alive one, a body
+//! that stalled); failing that, of the one reading a body whose bytes came longest ago (a
+//! flood of fresh stalled bodies from many peers); only when the server is answering a
+//! request on every connection is the newcomer closed.
+//!
+//! The body is read here, before routing, whole (it is at most [`Limits::max_body_bytes`]):
+//! so the connection loop knows when the client is the one being waited for. No tower layer
+//! does this: `tower_http`'s body timeout restarts with every frame (a byte every few
+//! seconds keeps it alive) and knows nothing of the cap.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hyper::body::Body as _;
 
 use axum::Router;
 use hyper::body::Incoming;
@@ -34,7 +50,28 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// Most header lines in one request.
     pub max_headers: usize,
+    /// Open connections at most from one peer address, and never more than a quarter of
+    /// [`Limits::max_connections`] (a connection over it takes the place of one of that
+    /// peer's that makes no progress, or is closed). Behind a reverse proxy every client is
+    /// one peer: raise the cap accordingly.
+    pub max_connections_per_peer: usize,
+    /// Largest request body: a declared `Content-Length` over it is answered 413 before the
+    /// body is read.
+    pub max_body_bytes: usize,
+    /// From a request head's end to its body's last byte.
+    pub body_read_timeout: Duration,
+    /// Bytes a second a body must average once [`Limits::body_rate_grace`] has passed.
+    pub min_body_rate: u64,
+    /// How long a body may arrive at any pace before the minimum rate applies.
+    pub body_rate_grace: Duration,
+    /// A body that has sent nothing for this long makes no progress: its connection may give
+    /// its place under the cap to a new one.
+    pub body_stall: Duration,
 }
+
+/// A connection accepted this recently gives way only after every other one that can: its
+/// request head is on its way.
+const NEW_CONNECTION_GRACE: Duration = Duration::from_millis(100);
 
 /// Descriptors kept free beside the connections (the database pool, files, the listener).
 const RESERVED_DESCRIPTORS: usize = 256;
@@ -45,7 +82,20 @@ impl Default for Limits {
             max_connections: default_max_connections(),
             header_read_timeout: Duration::from_secs(10),
             max_headers: 100,
+            max_connections_per_peer: default_max_connections() / 4,
+            max_body_bytes: crate::routes::MAX_BODY_BYTES,
+            body_read_timeout: Duration::from_secs(10),
+            min_body_rate: 1024,
+            body_rate_grace: Duration::from_secs(2),
+            body_stall: Duration::from_millis(500),
         }
+    }
+}
+
+impl Limits {
+    /// Connections one peer may hold: its own limit, at most a quarter of the cap, at least 1.
+    pub fn per_peer(&self) -> usize {
+        self.max_connections_per_peer.min(self.max_connections / 4).max(1)
     }
 }
 
@@ -61,11 +111,39 @@ pub fn default_max_connections() -> usize {
     descriptors.saturating_sub(RESERVED_DESCRIPTORS).clamp(16, 4096)
 }
 
+/// The clock progress is read on: milliseconds since the first connection.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn now_ms() -> u64 {
+    EPOCH.elapsed().as_millis() as u64
+}
+
 /// One open connection, as the cap sees it.
 struct Connection {
-    /// Requests being answered on it now.
+    peer: IpAddr,
+    /// When it was accepted ([`now_ms`]).
+    opened: u64,
+    /// Requests being answered on it now (their bodies read whole).
     busy: AtomicUsize,
+    /// A request body is being read from the client.
+    reading: AtomicBool,
+    /// When the body being read last brought bytes ([`now_ms`]).
+    last_progress: AtomicU64,
     close: Notify,
+}
+
+impl Connection {
+    /// Whether it holds its place under the cap: a request being answered, or a body whose
+    /// bytes keep coming.
+    fn progressing(&self, stall: Duration) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
+            || (self.reading.load(Ordering::Acquire)
+                && now_ms().saturating_sub(self.last_progress.load(Ordering::Acquire)) < stall.as_millis() as u64)
+    }
+
+    fn touch(&self) {
+        self.last_progress.store(now_ms(), Ordering::Release);
+    }
 }
 
 #[derive(Default)]
@@ -73,6 +151,68 @@ struct Open {
     next: u64,
     /// By age: the first is the oldest.
     connections: BTreeMap<u64, Arc<Connection>>,
+    /// Open connections per peer address.
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+impl Open {
+    /// Closes the oldest connection (of `peer`, if given) that makes no progress and is older
+    /// than `younger_spared` (a connection just accepted has had no time to send its head);
+    /// false when there is none.
+    fn evict(&mut self, peer: Option<IpAddr>, stall: Duration, younger_spared: Duration) -> bool {
+        let now = now_ms();
+        let spared = younger_spared.as_millis() as u64;
+        let Some(id) = self
+            .connections
+            .iter()
+            .find(|(_, c)| {
+                peer.is_none_or(|p| c.peer == p) && !c.progressing(stall) && now.saturating_sub(c.opened) >= spared
+            })
+            .map(|(&id, _)| id)
+        else {
+            return false;
+        };
+        if let Some(evicted) = self.remove(id) {
+            // Stores a permit, so the task closes even if it is not waiting yet.
+            evicted.close.notify_one();
+        }
+        true
+    }
+
+    /// When every connection (of `peer`, if given) makes progress: closes the one reading a
+    /// body whose bytes came longest ago (a stalled body renewed faster than
+    /// [`Limits::body_stall`] still loses to a body that keeps arriving); false when every one
+    /// is being answered.
+    fn evict_stalest_reader(&mut self, peer: Option<IpAddr>) -> bool {
+        let Some(id) = self
+            .connections
+            .iter()
+            .filter(|(_, c)| {
+                peer.is_none_or(|p| c.peer == p)
+                    && c.busy.load(Ordering::Acquire) == 0
+                    && c.reading.load(Ordering::Acquire)
+            })
+            .min_by_key(|(_, c)| c.last_progress.load(Ordering::Acquire))
+            .map(|(&id, _)| id)
+        else {
+            return false;
+        };
+        if let Some(evicted) = self.remove(id) {
+            evicted.close.notify_one();
+        }
+        true
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Arc<Connection>> {
+        let removed = self.connections.remove(&id)?;
+        if let Some(count) = self.per_peer.get_mut(&removed.peer) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_peer.remove(&removed.peer);
+            }
+        }
+        Some(removed)
+    }
 }
 
 /// The open connections, shared by the accept loop and every connection's task.
@@ -91,27 +231,151 @@ impl Tracker {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Makes room for one more under `cap`, closing the oldest connection with no request in
-    /// progress if need be; None when every open connection is busy.
-    fn admit(&self, cap: usize) -> Option<(u64, Arc<Connection>)> {
+    /// Connections open now from `peer`.
+    pub fn open_from(&self, peer: IpAddr) -> usize {
+        self.lock().per_peer.get(&peer).copied().unwrap_or(0)
+    }
+
+    /// Makes room for one more from `peer` under the limits, closing the oldest connection
+    /// (of that peer first, when it has its share) that makes no progress if need be; None
+    /// when every one that could give way makes progress.
+    fn admit(&self, limits: &Limits, peer: IpAddr) -> Option<(u64, Arc<Connection>)> {
         let mut open = self.lock();
-        if open.connections.len() >= cap {
-            let idle = open.connections.iter().find(|(_, c)| c.busy.load(Ordering::Acquire) == 0).map(|(&id, _)| id)?;
-            if let Some(evicted) = open.connections.remove(&idle) {
-                // Stores a permit, so the task closes even if it is not waiting yet.
-                evicted.close.notify_one();
-            }
+        let from_peer = open.per_peer.get(&peer).copied().unwrap_or(0);
+        // Who gives way, in order: a connection that makes no progress (not one just
+        // accepted), the body that stalled longest, then one just accepted.
+        let make_room = |open: &mut Open, peer: Option<IpAddr>| {
+            open.evict(peer, limits.body_stall, NEW_CONNECTION_GRACE)
+                || open.evict_stalest_reader(peer)
+                || open.evict(peer, limits.body_stall, Duration::ZERO)
+        };
+        if from_peer >= limits.per_peer() && !make_room(&mut open, Some(peer)) {
+            return None;
+        }
+        if open.connections.len() >= limits.max_connections && !make_room(&mut open, None) {
+            return None;
         }
         let id = open.next;
         open.next += 1;
-        let connection = Arc::new(Connection { busy: AtomicUsize::new(0), close: Notify::new() });
+        let connection = Arc::new(Connection {
+            peer,
+            opened: now_ms(),
+            busy: AtomicUsize::new(0),
+            reading: AtomicBool::new(false),
+            last_progress: AtomicU64::new(now_ms()),
+            close: Notify::new(),
+        });
         open.connections.insert(id, connection.clone());
+        *open.per_peer.entry(peer).or_default() += 1;
         Some((id, connection))
     }
 
     fn remove(&self, id: u64) {
-        self.lock().connections.remove(&id);
+        self.lock().remove(id);
     }
+}
+
+/// Marks a connection as reading a request body until dropped.
+struct Reading(Arc<Connection>);
+
+impl Reading {
+    fn new(connection: &Arc<Connection>) -> Reading {
+        connection.touch();
+        connection.reading.store(true, Ordering::Release);
+        Reading(connection.clone())
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.reading.store(false, Ordering::Release);
+    }
+}
+
+/// A refusal answered before routing, closing the connection (its body is left unread).
+fn refuse(status: StatusCode, slug: &str, detail: String) -> Response {
+    let title = status.canonical_reason().unwrap_or("Error");
+    let mut problem = crate::problem::Problem::new(status, slug, title, detail);
+    problem.request_id = Some(crate::http::next_request_id());
+    let mut response = problem.into_response();
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
+}
+
+/// The request with its body read whole, under the limits; or the refusal to answer with.
+async fn read_body(
+    request: hyper::Request<Incoming>,
+    connection: &Arc<Connection>,
+    limits: &Limits,
+) -> Result<axum::extract::Request, Response> {
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body-too-large",
+            format!("the request body is larger than {} bytes", limits.max_body_bytes),
+        )
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limits.max_body_bytes as u64) {
+        return Err(too_large());
+    }
+    let (parts, mut body) = request.into_parts();
+    if body.is_end_stream() {
+        return Ok(axum::extract::Request::from_parts(parts, axum::body::Body::empty()));
+    }
+    let _reading = Reading::new(connection);
+    let started = tokio::time::Instant::now();
+    let deadline = tokio::time::sleep_until(started + limits.body_read_timeout);
+    let mut deadline = std::pin::pin!(deadline);
+    let mut check = tokio::time::interval_at(started + limits.body_rate_grace, Duration::from_millis(250));
+    let mut bytes: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0).min(64 * 1024) as usize);
+    loop {
+        let frame = tokio::select! {
+            frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)) => frame,
+            _ = &mut deadline => {
+                return Err(refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "body-timeout",
+                    format!("the request body did not arrive within {} s", limits.body_read_timeout.as_secs_f64()),
+                ));
+            }
+            _ = check.tick() => {
+                let paced = started.elapsed().saturating_sub(limits.body_rate_grace).as_secs_f64();
+                if (bytes.len() as f64) < limits.min_body_rate as f64 * paced {
+                    return Err(refuse(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "body-too-slow",
+                        format!("the request body arrived slower than {} bytes a second", limits.min_body_rate),
+                    ));
+                }
+                continue;
+            }
+        };
+        match frame {
+            None => break,
+            Some(Err(error)) => {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    "bad-body",
+                    format!("the request body could not be read: {error}"),
+                ));
+            }
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len() + data.len() > limits.max_body_bytes {
+                        return Err(too_large());
+                    }
+                    bytes.extend_from_slice(&data);
+                    connection.touch();
+                }
+            }
+        }
+    }
+    Ok(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
 }
 
 struct Busy(Arc<Connection>);
@@ -148,7 +412,7 @@ pub async fn serve(
     let builder = Arc::new(builder);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -160,7 +424,7 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let Some((id, connection)) = tracker.admit(limits.max_connections) else {
+        let Some((id, connection)) = tracker.admit(&limits, peer.ip().to_canonical()) else {
             drop(stream);
             continue;
         };
@@ -171,10 +435,14 @@ pub async fn serve(
         tokio::spawn(async move {
             let counted = connection.clone();
             let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-                let busy = Busy::new(&counted);
-                let answer = router.clone().oneshot(request.map(axum::body::Body::new));
+                let (router, counted) = (router.clone(), counted.clone());
                 async move {
-                    let response = answer.await;
+                    let request = match read_body(request, &counted, &limits).await {
+                        Ok(request) => request,
+                        Err(refusal) => return Ok(refusal),
+                    };
+                    let busy = Busy::new(&counted);
+                    let response = router.oneshot(request).await;
                     drop(busy);
                     response
                 }

@@ -93,10 +93,42 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
         }
     }
 
+    response = markup_escaped(response).await;
     if matches!(method, axum::http::Method::GET | axum::http::Method::HEAD) && response.status() == StatusCode::OK {
         response = with_etag(response, if_none_match.as_ref()).await;
     }
     finish(response, &id, &method)
+}
+
+/// Whether a response of this type is markup a person reads (a page, the Atom feed, a
+/// Markdown export).
+fn is_markup(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    matches!(essence.as_str(), "text/html" | "application/atom+xml" | "application/xhtml+xml" | "text/markdown")
+}
+
+/// A markup answer with every control and bidi character of its text (but the line feed and
+/// the tab) written `\uXXXX`, through the one escaper (`ki_model::escape::for_markup`, as
+/// `ki` prints): the templates escape HTML, this keeps a title with ESC, BEL or CR, or a
+/// right-to-left override, from reaching a page raw, whatever template shows it.
+async fn markup_escaped(response: Response) -> Response {
+    let markup = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_markup);
+    if !markup {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_ETAG_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(error) => return Problem::internal(format!("cannot read the answer: {error}")).into_response(),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    match ki_model::escape::for_markup(&text) {
+        std::borrow::Cow::Borrowed(_) => Response::from_parts(parts, Body::from(bytes)),
+        std::borrow::Cow::Owned(escaped) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(escaped))
+        }
+    }
 }
 
 /// Reads are open to every origin (CORS, with the headers a client needs exposed); writes are

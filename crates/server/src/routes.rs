@@ -77,7 +77,9 @@ fn table() -> Routes {
             home::api_search,
         )
         .add(
-            page("/runs/{id}", "Run dossier by id, digest or short id").path_max_length(RUN_REFERENCE_CHARS),
+            page("/runs/{id}", "Run dossier by id, digest or short id (`?page=N`: its attestations' page)")
+                .path_max_length(RUN_REFERENCE_CHARS)
+                .query::<PageQuery>(),
             run::page,
         )
         .add(
@@ -106,8 +108,9 @@ fn table() -> Routes {
             exports::latest,
         )
         .add(
-            api("/api/v1/runs/{id}", "Run dossier as JSON")
+            api("/api/v1/runs/{id}", "Run dossier as JSON (`?page=N`: its attestations' page, newest first)")
                 .path_max_length(RUN_REFERENCE_CHARS)
+                .query::<PageQuery>()
                 .answers::<run::RunDossier>(),
             run::api,
         )

@@ -444,6 +444,78 @@ async fn refused_records_publish_nothing_and_leave_the_job_held(db: TestDb) {
 }
 on_both_backends!(refused_records_publish_nothing_and_leave_the_job_held);
 
+/// The outcome's run re-digested after `strip` changed its manifest: records the import's
+/// verification takes (digests and keys recomputed), so only the queue's own rule can refuse.
+fn redigested(
+    outcome: &queue::JobOutcome,
+    workload: &Map<String, Value>,
+    strip: impl Fn(&mut Map<String, Value>),
+) -> queue::JobOutcome {
+    let mut changed = outcome.clone();
+    let line = changed.lines.iter_mut().find(|line| line.table == "benchmark_runs").unwrap();
+    strip(&mut line.row);
+    let manifest = &line.row["manifest"];
+    let environment = manifest.get("environment").cloned().unwrap_or(Value::Null);
+    if let Ok(keys) = ki_model::identity::benchmark_run_keys(
+        &manifest["run"],
+        &manifest["protocol"],
+        &environment,
+        &workload["manifest"],
+    ) {
+        line.row.insert("runDigest".into(), Value::String(keys.run_digest));
+    }
+    changed
+}
+
+/// A Verified run (reproduced by KernelIndex) published through the queue must carry its
+/// environment manifest and raw samples: records that pass the import's verification but
+/// lack either are refused, nothing written, and the job stays held.
+async fn a_verified_run_without_raw_samples_or_environment_is_not_published(db: TestDb) {
+    let fixture = Fixture::new(db, 1).await;
+    let catalog = &fixture.catalog;
+    let workload_id = fixture.workloads()[0].to_string();
+    let job = catalog.enqueue(&submission(fixture.spec(&workload_id, 0))).await.unwrap().job;
+    let environment = h200("590.48.01", "13.1");
+    let worker = catalog.register_worker("test-host", &environment).await.unwrap();
+    let executor = FixtureExecutor::new(catalog.clone(), environment, Duration::ZERO);
+    let held = catalog.claim(&worker, LEASE).await.unwrap().expect("the job");
+    let good = executor.execute(&held).await.unwrap();
+    let workload = fixture_lines(1)
+        .into_iter()
+        .find(|line| line.table == "workloads" && line.id() == workload_id)
+        .map(|line| line.row)
+        .unwrap();
+    let no_samples = redigested(&good, &workload, |row| {
+        let spec = row["manifest"]["run"]["spec"].as_object_mut().unwrap();
+        spec.remove("evidence");
+        if let Some(timing) = spec.get_mut("timing").and_then(Value::as_object_mut) {
+            timing.remove("rawSamples");
+        }
+        row.insert("hasRawEvidence".into(), Value::Bool(false));
+    });
+    let runs = fixture.run_count().await;
+    let error = catalog.complete(&held.lease, &no_samples).await.unwrap_err();
+    assert!(matches!(error, QueueError::Publication { .. }), "{error}");
+    assert!(error.to_string().contains("raw samples"), "{error}");
+    let claimed = redigested(&good, &workload, |row| {
+        row.insert("hasRawEvidence".into(), Value::Bool(false));
+    });
+    let error = catalog.complete(&held.lease, &claimed).await.unwrap_err();
+    assert!(error.to_string().contains("raw samples"), "{error}");
+    let no_environment = redigested(&good, &workload, |row| {
+        row["manifest"].as_object_mut().unwrap().remove("environment");
+    });
+    let error = catalog.complete(&held.lease, &no_environment).await.unwrap_err();
+    assert!(error.to_string().contains("environment"), "{error}");
+    assert_eq!(fixture.run_count().await, runs);
+    let still = catalog.job(&job.id).await.unwrap().unwrap().job;
+    assert_eq!((still.state, still.verdict), (JobState::Running, None));
+    // With both, it is published.
+    catalog.complete(&held.lease, &good).await.unwrap();
+    assert_eq!(fixture.run_count().await, runs + 1);
+}
+on_both_backends!(a_verified_run_without_raw_samples_or_environment_is_not_published);
+
 /// A newer driver and CUDA appear on an H200 worker: the #1 Verified run of every group
 /// and its runner-up are enqueued at the re-verification priority, run by a worker in that
 /// environment and published into the new environment's groups, whose record events are

@@ -8,7 +8,7 @@ use crate::term::outln;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use ki_model::export::{ExportLine, open_export};
-use ki_model::verify::{VerifyReport, verify_export_with_progress};
+use ki_model::verify::{Verifier, VerifyReport};
 
 #[derive(Subcommand)]
 pub enum CatalogCommand {
@@ -80,45 +80,54 @@ fn progress_bar(length: u64, template: &str) -> ProgressBar {
     bar
 }
 
+/// Lines checked at a time: the verifier checks a chunk in parallel, then the chunk's rows
+/// go into the ranking's compact rows and the lines are dropped.
+const VERIFY_CHUNK: usize = 8192;
+
+/// Streams the export: each chunk of lines is verified (`Verifier`: the facts later rows
+/// refer to are kept, the rows are not) and then pushed into the ranking's compact rows
+/// without run manifests (what the ledger needs), so memory grows with those compact rows,
+/// not with the export's text or its parsed JSON.
 fn verify(path: &Path) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let reader = open_export(path)?;
-    let reading = progress_bar(reader.file_len(), "reading  {wide_bar} {bytes}/{total_bytes}");
+    let progress = progress_bar(reader.file_len(), "checking {wide_bar} {bytes}/{total_bytes}");
     let consumed = reader.progress_counter();
-    let mut lines: Vec<ExportLine> = Vec::new();
+    let mut verifier = Verifier::new();
+    let mut rows = ki_ranking::CatalogRows::without_run_manifests();
+    let mut chunk: Vec<ExportLine> = Vec::with_capacity(VERIFY_CHUNK);
+    let mut flush = |chunk: &mut Vec<ExportLine>, verifier: &mut Verifier| {
+        verifier.add(chunk);
+        for line in chunk.drain(..) {
+            rows.push(&line.table, line.row, Some(line.line as u64));
+        }
+    };
     for line in reader {
-        lines.push(line?);
-        if lines.len().is_multiple_of(1024) {
-            reading.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
+        chunk.push(line?);
+        if chunk.len() == VERIFY_CHUNK {
+            flush(&mut chunk, &mut verifier);
+            progress.set_position(consumed.load(std::sync::atomic::Ordering::Relaxed));
         }
     }
-    reading.finish_and_clear();
-    let read_seconds = started.elapsed().as_secs_f64();
-
-    let checking = progress_bar(lines.len() as u64, "checking {wide_bar} {pos}/{len} rows");
-    let report = verify_export_with_progress(&lines, |done| checking.set_position(done));
-    checking.finish_and_clear();
+    flush(&mut chunk, &mut verifier);
+    progress.finish_and_clear();
+    let report = verifier.finish();
 
     print_report(path, &report);
     outln!(
-        "{} rows, {} checks, {} mismatches in {:.2} s (read {:.2} s)",
+        "{} rows, {} checks, {} mismatches in {:.2} s",
         report.rows(),
         report.fields.iter().map(|t| t.ok + t.mismatched).sum::<u64>(),
         report.mismatches(),
         started.elapsed().as_secs_f64(),
-        read_seconds
     );
-    let ledger_clean = verify_ledger(lines);
+    let ledger_clean = verify_ledger(rows);
     Ok(if report.is_clean() && ledger_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// Recomputes the ranking-v1 record-event ledger from the export's runs and compares it
 /// with the export's `record_events`; prints the verdict and returns whether it matched.
-fn verify_ledger(lines: Vec<ExportLine>) -> bool {
-    let mut rows = ki_ranking::CatalogRows::default();
-    for line in lines {
-        rows.push(&line.table, line.row, Some(line.line as u64));
-    }
+fn verify_ledger(rows: ki_ranking::CatalogRows) -> bool {
     let index = match ki_ranking::Index::from_owned_rows(rows) {
         Ok(index) => index,
         Err(error) => {

@@ -58,11 +58,17 @@ pub fn run(command: ManifestCommand) -> anyhow::Result<ExitCode> {
     Ok(if all_valid { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// Problems printed per file: the output stays bounded whatever the input holds.
+const MAX_PROBLEMS: usize = 100;
+
 /// Problems go to stdout for `validate` (they are its report) and to stderr for `digest`
 /// (whose stdout is a digest list other tools read).
+/// At most [`MAX_PROBLEMS`] lines per file, then how many more there are.
 fn print_problems(file: &Path, problems: &[Problem], to_stderr: bool) {
-    for problem in problems {
-        let line = format!("{}: {problem}", file.display());
+    let more = problems.len().saturating_sub(MAX_PROBLEMS);
+    let lines = problems.iter().take(MAX_PROBLEMS).map(|problem| format!("{}: {problem}", file.display()));
+    let summary = (more > 0).then(|| format!("{}: … and {more} more problem(s)", file.display()));
+    for line in lines.chain(summary) {
         if to_stderr {
             errln!("{line}");
         } else {

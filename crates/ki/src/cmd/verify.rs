@@ -54,10 +54,48 @@ pub enum QueueCommand {
 
 pub fn run(command: VerifyCommand) -> Result<ExitCode> {
     match command.queue {
-        None => ki_runner::verify::verify(command.here),
+        None => {
+            if let Some(refused) = strictly_read(&command.here) {
+                return Ok(refused);
+            }
+            ki_runner::verify::verify(command.here)
+        }
         Some(QueueCommand::Worker { database, args }) => verify_queue::worker(&database.database, args),
         Some(QueueCommand::Enqueue { database, args }) => verify_queue::enqueue(&database.database, args),
         Some(QueueCommand::Status { database, args }) => verify_queue::status(&database.database, args),
         Some(QueueCommand::Reverify { database, args }) => verify_queue::reverify(&database.database, args),
     }
+}
+
+/// The Solutions and workloads file `ki verify` is given, read first with the one strict JSON
+/// reader (`ki_model::parse::parse_json`, as `ki manifest validate` refuses them: a duplicate
+/// key is refused, not resolved to its last value): `FILE[:LINE]: /pointer: reason` for each
+/// document refused and exit 1, nothing run or written; None when all read.
+fn strictly_read(args: &ki_runner::verify::VerifyArgs) -> Option<ExitCode> {
+    let mut problems = Vec::new();
+    for path in &args.solutions {
+        // A file that cannot be read is the runner's to report, as before.
+        if let Ok(bytes) = std::fs::read(path)
+            && let Err(problem) = ki_model::parse::parse_json(&bytes)
+        {
+            problems.push(format!("{}: {problem}", path.display()));
+        }
+    }
+    if let Some(path) = &args.workloads
+        && let Ok(text) = std::fs::read_to_string(path)
+    {
+        for (number, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
+            if let Err(problem) = ki_model::parse::parse_json(line.as_bytes()) {
+                problems.push(format!("{}:{}: {problem}", path.display(), number + 1));
+            }
+        }
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    for problem in &problems {
+        crate::term::errln!("{problem}");
+    }
+    crate::term::errln!("ki verify: {} document(s) refused; nothing was run or written", problems.len());
+    Some(ExitCode::from(1))
 }

@@ -13,13 +13,12 @@ use anyhow::{Context, anyhow, bail};
 use clap::{Args, ValueEnum};
 use ki_catalog::Catalog;
 use ki_catalog::queue::{
-    EnqueueOutcome, EnqueueRequest, Enqueued, FixtureExecutor, Job, JobDetail, JobQuery, JobSpec, JobState, Origin,
-    QueueSummary, Requirement, ReverifyOptions, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord,
-    WorkloadSet,
+    EnqueueOutcome, EnqueueRequest, Enqueued, Job, JobDetail, JobQuery, JobSpec, JobState, Origin, QueueSummary,
+    Requirement, ReverifyOptions, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord, WorkloadSet,
 };
 use ki_ranking::reverify::{EnvironmentFacts, Framework, Policy};
 
-use crate::term::{errln, outln};
+use crate::term::outln;
 
 /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
 #[derive(Args)]
@@ -34,6 +33,8 @@ pub struct QueueDatabase {
 pub enum ExecutorKind {
     /// The queue's test executor: re-issues catalog runs in the worker's environment and
     /// MEASURES NOTHING (for testing queues and fleets without a GPU, never for publishing).
+    /// Only in builds with the `fixture-executor` feature, which only tests enable.
+    #[cfg(feature = "fixture-executor")]
     Fixture,
     /// The verification runner: each job in a child `ki run` (a catalog implementation) or
     /// `ki verify` (a Solution) on this host's GPU.
@@ -74,6 +75,7 @@ pub struct EnvironmentArgs {
 
 impl EnvironmentArgs {
     /// The facts as given, with the GPU the fixture pretends to be when none is.
+    #[cfg(feature = "fixture-executor")]
     pub fn facts(&self) -> EnvironmentFacts {
         self.facts_over(Probe::default())
     }
@@ -165,6 +167,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub max_jobs: Option<u64>,
     /// The fixture executor's time per job, in milliseconds.
+    #[cfg(feature = "fixture-executor")]
     #[arg(long, default_value_t = 0)]
     pub fixture_delay_ms: u64,
     /// The runner executor: where each job's folder is made (default: the system's temporary folder).
@@ -343,6 +346,7 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         max_jobs: args.max_jobs,
     };
     let environment = match args.executor {
+        #[cfg(feature = "fixture-executor")]
         ExecutorKind::Fixture => args.environment.facts(),
         ExecutorKind::Runner => {
             let probe = Probe::read();
@@ -369,12 +373,13 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
             outln!("worker {} on {} ({}) started", worker.id, &host, &environment.gpu);
         }
         let report = match args.executor {
+            #[cfg(feature = "fixture-executor")]
             ExecutorKind::Fixture => {
-                errln!(
+                crate::term::errln!(
                     "ki verify --worker: the fixture executor re-issues catalog runs and measures nothing; use it only to test queues"
                 );
                 let executor =
-                    FixtureExecutor::new(catalog.clone(), environment.clone(), Duration::from_millis(args.fixture_delay_ms));
+                    ki_catalog::queue::FixtureExecutor::new(catalog.clone(), environment.clone(), Duration::from_millis(args.fixture_delay_ms));
                 ki_catalog::queue::run_worker(&catalog, &worker, &executor, &options, stop_signal(), &mut on_event)
                     .await?
             }
@@ -459,8 +464,8 @@ fn workloads_from(path: &Path) -> anyhow::Result<Vec<String>> {
             continue;
         }
         if line.starts_with('{') {
-            let value: serde_json::Value = serde_json::from_str(line)
-                .map_err(|error| anyhow!("{}:{}: invalid JSON: {error}", path.display(), number + 1))?;
+            let value = ki_model::parse::parse_json(line.as_bytes())
+                .map_err(|problem| anyhow!("{}:{}: {problem}", path.display(), number + 1))?;
             let uuid = value.pointer("/workload/uuid").or_else(|| value.get("uuid")).and_then(|uuid| uuid.as_str());
             match uuid {
                 Some(uuid) => names.push(uuid.to_string()),
@@ -483,8 +488,8 @@ pub fn enqueue(database: &str, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
         let (subject, definition) = match (&args.solution, &args.implementation) {
             (Some(path), _) => {
                 let bytes = read_bounded(path, ki_catalog::queue::MAX_SOLUTION_BYTES)?;
-                let document: serde_json::Value = serde_json::from_slice(&bytes)
-                    .map_err(|error| anyhow!("{}: invalid JSON: {error}", path.display()))?;
+                let document =
+                    ki_model::parse::parse_json(&bytes).map_err(|problem| anyhow!("{}: {problem}", path.display()))?;
                 let name = document
                     .get("name")
                     .and_then(|name| name.as_str())

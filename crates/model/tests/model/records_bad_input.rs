@@ -291,3 +291,16 @@ fn float_spelling_of_an_integer_is_accepted_and_digests_the_same() {
     let text = example("model-revision.yaml").replace("contextLength: 32768", "contextLength: 32768.5");
     assert_eq!(problems(&text)[0].pointer, "/spec/contextLength");
 }
+
+#[test]
+fn a_file_of_many_empty_documents_is_one_problem() {
+    let text = "---\n".repeat(200_000);
+    let found = problems(&text);
+    assert_eq!(found.len(), 1, "{} problems for one file of empty documents", found.len());
+    assert!(found[0].message.contains("200000 empty documents"), "{}", found[0]);
+    // An empty document beside a valid manifest is still one problem, named.
+    let mixed = format!("{}\n---\nnull\n---\nnull\n", example("operation-spec.yaml"));
+    let found = problems(&mixed);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("2 empty documents"), "{}", found[0]);
+}

@@ -431,8 +431,12 @@ impl PageQuery {
     }
 }
 
+/// A JSON body read by the one strict reader (`ki_model::parse::parse_json`: a duplicate key is
+/// refused, not resolved to its last value), then as `T`.
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Problem> {
-    serde_json::from_slice(body).map_err(|e| Problem::bad_request(format!("the body must be {what}: {e}")))
+    let document = ki_model::parse::parse_json(body)
+        .map_err(|problem| Problem::bad_request(format!("the body must be {what}: {problem}")))?;
+    serde_json::from_value(document).map_err(|e| Problem::bad_request(format!("the body must be {what}: {e}")))
 }
 
 pub fn find_run(model: &ReadModel, reference: &str) -> Result<usize, Problem> {

@@ -5,13 +5,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect};
-use axum_extra::extract::Form;
+use axum_extra::extract::{Form, Query};
 use maud::{Markup, html};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Answer, Field, Link, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
+    Answer, Field, Link, PageQuery, RunSummary, Shared, catalog_problem, code_of, field_list, find_run, hardware_label,
     html_response, json_response, layout, percent_encode, primary_display, profile_label, scalar, section, short_id,
 };
 use crate::AppState;
@@ -209,7 +209,13 @@ pub struct RunDossier {
     pub protocol: Vec<Field>,
     pub environment: Vec<Field>,
     pub artifacts: Vec<ArtifactView>,
+    /// One page of the run's attestations, newest first (`?page=N`).
     pub attestations: Vec<Attestation>,
+    /// The run's attestations in all.
+    pub attestation_count: u64,
+    /// Which page of them `attestations` is, from 1, and how many pages there are.
+    pub attestation_page: u64,
+    pub attestation_pages: u64,
     pub manifest: Value,
     pub citation: Citation,
     pub report_issue_href: String,
@@ -226,7 +232,13 @@ pub struct RunDossier {
 
 impl ReadModel {
     /// The run's dossier from its details ([`ReadModel::run_detail`]).
-    pub fn dossier(&self, run: usize, detail: RunDetail, attestations: Vec<Attestation>, base_url: &str) -> RunDossier {
+    pub fn dossier(
+        &self,
+        run: usize,
+        detail: RunDetail,
+        attestations: ki_catalog::AttestationPage,
+        base_url: &str,
+    ) -> RunDossier {
         let RunDetail { manifest, measurements } = detail;
         let row = self.run(run);
         let id = row.id.to_string();
@@ -276,7 +288,10 @@ impl ReadModel {
             protocol: protocol_fields(&manifest),
             environment: environment_fields(&manifest),
             artifacts: self.artifacts_of(&run_spec, implementation),
-            attestations,
+            attestation_count: attestations.total,
+            attestation_page: attestations.page,
+            attestation_pages: attestations.pages,
+            attestations: attestations.items,
             citation: citation(&id, &digest, &self.run_title(run), base_url, &row.observed_at.text()),
             report_issue_href: format!(
                 "https://github.com/SamMausberg/KernelIndex/issues/new?title={}",
@@ -1155,7 +1170,12 @@ pub fn render(d: &RunDossier) -> Markup {
             } } }
         }))
         (section("replications", "Replications and notes", html! {
+            @if d.attestation_count > 0 {
+                p { (d.attestation_count) " attestation" @if d.attestation_count != 1 { "s" } ", newest first"
+                    @if d.attestation_pages > 1 { " (" (d.attestations.len()) " on this page)" } "." }
+            }
             (attestation_list(&d.attestations))
+            (super::pager(&format!("/runs/{}", d.id), d.attestation_page as usize, d.attestation_pages as usize))
             p.muted { "Community attestations. They never change the evidence level; only a KernelIndex-controlled rerun does." }
             (attestation_form(&d.id))
         }))
@@ -1236,12 +1256,12 @@ fn measurement_list(rows: &[ki_ranking::rows::MeasurementRow], manifest: &Value)
 
 // ---------- runs ----------
 
-async fn dossier(state: &AppState, reference: &str) -> Result<RunDossier, Problem> {
+async fn dossier(state: &AppState, reference: &str, page: usize) -> Result<RunDossier, Problem> {
     let model = state.model();
     let run = find_run(&model, reference)?;
     let id = &*model.run(run).id.text();
     // Read from the catalog on every request: an attestation filed through any replica shows at once.
-    let attestations = state.catalog.attestations_of_run(id).await.map_err(catalog_problem)?;
+    let attestations = state.catalog.attestation_page(id, page as u64).await.map_err(catalog_problem)?;
     let detail = model.run_detail(&state.catalog, run).await.map_err(catalog_problem)?;
     let mut dossier = model.dossier(run, detail, attestations, &state.base_url);
     held_contents(&state.catalog, &model, run, &mut dossier).await.map_err(catalog_problem)?;
@@ -1306,13 +1326,17 @@ pub fn primary_series(samples: &Value) -> Option<(&'static str, Vec<f64>)> {
     None
 }
 
-pub async fn page(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(html_response(render(&dossier(&state, &id).await?)))
+pub async fn page(State(state): State<Shared>, Path(id): Path<String>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(html_response(render(&dossier(&state, &id, q.number()).await?)))
 }
 
-pub async fn api(State(state): State<Shared>, Path(id): Path<String>) -> Answer {
-    Ok(json_response(&dossier(&state, &id).await?))
+pub async fn api(State(state): State<Shared>, Path(id): Path<String>, Query(q): Query<PageQuery>) -> Answer {
+    Ok(json_response(&dossier(&state, &id, q.number()).await?))
 }
+
+/// Largest observed latency an attestation may carry: 2^53 - 1, the largest integer every
+/// JSON reader holds exactly (the OpenAPI schema's maximum).
+pub const MAX_OBSERVED_NS: u64 = 9_007_199_254_740_991;
 
 /// An attestation as the API takes it (the key goes in the `Authorization` header).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -1344,6 +1368,7 @@ async fn file_attestation(
     reference: &str,
     key: Option<&str>,
     input: AttestationInput,
+    from_form: bool,
 ) -> Result<Attestation, Problem> {
     let run_id = {
         let model = state.model();
@@ -1358,15 +1383,23 @@ async fn file_attestation(
             detail: "one of reproduced, could_not_reproduce, environment_note, regression_observed".into(),
         });
     }
+    // As the OpenAPI schema says: a JSON integer from 0 to 2^53 - 1 (the form's field, text
+    // by nature, is read as its digits).
     let observed_ns = match input.observed_ns {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
-        Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => s.trim().parse().ok(),
-        Some(_) => {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if from_form && s.trim().is_empty() => Ok(None),
+        Some(Value::Number(n)) => n.as_u64().ok_or(()).map(Some),
+        Some(Value::String(s)) if from_form => s.trim().parse::<u64>().map(Some).map_err(|_| ()),
+        Some(_) => Err(()),
+    };
+    let observed_ns = match observed_ns {
+        Ok(ns) if ns.is_none_or(|ns| ns <= MAX_OBSERVED_NS) => ns,
+        _ => {
             errors.push(FieldProblem {
                 pointer: "/observedNs".into(),
-                detail: "a whole, non-negative number of nanoseconds".into(),
+                detail: format!(
+                    "a whole, non-negative number of nanoseconds, at most {MAX_OBSERVED_NS} (a JSON integer)"
+                ),
             });
             None
         }
@@ -1403,12 +1436,25 @@ pub async fn api_attestation(
 ) -> Answer {
     let key = presented_key(&headers);
     state.catalog.authorize(key.as_deref(), Scope::Attest).await.map_err(catalog_problem)?;
-    let input: AttestationInput = serde_json::from_slice(&body)
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence != "application/json" {
+        return Err(Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "Unsupported Media Type",
+            format!("the body must be application/json, not {:?}", ki_model::escape::for_terminal_line(content_type)),
+        ));
+    }
+    // The one strict JSON reader: a duplicate key is refused, not resolved to its last value.
+    let document = ki_model::parse::parse_json(&body)
+        .map_err(|problem| Problem::bad_request(format!("the body must be a JSON attestation: {problem}")))?;
+    let input: AttestationInput = serde_json::from_value(document)
         .map_err(|e| Problem::bad_request(format!("the body must be a JSON attestation: {e}")))?;
     if input.api_key.is_some() {
         return Err(Problem::bad_request("send the API key in the Authorization header, not the body"));
     }
-    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input, false).await?;
     let mut response = (StatusCode::CREATED, json_response(&attestation)).into_response();
     if let Ok(location) = HeaderValue::from_str(&format!("/runs/{}#replications", attestation.run_id)) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -1450,6 +1496,6 @@ pub async fn form_attestation(
         note: form.note,
         api_key: None,
     };
-    let attestation = file_attestation(&state, &id, key.as_deref(), input).await?;
+    let attestation = file_attestation(&state, &id, key.as_deref(), input, true).await?;
     Ok(Redirect::to(&format!("/runs/{}#replications", attestation.run_id)).into_response())
 }

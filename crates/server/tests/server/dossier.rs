@@ -302,7 +302,12 @@ fn a_derived_reference_time_is_labelled_and_hostile_manifest_text_is_escaped() {
     manifest["environment"]["metadata"]["labels"] = serde_json::json!({"<i>sm</i>": "<img src=x>"});
     let model = ReadModel::build(rows).unwrap();
     let run = model.judgement.find_run(&id).unwrap();
-    let dossier = model.dossier(run, model.held_run_detail(run).unwrap(), Vec::new(), "http://localhost");
+    let dossier = model.dossier(
+        run,
+        model.held_run_detail(run).unwrap(),
+        ki_catalog::AttestationPage::empty(),
+        "http://localhost",
+    );
     let reference = dossier.primary.reference.as_ref().unwrap();
     assert_eq!(reference.basis, "derived");
     assert_eq!(reference.display, units::duration_ns(latency_ms * 1e6 * factor));

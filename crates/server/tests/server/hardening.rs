@@ -320,3 +320,230 @@ fn query_strings_and_forms_are_parsed_with_repeats_and_named_errors() {
     let value: Value = server.get("/api/v1/records?page=99999999999").json();
     assert_eq!(value["page"], value["pages"]);
 }
+
+/// A request whose head is whole and whose body never comes: 100 bytes declared, one sent.
+const STALLED_BODY: &[u8] =
+    b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{";
+
+/// A socket to `addr` from the loopback address `from` (127.0.0.0/8 is all this host's),
+/// so that one test can be several peers.
+fn connect_from(from: [u8; 4], addr: std::net::SocketAddr) -> std::io::Result<TcpStream> {
+    block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::from((from, 0)))?;
+        let stream = socket.connect(addr).await?.into_std()?;
+        stream.set_nonblocking(false)?;
+        Ok(stream)
+    })
+}
+
+/// `/healthz` on a connection of its own; the time to its whole answer, or None when the
+/// connection was refused, reset or not answered within a second.
+fn healthz_once(addr: std::net::SocketAddr) -> Option<Duration> {
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200").then(|| started.elapsed())
+}
+
+#[test]
+fn healthz_answers_within_100_ms_during_a_flood_of_stalled_heads_and_stalled_bodies() {
+    const CAP: usize = 64;
+    let (server, _db) = bare_server(Limits { max_connections: CAP, ..limits() });
+    let addr = server.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Three peers flood stalled bodies, a fourth stalled heads, without pause, until the end.
+    let floods: Vec<_> = (2u8..=5)
+        .map(|peer| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                let mut opened = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut socket) = connect_from([127, 0, 0, peer], addr) else { continue };
+                    let request: &[u8] =
+                        if peer == 5 { b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\n" } else { STALLED_BODY };
+                    let _ = socket.write_all(request);
+                    held.push(socket);
+                    opened += 1;
+                    if held.len() > 2000 {
+                        held.drain(..1000);
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                opened
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut times = Vec::new();
+    for _ in 0..40 {
+        times.push(healthz_once(addr));
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: Vec<usize> = floods.into_iter().map(|f| f.join().unwrap()).collect();
+    assert!(opened.iter().all(|&n| n > 200), "the flood opened too few sockets: {opened:?}");
+    let refused = times.iter().filter(|t| t.is_none()).count();
+    let slowest = times.iter().flatten().max().copied();
+    assert_eq!(refused, 0, "/healthz unanswered {refused} of {} times during the flood", times.len());
+    assert!(slowest < Some(Duration::from_millis(100)), "/healthz took {slowest:?} at worst during the flood");
+    assert!(server.tracker.open() <= CAP, "{} connections open, cap {CAP}", server.tracker.open());
+}
+
+#[test]
+fn a_declared_body_over_the_limit_is_answered_413_before_it_is_read() {
+    let (server, _db) = bare_server(limits());
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(
+            b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\n\r\n{\"operation\": \"x\"",
+        )
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "after {:?}: {answer:?}", started.elapsed());
+    assert!(answer.to_ascii_lowercase().contains("content-type: application/problem+json"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(1), "answered only after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_stalled_body_is_answered_408_at_the_minimum_rate_and_a_slow_one_at_the_deadline() {
+    let (server, _db) = bare_server(limits());
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    let started = Instant::now();
+    stream.write_all(STALLED_BODY).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "after {:?}: {answer:?}", started.elapsed());
+    assert!(answer.to_ascii_lowercase().contains("content-type: application/problem+json"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(4), "answered only after {:?}", started.elapsed());
+    // A body that keeps the minimum rate but never ends is cut at the body deadline.
+    let (server, _db) = bare_server(Limits { body_read_timeout: Duration::from_secs(3), ..limits() });
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\n\r\n")
+        .unwrap();
+    // The server answers 408 and closes with bytes unread, so the client may see a reset
+    // rather than the answer: what is held to is when the connection ends.
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < Duration::from_secs(8) {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+        if stream.write_all(&[b' '; 512]).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let elapsed = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "after {elapsed:?}: {answer:?}");
+    assert!(elapsed >= Duration::from_secs(3) && elapsed < Duration::from_secs(5), "cut after {elapsed:?}");
+}
+
+#[test]
+fn a_runs_attestations_are_paged_newest_first_with_a_count() {
+    let database = Database::sqlite();
+    let catalog = database.open();
+    let (_, secret) = block_on(catalog.create_api_key("paging-test", &[Scope::Attest], 1000)).unwrap();
+    for n in 0..120 {
+        let new = ki_catalog::NewAttestation {
+            run_id: SEED_WORKLOAD_RUN.to_string(),
+            kind: ki_catalog::AttestationKind::EnvironmentNote,
+            observed_ns: None,
+            evidence_url: None,
+            note: Some(format!("note {n}")),
+        };
+        block_on(catalog.add_attestation(Some(&secret), new)).unwrap();
+    }
+    let server = serve_rows(BUNDLED_ROWS.clone(), catalog, limits());
+    let first: Value = server.get(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}")).json();
+    assert_eq!(first["attestationCount"], 120);
+    assert_eq!((first["attestationPage"].as_u64(), first["attestationPages"].as_u64()), (Some(1), Some(3)));
+    let items = first["attestations"].as_array().unwrap();
+    assert_eq!(items.len(), 50);
+    assert_eq!(items[0]["note"], "note 119", "newest first");
+    let last: Value = server.get(&format!("/api/v1/runs/{SEED_WORKLOAD_RUN}?page=3")).json();
+    let items = last["attestations"].as_array().unwrap();
+    assert_eq!((items.len(), &items[19]["note"]), (20, &json!("note 0")));
+    let page = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}?page=2"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("120 attestations, newest first"), "no count on the page");
+    assert!(page.body.contains("note 69") && !page.body.contains("note 119"), "page 2 holds 69 down to 20");
+    assert!(page.body.contains("Page 2 of 3"));
+}
+
+/// The bundled rows with the seed run's project named with terminal and bidi controls.
+fn control_rows(name: &str) -> Vec<CatalogRow> {
+    let mut rows = hostile_rows();
+    let project_id = {
+        let names: Vec<&CatalogRow> = rows.iter().filter(|r| r.table == "projects").collect();
+        names.iter().find(|r| r.row["name"] == "<img src=x onerror=alert(1)>").unwrap().row["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for row in &mut rows {
+        if row.table == "projects" && row.row["id"] == project_id.as_str() {
+            row.row.insert("name".into(), json!(name));
+        }
+    }
+    rows
+}
+
+#[test]
+fn control_and_bidi_characters_never_reach_a_page_raw() {
+    let name = "Evil\u{1b}[2J\u{7}title\r\u{202e}desrever\u{2066}x\u{200f}\u{61c}";
+    let database = Database::sqlite();
+    let server = serve_rows(control_rows(name), database.open(), limits());
+    let raw = |c: char| c != '\n' && c != '\t' && ki_model::escape::is_control_or_bidi(c);
+    for path in [format!("/runs/{SEED_WORKLOAD_RUN}"), "/records.atom".to_string(), "/projects".to_string()] {
+        let reply = server.get(&path);
+        assert_eq!(reply.status, 200, "{path}");
+        let found: Vec<char> = reply.body.chars().filter(|&c| raw(c)).collect();
+        assert!(found.is_empty(), "{path}: raw {found:?}");
+    }
+    let page = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}"));
+    assert!(page.body.contains("Evil\\u001b[2J\\u0007title\\u000d\\u202edesrever"), "the name is not shown escaped");
+}
+
+#[test]
+fn the_attestation_api_is_as_strict_as_its_schema() {
+    let database = Database::sqlite();
+    let catalog = database.open();
+    let (_, secret) = block_on(catalog.create_api_key("strict-test", &[Scope::Attest], 100)).unwrap();
+    let server = serve_rows(BUNDLED_ROWS.clone(), catalog, limits());
+    let bearer = format!("Bearer {secret}");
+    let path = format!("/api/v1/runs/{SEED_WORKLOAD_RUN}/attestations");
+    for (content_type, body, status) in [
+        ("application/json", r#"{"kind":"reproduced","observedNs":"12"}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","observedNs":9007199254740993}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","observedNs":1.5}"#, 422),
+        ("application/json", r#"{"kind":"reproduced","kind":"could_not_reproduce"}"#, 400),
+        ("text/plain", r#"{"kind":"reproduced","observedNs":12}"#, 415),
+    ] {
+        let reply = server.post(&path, content_type, Some(&bearer), body);
+        let problem = reply.problem(status);
+        assert!(problem["detail"].is_string(), "{body}: {problem}");
+    }
+    let notes = block_on(database.open().attestations_of_run(SEED_WORKLOAD_RUN)).unwrap();
+    assert!(notes.is_empty(), "{} attestations stored from refused bodies", notes.len());
+    // The largest value the schema allows, and the charset parameter, are taken.
+    let largest = r#"{"kind":"reproduced","observedNs":9007199254740991}"#;
+    assert_eq!(server.post(&path, "application/json; charset=utf-8", Some(&bearer), largest).status, 201);
+}
