@@ -171,10 +171,12 @@ pub fn log_tail(path: &Path, bytes: usize) -> String {
     sanitize(&String::from_utf8_lossy(&text[start..]))
 }
 
-/// Control characters become spaces; runs of whitespace collapse.
+/// One line for a terminal or a table, whatever a worker or a solution wrote.
 pub fn sanitize(text: &str) -> String {
-    let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Whitespace (line breaks included) becomes one space; every other control and every bidi
+    // character is escaped by the one escaper (ki_model::escape), as `ki` does for its own lines.
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    ki_model::escape::for_terminal_line(&line).into_owned()
 }
 
 /// Process groups of builds still running, killed when the session ends (`kill_registered`).
@@ -194,5 +196,23 @@ pub fn kill_registered() {
         unsafe {
             libc::kill(-pid, libc::SIGKILL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn one_line_with_controls_and_bidi_escaped() {
+        assert_eq!(sanitize("a\n  b\tc\r\n"), "a b c");
+        let shown = sanitize("ok\u{1b}[31mred\u{7} \u{202e}evil\u{2066}");
+        assert!(
+            !shown.chars().any(|c| c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)),
+            "{shown}"
+        );
+        assert!(shown.starts_with("ok") && shown.contains("red") && shown.contains("evil"), "{shown}");
     }
 }
