@@ -16,7 +16,6 @@ probes, unanswered, p50, p99, max (ms), sockets the flood opened.
 import argparse
 import asyncio
 import socket
-import statistics
 import time
 
 HOLD = 3000
