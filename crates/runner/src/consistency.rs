@@ -170,17 +170,6 @@ pub fn below_speed_of_light(median_ns: f64, bound_ns: f64) -> bool {
     bound_ns > 0.0 && median_ns < SPEED_OF_LIGHT_MARGIN * bound_ns
 }
 
-/// The median of a sample (NaN for none).
-pub fn median(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +309,7 @@ mod tests {
 
     #[test]
     fn median_of_odd_even_and_empty_samples() {
+        use crate::stats::median;
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());

@@ -30,7 +30,7 @@ use crate::families::{self, Bound, Ceilings};
 use crate::materialize::{InputSource, WorkloadCase, read_workloads, tensor_seed, trial_seed};
 use crate::records::{self, VerifyImplementation, VerifyMachine, VerifyRows, VerifyRunFacts};
 use crate::solution::{IntakeError, Language, Solution};
-use crate::stats::{SampleSummary, summarize};
+use crate::stats::{SampleSummary, median, summarize};
 use crate::verdict::{Verdict, first_error_lines};
 use crate::worker::{Reply, Worker, log_tail, sanitize};
 
@@ -1327,16 +1327,13 @@ impl Session {
         if let Err(breach) = consistency::check_ledger(&ledger, &relayed, &plan_seeds, trials.len()) {
             return Verdict::HarnessError { reason: format!("the input-value rule cannot be vouched for: {breach}") };
         }
-        let all = |key: &str| -> Vec<f64> {
-            trials.iter().flat_map(|t| t[key].as_array().into_iter().flatten().filter_map(Value::as_f64)).collect()
-        };
-        let cupti = all("cupti_ns");
+        let cupti = samples(trials, "cupti_ns");
         let figures = Figures {
             method: if in_graph_trials == trials.len() { Method::InGraph } else { Method::Cupti },
-            primary: consistency::median(primary),
-            eager: consistency::median(&all("eager_ns")),
-            cupti: (!cupti.is_empty()).then(|| consistency::median(&cupti)),
-            activities: consistency::median(&all("kernels_per_call")),
+            primary: median(primary),
+            eager: median(&samples(trials, "eager_ns")),
+            cupti: (!cupti.is_empty()).then(|| median(&cupti)),
+            activities: median(&samples(trials, "kernels_per_call")),
             launch_overhead: answer["launch_overhead_ns"].as_f64().unwrap_or(0.0),
             sync_overhead: answer["sync_overhead_ns"].as_f64().unwrap_or(0.0),
         };
@@ -1362,16 +1359,9 @@ impl Session {
         log: String,
     ) -> RunResult {
         let trials: Vec<Value> = answer.and_then(|a| a["trials"].as_array().cloned()).unwrap_or_default();
+        // A figure every trial has (none when a trial lacks it).
         let collect = |key: &str| -> Option<Vec<f64>> {
-            if trials.is_empty() || !trials.iter().all(|t| t[key].is_array()) {
-                return None;
-            }
-            Some(
-                trials
-                    .iter()
-                    .flat_map(|t| t[key].as_array().unwrap().iter().filter_map(Value::as_f64).collect::<Vec<_>>())
-                    .collect(),
-            )
+            (!trials.is_empty() && trials.iter().all(|t| t[key].is_array())).then(|| samples(&trials, key))
         };
         // Each trial's primary figure: in-graph where its calls were captured, else CUPTI.
         let in_graph_trials = trials.iter().filter(|t| t["in_graph_ns"].is_array()).count();
@@ -1381,13 +1371,10 @@ impl Session {
             n if n == trials.len() => Some("latency_in_graph".to_string()),
             _ => Some("latency_in_graph+latency_cupti".to_string()),
         };
-        let samples_of = |t: &Value, key: &str| -> Vec<f64> {
-            t[key].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
-        };
         let primary: Vec<f64> = trials
             .iter()
             .flat_map(|t| {
-                if t["in_graph_ns"].is_array() { samples_of(t, "in_graph_ns") } else { samples_of(t, "cupti_ns") }
+                samples(std::slice::from_ref(t), if t["in_graph_ns"].is_array() { "in_graph_ns" } else { "cupti_ns" })
             })
             .collect();
         let latency = (!primary.is_empty()).then(|| summarize(&primary));
@@ -1989,6 +1976,11 @@ impl Session {
         }
         md
     }
+}
+
+/// Every trial's samples of one figure (a worker's `<figure>_ns` arrays), in trial order.
+fn samples(trials: &[Value], key: &str) -> Vec<f64> {
+    trials.iter().flat_map(|t| t[key].as_array().into_iter().flatten().filter_map(Value::as_f64)).collect()
 }
 
 /// `n` workloads spread from the smallest to the largest (by the product of their axes).
