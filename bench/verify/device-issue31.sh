@@ -11,16 +11,16 @@ CORPUS=crates/runner/tests/fixtures/verify/corpus
 mkdir -p $OUT/x; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/x/smi.txt
 bash bench/verify/smoke.sh | tail -9
 t=$(date +%s)
-timeout 330 $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
+timeout 260 $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
   --definition $CORPUS/flashinfer_trace --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/corpus > $OUT/x/corpus.log 2>&1
 echo "corpus rc=$? in $(( $(date +%s) - t )) s"
 t=$(date +%s)
-timeout 200 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
+timeout 150 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
 NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
-timeout 120 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
-timeout 120 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
+timeout 90 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
+timeout 90 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.csv > $OUT/ncu-pr221.json; tail -c 600 $OUT/x/ncu-pr221.err
 cp /tmp/corpus/runs.jsonl $OUT/corpus-runs.jsonl; cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl

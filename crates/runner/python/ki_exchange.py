@@ -2,7 +2,13 @@
 
 The solution worker copies the outputs it is asked to have checked into an exchange buffer it
 allocated with cuMemAlloc; the judge maps that buffer (cuIpcOpenMemHandle) and compares it with
-references that never enter the solution's process. Only a 64-byte handle and offsets travel.
+references that never enter the solution's process. Only a 64-byte handle, offsets and a digest of
+each copied region travel: the judge recomputes the digest on what it mapped, so bytes lost in
+transit are a harness error, never the solution's.
+
+A buffer the judge may still map is never freed: freeing exported memory before the importer
+closes it is undefined behaviour (CUDA driver API, cuIpcOpenMemHandle), so a worker that needs a
+larger exchange keeps the old one until it exits.
 """
 
 import ctypes
@@ -34,6 +40,21 @@ def _ensure_context():
         _check(_CUDA.cuDeviceGet(ctypes.byref(dev), torch.cuda.current_device()), "cuDeviceGet")
         _check(_CUDA.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
         _check(_CUDA.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+_DIGEST_CHUNK = 1 << 22
+_DIGEST_MODULUS = 65521
+
+
+def digest(region):
+    """Sum over i of byte[i] * (i mod 65521 + 1) of a 1-D uint8 CUDA tensor: equal on both sides of
+    the exchange when the judge reads what the worker wrote (a change or a shift of any byte moves it)."""
+    total = torch.zeros((), dtype=torch.int64, device=region.device)
+    for start in range(0, region.numel(), _DIGEST_CHUNK):
+        chunk = region[start:start + _DIGEST_CHUNK].to(torch.int64)
+        weights = torch.arange(start, start + chunk.numel(), dtype=torch.int64, device=region.device)
+        total += (chunk * weights.remainder_(_DIGEST_MODULUS).add_(1)).sum()
+    return int(total.item())
 
 
 class _Interface:

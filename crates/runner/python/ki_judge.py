@@ -27,9 +27,14 @@ import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ki_exchange  # noqa: E402
 import ki_inputs  # noqa: E402
 
 STATE = {"reference": None, "definition": None, "refs": {}, "plans": {}, "exchanges": {}}
+
+
+class TransportError(Exception):
+    """The exchange did not deliver what the worker wrote: the harness's failure, not the solution's."""
 
 
 def reply(obj):
@@ -164,7 +169,11 @@ def run_compare(job):
             start, nbytes = int(spec["offset"]), int(spec["nbytes"])
             if start < 0 or start + nbytes > exchange.nbytes or nbytes != ref.numel() * ref.element_size():
                 raise ValueError(f"output {name}: bytes {start}..{start + nbytes} do not fit the exchange")
-            out = exchange.tensor[start:start + nbytes].view(dtype).view(ref.shape)
+            region = exchange.tensor[start:start + nbytes]
+            if "digest" not in spec or ki_exchange.digest(region) != int(spec["digest"]):
+                raise TransportError(f"output {name} ({call['label']}): the bytes mapped from the exchange are not "
+                                     "the ones the worker copied there (digest differs)")
+            out = region.view(dtype).view(ref.shape)
             stats = compare(out, ref, atol, rtol)
             stats["name"] = name
             results.append(stats)
@@ -174,8 +183,6 @@ def run_compare(job):
 
 
 def main():
-    import ki_exchange
-
     torch.cuda.init()
     torch.empty(1, device="cuda")  # the context exists before the first job (judges start ahead)
 

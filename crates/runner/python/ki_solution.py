@@ -457,15 +457,20 @@ class Caller:
 class Exchange:
     def __init__(self):
         self.buffer = None
+        self.retired = []
         self.serial = 0
 
     def ensure(self, nbytes):
-        """Returns the exchange's announcement when a (larger) buffer had to be made."""
+        """Returns the exchange's announcement when a (larger) buffer had to be made. The old one
+        stays allocated (the judge may still map it; see ki_exchange); sizes at least double, so
+        what is kept is less than the live buffer."""
         if self.buffer is not None and self.buffer.nbytes >= nbytes:
             return None
+        size = max(nbytes, 1 << 20)
         if self.buffer is not None:
-            self.buffer.free()
-        self.buffer = ki_exchange.Exported(max(nbytes, 1 << 20))
+            size = max(size, 2 * self.buffer.nbytes)
+            self.retired.append(self.buffer)
+        self.buffer = ki_exchange.Exported(size)
         self.serial += 1
         return {"serial": self.serial, "handle": self.buffer.handle_hex, "bytes": self.buffer.nbytes}
 
@@ -487,8 +492,10 @@ def check(caller, slots, plan, label):
         specs = []
         for spec, t in zip(caller.outs, outs):
             n = t.numel() * t.element_size()
-            EXCHANGE.buffer.tensor[offset:offset + n].view(t.dtype).view(t.shape).copy_(t)
-            specs.append({"name": spec["name"], "offset": offset, "nbytes": n, "shape": list(t.shape), "dtype": spec["dtype"]})
+            region = EXCHANGE.buffer.tensor[offset:offset + n]
+            region.view(t.dtype).view(t.shape).copy_(t)
+            specs.append({"name": spec["name"], "offset": offset, "nbytes": n, "shape": list(t.shape), "dtype": spec["dtype"],
+                          "digest": ki_exchange.digest(region)})
             offset += (n + 255) // 256 * 256
         seed = caller.slots[k].seed
         caller.ledger.check(seed)
@@ -561,8 +568,9 @@ def run_trial(plan, protocol, flush, snap, ledger):
         state["next"] = i + 1
 
     threads = State()
+    record["sync_probe_ns"] = []
     record["eager_ns"] = ki_timing.eager_samples(counted, flush, 1, eager_n, first_index=2, prepare=caller.prepare,
-                                                 after=caller.count_unwritten)
+                                                 after=caller.count_unwritten, sync_probes=record["sync_probe_ns"])
     threads.after()
     integrity(snap)
     caller.assert_written("eager")
@@ -672,7 +680,7 @@ def run_workload(job, flush, snap):
 
     def answer(**fields):
         return {"final": True, "trials": trials, "seeds": ledger.report(), "launch_overhead_ns": LAUNCH_OVERHEAD_NS,
-                "sync_overhead_ns": SYNC_OVERHEAD_NS, **fields}
+                **fields}
 
     try:
         for plan in job["trials"]:
@@ -709,11 +717,7 @@ def warm(flush):
     # The profiler loads lazily: a first use after the snapshot would read as a monkey patch.
     ki_timing.cupti_samples(lambda i: y.copy_(x), flush, 2)
     LAUNCH_OVERHEAD_NS = ki_timing.launch_overhead_ns()
-    # What a call that synchronizes before returning adds to its eager time (the wake-up after the
-    # device finishes, and the end event enqueued only then): a tiny copy and a synchronize.
-    global SYNC_OVERHEAD_NS
-    probe = ki_timing.eager_samples(lambda i: (y.copy_(x), _synchronize()), flush, 1, 7)
-    SYNC_OVERHEAD_NS = sorted(probe)[len(probe) // 2]
+    ki_timing.eager_samples(lambda i: y.copy_(x), flush, 1, 2, sync_probes=[])
     torch.isnan(y).sum()
     pending_device_work_ns()
     ki_exchange.Exported(1 << 20).free()
@@ -722,7 +726,6 @@ def warm(flush):
 
 
 LAUNCH_OVERHEAD_NS = None
-SYNC_OVERHEAD_NS = None
 
 
 def main():

@@ -138,12 +138,22 @@ def launch_overhead_ns(repeats=200):
     return max(figures)
 
 
-def eager_samples(call, flush, warmups, iterations, first_index=0, prepare=_nothing, after=_nothing):
+def _sync_probe():
+    _marker()
+    _synchronize()
+
+
+def eager_samples(call, flush, warmups, iterations, first_index=0, prepare=_nothing, after=_nothing, sync_probes=None):
     """`latency_eager`: per call, prepare and flush, then start event, `call(i)`, end event, one stream.
 
     The flush keeps the device busy while the host enqueues the call, so launch latency shorter
     than the flush is hidden; a launcher slower than that leaks host time into the sample (the
-    in-graph and CUPTI figures do not). `after(i)` runs after the end event is enqueued."""
+    in-graph and CUPTI figures do not). `after(i)` runs after the end event is enqueued.
+
+    With a list as `sync_probes`, each iteration also appends, just before its call, the time
+    between events of one marker kernel and a device synchronize: what a call that synchronizes
+    before returning adds to its eager time (the host's wake-up, the end event enqueued only then),
+    measured under the same host load as the call itself."""
     index = first_index
     for _ in range(warmups):
         prepare(index)
@@ -153,7 +163,14 @@ def eager_samples(call, flush, warmups, iterations, first_index=0, prepare=_noth
         index += 1
     starts = [_Event(enable_timing=True) for _ in range(iterations)]
     ends = [_Event(enable_timing=True) for _ in range(iterations)]
+    probes = []
     for k in range(iterations):
+        if sync_probes is not None:
+            probe = (_Event(enable_timing=True), _Event(enable_timing=True))
+            _event_record(probe[0])
+            _sync_probe()
+            _event_record(probe[1])
+            probes.append(probe)
         prepare(index)
         flush()
         _event_record(starts[k])
@@ -162,6 +179,8 @@ def eager_samples(call, flush, warmups, iterations, first_index=0, prepare=_noth
         after(index)
         index += 1
     _synchronize()
+    if sync_probes is not None:
+        sync_probes.extend(_elapsed_ns(s, e) for s, e in probes)
     return [_elapsed_ns(s, e) for s, e in zip(starts, ends)]
 
 

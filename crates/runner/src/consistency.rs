@@ -32,7 +32,8 @@ pub struct Figures {
     pub activities: f64,
     /// Host time of one launch, measured by the worker before the solution was loaded.
     pub launch_overhead: f64,
-    /// What a synchronization inside a call adds to its eager time (measured the same way).
+    /// What a synchronization inside a call adds to its eager time: the median of probes timed
+    /// between events just before each eager call, under the same host load.
     pub sync_overhead: f64,
 }
 
