@@ -135,8 +135,19 @@ class Slot:
         self.set_seed(call_seed)
         self.refill()
 
-    def nbytes(self):
-        return sum(v.numel() * v.element_size() for v in self.values.values() if isinstance(v, torch.Tensor))
+
+
+def plan_nbytes(plan):
+    """Device bytes of one slot of a plan's inputs (its tensors, scalars excluded)."""
+    total = 0
+    for spec in plan["tensors"]:
+        if spec["source"] == "scalar":
+            continue
+        count = 1
+        for d in spec["shape"]:
+            count *= int(d)
+        total += count * DTYPES[spec["dtype"]].itemsize
+    return total
 
 
 def generate(plan, call_seed=None, device="cuda"):

@@ -533,7 +533,7 @@ def counts(t_call_s, protocol):
 
 
 def run_trial(plan, protocol, flush, snap, ledger):
-    slot_bytes = ki_inputs.Slot(plan).nbytes()
+    slot_bytes = ki_inputs.plan_nbytes(plan)
     k = max(2, min(protocol.get("calls_per_graph", 8), int(40e9 // max(slot_bytes, 1))))
     files = {}
     slots = [ki_inputs.Slot(plan, files=files) for _ in range(k)]

@@ -234,6 +234,9 @@ pub struct RunResult {
     pub axes: BTreeMap<String, i64>,
     pub verdict: Verdict,
     pub method: Option<String>,
+    /// Why the published figure is not the method's usual one (CUPTI's in place of the in-graph).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method_note: Option<String>,
     pub latency: Option<SampleSummary>,
     pub eager: Option<SampleSummary>,
     pub graph_replay: Option<SampleSummary>,
@@ -1310,7 +1313,8 @@ impl Session {
     }
 
     /// A passed answer held to the harness's own rules: the seed ledger (every timed call on values
-    /// of its own, the checks among them) and the consistency of its figures.
+    /// of its own, the checks among them) and the consistency of its figures. Ok(Some(why)) when
+    /// the CUPTI figure is to be published in place of the in-graph one.
     fn harness_rules(
         &self,
         answer: &Value,
@@ -1318,14 +1322,14 @@ impl Session {
         trials: &[Value],
         primary: &[f64],
         in_graph_trials: usize,
-    ) -> Verdict {
+    ) -> Result<Option<String>, Verdict> {
         use crate::consistency::{self, Figures, Finding, Ledger, Method};
         let seeds = |v: &Value| -> Vec<u64> { v.as_array().into_iter().flatten().filter_map(Value::as_u64).collect() };
         let ledger = Ledger { timed: seeds(&answer["seeds"]["timed"]), checked: seeds(&answer["seeds"]["checked"]) };
         let relayed = seeds(&answer["relayed_seeds"]);
         let plan_seeds: Vec<u64> = plans.trials.iter().filter_map(|t| t.json["seed"].as_u64()).collect();
         if let Err(breach) = consistency::check_ledger(&ledger, &relayed, &plan_seeds, trials.len()) {
-            return Verdict::HarnessError { reason: format!("the input-value rule cannot be vouched for: {breach}") };
+            return Err(Verdict::HarnessError { reason: format!("the input-value rule cannot be vouched for: {breach}") });
         }
         let cupti = samples(trials, "cupti_ns");
         let figures = Figures {
@@ -1339,10 +1343,11 @@ impl Session {
             sync_overhead: Some(samples(trials, "sync_probe_ns")).filter(|p| !p.is_empty()).map_or(0.0, |p| median(&p)),
         };
         match consistency::judge_figures(&figures) {
-            Finding::Consistent => Verdict::Passed,
-            Finding::Unmeasurable(reason) => Verdict::Unmeasurable { reason },
+            Finding::Consistent => Ok(None),
+            Finding::PublishCupti(why) => Ok(Some(why)),
+            Finding::Unmeasurable(reason) => Err(Verdict::Unmeasurable { reason }),
             Finding::GraphDivergence(reason) => {
-                Verdict::SuspectedRewardHack { check: "graph_divergence".into(), reason }
+                Err(Verdict::SuspectedRewardHack { check: "graph_divergence".into(), reason })
             }
         }
     }
@@ -1366,29 +1371,38 @@ impl Session {
         };
         // Each trial's primary figure: in-graph where its calls were captured, else CUPTI.
         let in_graph_trials = trials.iter().filter(|t| t["in_graph_ns"].is_array()).count();
-        let method = match in_graph_trials {
+        let mut method = match in_graph_trials {
             _ if trials.is_empty() => None,
             0 => Some("latency_cupti".to_string()),
             n if n == trials.len() => Some("latency_in_graph".to_string()),
             _ => Some("latency_in_graph+latency_cupti".to_string()),
         };
-        let primary: Vec<f64> = trials
+        let mut primary: Vec<f64> = trials
             .iter()
             .flat_map(|t| {
                 samples(std::slice::from_ref(t), if t["in_graph_ns"].is_array() { "in_graph_ns" } else { "cupti_ns" })
             })
             .collect();
+        let mut method_note = None;
+        let mut verdict = verdict;
+        if verdict == Verdict::Passed
+            && let Some(answer) = answer
+        {
+            match self.harness_rules(answer, plans, &trials, &primary, in_graph_trials) {
+                Ok(None) => {}
+                Ok(Some(why)) => {
+                    primary = samples(&trials, "cupti_ns");
+                    method = Some("latency_cupti".to_string());
+                    method_note = Some(why);
+                }
+                Err(refusal) => verdict = refusal,
+            }
+        }
         let latency = (!primary.is_empty()).then(|| summarize(&primary));
         let eager = collect("eager_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
         let graph_replay = collect("graph_replay_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
         let bound = plans.trials.first().map(|t| t.bound).unwrap_or_default();
         let bound_ns = bound.time_ns(&Ceilings::H200_DATASHEET);
-        let mut verdict = verdict;
-        if verdict == Verdict::Passed
-            && let Some(answer) = answer
-        {
-            verdict = self.harness_rules(answer, plans, &trials, &primary, in_graph_trials);
-        }
         if verdict == Verdict::Passed
             && let Some(l) = &latency
             && crate::consistency::below_speed_of_light(l.median, bound_ns)
@@ -1421,6 +1435,7 @@ impl Session {
             axes: plans.case.axes.clone(),
             speed_of_light_percent: latency.as_ref().filter(|_| bound_ns > 0.0).map(|l| 100.0 * bound_ns / l.median),
             method: method.filter(|_| latency.is_some()),
+            method_note,
             latency,
             eager,
             graph_replay,
@@ -1841,6 +1856,10 @@ impl Session {
             }
             if let Some(m) = &result.method {
                 labels.insert("timing_method".into(), m.clone());
+            }
+            if let Some(note) = &result.method_note {
+                // Label values are at most 200 characters (benchmark-run.v1alpha1).
+                labels.insert("timing_method_note".into(), note.chars().take(200).collect());
             }
             if let Some(d) = &result.dps {
                 labels.insert("destination_passing".into(), d.clone());
