@@ -1329,7 +1329,9 @@ impl Session {
         let relayed = seeds(&answer["relayed_seeds"]);
         let plan_seeds: Vec<u64> = plans.trials.iter().filter_map(|t| t.json["seed"].as_u64()).collect();
         if let Err(breach) = consistency::check_ledger(&ledger, &relayed, &plan_seeds, trials.len()) {
-            return Err(Verdict::HarnessError { reason: format!("the input-value rule cannot be vouched for: {breach}") });
+            return Err(Verdict::HarnessError {
+                reason: format!("the input-value rule cannot be vouched for: {breach}"),
+            });
         }
         let cupti = samples(trials, "cupti_ns");
         let figures = Figures {
