@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call of issue 31 (2026-12-04): the smoke, the corpus, the two PR-221 r4 solutions and the
-# FlashInfer decode baseline through `ki-runner verify`, the batch-64 gqa probe (probe/gqa_b64.py),
+# FlashInfer decode baseline through `ki-runner verify`,
 # then ncu kernel durations of the honest corpus and of the PR-221 solutions on the same workloads.
 # Carry .carry/verify and .whl.
 set -u -o pipefail
@@ -19,9 +19,6 @@ t=$(date +%s)
 timeout 150 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
-t=$(date +%s)
-timeout 100 python3 bench/verify/probe/gqa_b64.py /tmp/ki-builds $(ls $C/flashinfer_trace/definitions/*/gqa_paged_decode_h32_kv4_d128_ps1.json) > $OUT/probe-gqa-b64.md 2>$OUT/x/probe-gqa-b64.err
-echo "probe rc=$? in $(( $(date +%s) - t )) s"
 NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
 timeout 90 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
 timeout 90 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err

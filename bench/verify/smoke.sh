@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The verification lane's GPU smoke (issue 31): run it on the device after every change to the
 # runner's Python or timing, before anything else. One honest solution per language (python, triton,
-# cuda launching on the legacy default stream) and four cheats (rmsnorm_h4096 batch 14509, gemm M 2053), through
+# cuda launching on the legacy default stream) and five cheats (rmsnorm_h4096 batch 14509, gemm M 2053), through
 # `ki-runner verify` (the code of `ki verify`); each must get its expected verdict and, for the honest
 # ones, a median per-call time inside its window (bench/verify/smoke-expected.json). Prints a table
 # and `smoke=ok` or `smoke=FAILED`; exit 0 only when every row holds.
@@ -15,7 +15,7 @@ start=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/smoke-smi.txt
 SOLS=""
 for s in honest_torch_rmsnorm_eager honest_triton_rmsnorm honest_cuda_rmsnorm_legacy cheat_cpu_compute cheat_triton_half_grid \
-    cheat_capture_skip cheat_cuda_capture_skip; do
+    cheat_capture_skip cheat_cuda_capture_skip cheat_triton_side_stream; do
   SOLS="$SOLS $CORPUS/solutions/$s.json"
 done
 $C/ki-runner verify $SOLS --definition $CORPUS/flashinfer_trace --trials 2 --timeout 60 --jobs 4 \

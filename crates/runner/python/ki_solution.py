@@ -510,6 +510,40 @@ def check(caller, slots, plan, label):
         raise Failed(answer.get("verdict", "incorrect_numerical"), answer.get("reason", "outputs differ from the reference"))
 
 
+def check_timed(caller, slots, plan, label):
+    """`check` of outputs of timed calls. A failure is diagnosed before it is reported: were the
+    slot's inputs still what its seed says, and does a synchronized re-run on them pass? (A pass
+    there names a failure that depends on timing: a kernel racing with the work queued before it.)"""
+    try:
+        check(caller, slots, plan, label)
+    except Failed as error:
+        raise Failed(error.verdict, f"{error} [{diagnose(caller, slots, plan)}]", fatal=error.fatal) from error
+
+
+def diagnose(caller, slots, plan):
+    notes = []
+    for k in slots:
+        try:
+            _synchronize()
+            slot = caller.slots[k]
+            fresh = ki_inputs.Slot(plan)
+            fresh.fill(slot.seed)
+            changed = [n for n, t in slot.values.items() if isinstance(t, _Tensor) and not torch.equal(t, fresh.values[n])]
+            del fresh
+            caller(k)
+            _synchronize()
+            try:
+                check(caller, [k], plan, f"re-run:{k}")
+                outcome = "passed"
+            except Failed:
+                outcome = "failed again"
+            held = f"input(s) {', '.join(changed)} no longer held their seed's values" if changed else "the inputs held their seed's values"
+            notes.append(f"slot {k}: {held}; a synchronized re-run on them {outcome}")
+        except Exception as error:  # the diagnosis never hides the failure it explains
+            notes.append(f"slot {k}: not diagnosed ({type(error).__name__}: {error})"[:300])
+    return "; ".join(notes)
+
+
 def guarded(caller, i, snap, watch_pending):
     state = State()
     caller(i)
@@ -530,6 +564,13 @@ def counts(t_call_s, protocol):
     n = max(2, min(protocol.get("calls_per_graph", 8), round(protocol.get("calls_per_graph", 8) * scale)))
     replays = max(4, round(protocol.get("graph_replays", 10) * scale))
     return eager, n, replays
+
+
+def gate_ns(t_call_s):
+    """How long the CUPTI timing holds the caller's stream before each call: well past the time the
+    host took to enqueue (and return from) one call, so the closing marker is enqueued before the
+    call's work may start. A call that synchronizes inside waits for the gate to end: at most 10 ms."""
+    return min(10_000_000, max(100_000, 3 * t_call_s * 1e9))
 
 
 def run_trial(plan, protocol, flush, snap, ledger):
@@ -576,7 +617,7 @@ def run_trial(plan, protocol, flush, snap, ledger):
     caller.assert_written("eager")
     last = state["next"] - 1
     recent = [i for i in range(max(2, last - caller.k + 1), last)]
-    check(caller, sorted({last % caller.k, *[i % caller.k for i in pick(recent, 1)]}), plan, "eager")
+    check_timed(caller, sorted({last % caller.k, *[i % caller.k for i in pick(recent, 1)]}), plan, "eager")
     record["checks"] += 1
 
     # 4. latency_in_graph (capturable callables): every replay writes new values into every call's
@@ -638,7 +679,7 @@ def run_trial(plan, protocol, flush, snap, ledger):
             for i in range(n):
                 caller.count_unwritten(i)
             if r in checked:
-                check(caller, pick(range(n), 1), plan, f"in-graph-replay-{r}")
+                check_timed(caller, pick(range(n), 1), plan, f"in-graph-replay-{r}")
                 record["checks"] += 1
 
         record["in_graph_ns"] = graph.samples(replays, before=before_replay, after=after_replay)
@@ -658,15 +699,17 @@ def run_trial(plan, protocol, flush, snap, ledger):
     threads = State()
     try:
         samples, kernels = ki_timing.cupti_samples(counted, flush, eager_n, first_index=0, prepare=caller.prepare,
-                                                   after=caller.count_unwritten)
+                                                   after=caller.count_unwritten, gate_ns=gate_ns(t_call))
     except ki_windows.WindowError as error:
         raise HarnessError(f"the CUPTI record could not be cut into calls: {error}") from error
+    except ki_windows.UnorderedWork as error:
+        raise Refused("side_stream", f"work not ordered on the caller's stream: {error}") from error
     threads.after()
     record["cupti_ns"] = samples
     record["kernels_per_call"] = kernels
     caller.assert_written("cupti")
     last = state["next"] - 1
-    check(caller, [last % caller.k], plan, "cupti-last")
+    check_timed(caller, [last % caller.k], plan, "cupti-last")
     record["checks"] += 1
     integrity(snap)
     State().after()

@@ -18,8 +18,10 @@ values there and poisons its outputs.
 * `cupti_samples` -> `latency_cupti`, the primary figure for callables that cannot be captured
   (and the check of the in-graph figure for those that can): per call, the union of the device
   intervals of every kernel, copy and memset that ran between two marker kernels around the call,
-  with the device synchronized on both sides: whatever launched them (runtime or driver API,
-  Triton, an extension's own or the legacy stream). Flushes and refills run outside the markers.
+  on a quiet device: whatever launched them (runtime or driver API, Triton, an extension's own or
+  the legacy stream). Flushes and refills run outside the markers. Work the call left unordered
+  with the caller's stream (on a stream of its own, not waiting for it or not joined back) is
+  refused, whatever its timing (`ki_windows.call_windows`).
 
 The torch entry points used here are bound when this module is imported. A worker imports it
 before any code under test, so a later monkey patch of `torch.cuda.Event.elapsed_time` (or of any
@@ -56,6 +58,7 @@ _empty = torch.empty
 _zeros = torch.zeros
 _uint8 = torch.uint8
 _perf_ns = time.perf_counter_ns
+_sleep_cycles = torch.cuda._sleep
 
 
 @triton.jit
@@ -75,6 +78,24 @@ def _marker():
     ki_window_marker[(1,)](_MARKER_COUNTER)
 
 
+_GATE_CYCLES_PER_NS = None
+
+
+def _gate(ns):
+    """Holds the current stream for about `ns` (torch.cuda._sleep's spin kernel, ki_windows.GATE_NAME)."""
+    global _GATE_CYCLES_PER_NS
+    if _GATE_CYCLES_PER_NS is None:
+        # The spin counts SM clock cycles: how many make a nanosecond here, measured once.
+        _sleep_cycles(1000)
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _event_record(start)
+        _sleep_cycles(2_000_000)
+        _event_record(end)
+        _event_synchronize(end)
+        _GATE_CYCLES_PER_NS = 2_000_000 / max(_elapsed_ns(start, end), 1.0)
+    _sleep_cycles(max(1, int(ns * _GATE_CYCLES_PER_NS)))
+
+
 def bound_functions():
     """(public path, object) for every torch entry point this module bound at import."""
     return [
@@ -90,6 +111,7 @@ def bound_functions():
         ("torch.cuda.Stream", _Stream),
         ("torch.cuda.stream", _stream_context),
         ("torch.profiler.profile", _profile),
+        ("torch.cuda._sleep", _sleep_cycles),
     ]
 
 
@@ -294,11 +316,17 @@ def _device_activities(prof):
     return out
 
 
-def cupti_samples(call, flush, iterations, first_index=0, warmups=1, prepare=_nothing, after=_nothing):
+def cupti_samples(call, flush, iterations, first_index=0, warmups=1, prepare=_nothing, after=_nothing, gate_ns=100_000):
     """`latency_cupti`: per call, the device time of everything it ran (see the module docs).
 
-    Returns (busy_ns per call, activities per call). Raises ki_windows.WindowError when the record
-    cannot be cut into one window per call (a harness error, not the solution's)."""
+    Each call runs on a quiet device between an opening marker and a closing marker enqueued as soon
+    as it returns; a gate of `gate_ns` (longer than the host takes to enqueue the call) holds the
+    caller's stream after the opening marker, so work the call left on a stream of its own shows as
+    running before the gate ends (it did not wait for the caller's stream) or after the closing
+    marker starts (it was not joined back); a fence marker after a device synchronize ends the
+    window. Returns (busy_ns per call, activities per call). Raises ki_windows.WindowError when the
+    record cannot be cut into one window per call (a harness error, not the solution's), and
+    ki_windows.UnorderedWork when a call's work was not ordered on the caller's stream."""
     index = first_index
     for _ in range(warmups):
         prepare(index)
@@ -313,7 +341,9 @@ def cupti_samples(call, flush, iterations, first_index=0, warmups=1, prepare=_no
             flush()
             _synchronize()
             _marker()
+            _gate(gate_ns)
             call(index)
+            _marker()
             _synchronize()
             _marker()
             after(index)

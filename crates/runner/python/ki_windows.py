@@ -2,16 +2,25 @@
 
 * `call_windows`: the device activities of a CUPTI session cut into one window per timed call, the
   windows delimited by our marker kernels; a call's device time is the union of the intervals of
-  every kernel, copy and memset inside its window, whichever stream or API launched them.
+  every kernel, copy and memset inside its window, whichever stream or API launched them, and work
+  the call left unordered with the caller's stream is named (`UnorderedWork`).
 * `SeedLedger`: the call seeds a worker used, so the runner can see that no timed call was given
   values a solution had seen before and which calls were checked against the reference.
 """
 
 MARKER_NAME = "ki_window_marker"
+# The gate: torch.cuda._sleep's kernel, which holds the caller's stream while the host enqueues a
+# call, so work ordered after the caller's stream cannot start before the call has returned.
+GATE_NAME = "spin_kernel"
 
 
 class WindowError(Exception):
     """The activity record cannot be cut into the expected windows (a harness error)."""
+
+
+class UnorderedWork(Exception):
+    """A call ran device work that is not ordered between the caller's stream before and after it
+    (the solution's fault: its outputs race with whatever the caller does next)."""
 
 
 def union_ns(intervals):
@@ -32,29 +41,52 @@ def union_ns(intervals):
     return total
 
 
-def call_windows(activities, calls, marker=MARKER_NAME):
+def call_windows(activities, calls, marker=MARKER_NAME, gate=GATE_NAME):
     """Per call: (busy_ns, activity_count, span_ns) from (name, start_ns, end_ns) device activities.
 
-    The record holds, per call, a marker, the call's work, a marker (with device-wide
-    synchronizations between them, so nothing straddles a marker). Anything else (flushes, input
-    refills) lies outside the windows and is not counted."""
+    The record holds, per call, on the caller's stream: an opening marker, the gate, the call's
+    work, a closing marker enqueued as soon as the call returned, then (after a device-wide
+    synchronize) a fence marker. The call's work is everything from the opening marker to the
+    fence but the gate and the markers; anything else (flushes, input refills, checks) lies outside
+    and is not counted.
+
+    Raises UnorderedWork when the call's work is not ordered on the caller's stream: an activity
+    that started while the gate held the caller's stream (launched on a stream that does not wait
+    for the caller's), or that was still running when the closing marker started (left on another
+    stream, never joined back)."""
     ordered = sorted(activities, key=lambda a: (a[1], a[2]))
     marks = [a for a in ordered if marker in a[0]]
-    if len(marks) != 2 * calls:
-        raise WindowError(f"{len(marks)} marker kernels in the record, {2 * calls} expected (for {calls} calls)")
+    if len(marks) != 3 * calls:
+        raise WindowError(f"{len(marks)} marker kernels in the record, {3 * calls} expected (for {calls} calls)")
+    others = [a for a in ordered if marker not in a[0]]
     out = []
     for k in range(calls):
-        opened, closed = marks[2 * k][2], marks[2 * k + 1][1]
-        if closed < opened:
-            raise WindowError(f"call {k}: its closing marker starts before its opening marker ends")
-        inside = [(max(s, opened), min(e, closed)) for name, s, e in ordered
-                  if marker not in name and e > opened and s < closed]
-        straddling = [a for a in ordered if marker not in a[0] and (a[1] < opened < a[2] or a[1] < closed < a[2])]
+        opening, closing, fence = marks[3 * k], marks[3 * k + 1], marks[3 * k + 2]
+        if not opening[2] <= closing[1] <= fence[1]:
+            raise WindowError(f"call {k}: its markers are out of order")
+        straddling = [a for a in others if a[1] < opening[1] < a[2] or a[1] < fence[1] < a[2]]
         if straddling:
             raise WindowError(f"call {k}: {straddling[0][0][:80]} straddles a window's edge")
-        busy = union_ns(inside)
-        span = (max(e for _, e in inside) - min(s for s, _ in inside)) if inside else 0
-        out.append((busy, len(inside), span))
+        inside = [a for a in others if opening[1] <= a[1] < fence[1]]
+        gates = [a for a in inside if gate in a[0]]
+        if not gates:
+            raise WindowError(f"call {k}: no gate kernel between its markers")
+        held_until = gates[0][2]
+        if closing[1] < held_until:
+            raise WindowError(f"call {k}: its closing marker starts before the gate ends")
+        work = [a for a in inside if a is not gates[0]]
+        early = [a for a in work if a[1] < held_until]
+        if early:
+            raise UnorderedWork(f"call {k}: {early[0][0][:80]} started while the caller's stream was held before the call "
+                                "(device work on a stream that does not wait for the caller's stream)")
+        late = [a for a in work if a[2] > closing[1]]
+        if late:
+            raise UnorderedWork(f"call {k}: {late[0][0][:80]} was still running {(late[0][2] - closing[1]) / 1e3:.1f} µs after "
+                                "the caller's stream went on past the call (device work left on another stream, never "
+                                "joined back to the caller's)")
+        busy = union_ns([(s, e) for _, s, e in work])
+        span = (max(e for _, _, e in work) - min(s for _, s, _ in work)) if work else 0
+        out.append((busy, len(work), span))
     return out
 
 
