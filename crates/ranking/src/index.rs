@@ -499,24 +499,20 @@ impl Index {
 
     /// As [`Index::from_rows`], taking the rows (no copy of the manifests).
     pub fn from_owned_rows(rows: CatalogRows) -> Result<Index, RowError> {
-        let (sources, source_origins): (Vec<SourceRow>, _) = parse_table("sources", rows.sources)?;
-        let (projects, project_origins): (Vec<ProjectRow>, _) = parse_table("projects", rows.projects)?;
-        let (mut operations, operation_origins): (Vec<OperationRow>, _) = parse_table("operations", rows.operations)?;
-        let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) =
-            parse_table("operation_aliases", rows.operation_aliases)?;
-        let (mut workloads, workload_origins): (Vec<WorkloadRow>, _) = parse_table("workloads", rows.workloads)?;
+        let (sources, source_origins): (Vec<SourceRow>, _) = rows.sources.finish()?;
+        let (projects, project_origins): (Vec<ProjectRow>, _) = rows.projects.finish()?;
+        let (mut operations, operation_origins): (Vec<OperationRow>, _) = rows.operations.finish()?;
+        let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) = rows.operation_aliases.finish()?;
+        let (mut workloads, workload_origins): (Vec<WorkloadRow>, _) = rows.workloads.finish()?;
         let (mut implementations, implementation_origins): (Vec<ImplementationRow>, _) =
-            parse_table("implementations", rows.implementations)?;
+            rows.implementations.finish()?;
         // Parsed and interned as they were pushed.
         let (runs, run_origins) = rows.benchmark_runs.finish()?;
         let run_parts = rows.run_parts;
         let (measurements, measurement_origins) = rows.measurements.finish()?;
         let mut interner = rows.interner;
-        let (mut record_events, _): (Vec<RecordEventRow>, _) = parse_table("record_events", rows.record_events)?;
-        for event in &mut record_events {
-            event.intern(&mut interner);
-        }
-        let (artifacts, _): (Vec<ArtifactRow>, _) = parse_table("artifacts", rows.artifacts)?;
+        let (record_events, _): (Vec<RecordEventRow>, _) = rows.record_events.finish()?;
+        let (artifacts, _): (Vec<ArtifactRow>, _) = rows.artifacts.finish()?;
 
         let source_by_id = index_by_id("sources", sources.iter().map(|r| r.id.clone()), &source_origins)?;
         let project_by_id = index_by_id("projects", projects.iter().map(|r| r.id.clone()), &project_origins)?;

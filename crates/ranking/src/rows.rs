@@ -39,27 +39,26 @@ pub(crate) fn describe_location(table: &str, index: usize, origin: RowOrigin, id
     out
 }
 
-/// All rows the ranking reads, grouped by table, in the export's column format.
+/// All rows the ranking reads, grouped by table, each parsed into its typed row as it is
+/// pushed: a catalog streamed in is never held whole as JSON maps (kilobytes a row).
 #[derive(Debug, Clone)]
 pub struct CatalogRows {
-    pub sources: Vec<(RowOrigin, Value)>,
-    pub projects: Vec<(RowOrigin, Value)>,
-    pub operations: Vec<(RowOrigin, Value)>,
-    pub operation_aliases: Vec<(RowOrigin, Value)>,
-    pub workloads: Vec<(RowOrigin, Value)>,
-    pub implementations: Vec<(RowOrigin, Value)>,
-    /// Runs and measurements are most of a catalog's rows: they are parsed as they come, so
-    /// that a catalog streamed in is never held whole as JSON maps (kilobytes a run).
-    pub benchmark_runs: Parsed<BenchmarkRunRow>,
+    pub(crate) sources: Parsed<SourceRow>,
+    pub(crate) projects: Parsed<ProjectRow>,
+    pub(crate) operations: Parsed<OperationRow>,
+    pub(crate) operation_aliases: Parsed<OperationAliasRow>,
+    pub(crate) workloads: Parsed<WorkloadRow>,
+    pub(crate) implementations: Parsed<ImplementationRow>,
+    pub(crate) benchmark_runs: Parsed<BenchmarkRunRow>,
     /// What the index reads of each run's `manifest` column, taken as the row is pushed.
     pub(crate) run_parts: Vec<RunManifestParts>,
     /// Each run's whole manifest as compact JSON text; `None` when the caller reads manifests
     /// where the rows came from ([`CatalogRows::without_run_manifests`]).
     pub(crate) run_manifest_text: Option<Vec<Box<str>>>,
-    pub measurements: Parsed<MeasurementRow>,
+    pub(crate) measurements: Parsed<MeasurementRow>,
     pub(crate) interner: Interner,
-    pub record_events: Vec<(RowOrigin, Value)>,
-    pub artifacts: Vec<(RowOrigin, Value)>,
+    pub(crate) record_events: Parsed<RecordEventRow>,
+    pub(crate) artifacts: Parsed<ArtifactRow>,
 }
 
 /// Tables the ranking reads; serving tables belong to another part of the index.
@@ -79,19 +78,19 @@ pub const RANKING_TABLES: [&str; 10] = [
 impl Default for CatalogRows {
     fn default() -> Self {
         CatalogRows {
-            sources: Vec::new(),
-            projects: Vec::new(),
-            operations: Vec::new(),
-            operation_aliases: Vec::new(),
-            workloads: Vec::new(),
-            implementations: Vec::new(),
+            sources: Parsed::default(),
+            projects: Parsed::default(),
+            operations: Parsed::default(),
+            operation_aliases: Parsed::default(),
+            workloads: Parsed::default(),
+            implementations: Parsed::default(),
             benchmark_runs: Parsed::default(),
             run_parts: Vec::new(),
             run_manifest_text: Some(Vec::new()),
             measurements: Parsed::default(),
             interner: Interner::default(),
-            record_events: Vec::new(),
-            artifacts: Vec::new(),
+            record_events: Parsed::default(),
+            artifacts: Parsed::default(),
         }
     }
 }
@@ -169,37 +168,34 @@ impl CatalogRows {
                 return true;
             }
             "measurements" => {
-                self.measurements.push(table, origin, Value::Object(row), |m| m.intern(&mut self.interner));
-                return true;
+                self.measurements.push(table, origin, Value::Object(row), |m| m.intern(&mut self.interner))
             }
-            _ => {}
-        }
-        let target = match table {
-            "sources" => &mut self.sources,
-            "projects" => &mut self.projects,
-            "operations" => &mut self.operations,
-            "operation_aliases" => &mut self.operation_aliases,
-            "workloads" => &mut self.workloads,
-            "implementations" => &mut self.implementations,
-            "record_events" => &mut self.record_events,
-            "artifacts" => &mut self.artifacts,
+            "record_events" => {
+                self.record_events.push(table, origin, Value::Object(row), |e| e.intern(&mut self.interner))
+            }
+            "sources" => self.sources.push(table, origin, Value::Object(row), |_| {}),
+            "projects" => self.projects.push(table, origin, Value::Object(row), |_| {}),
+            "operations" => self.operations.push(table, origin, Value::Object(row), |_| {}),
+            "operation_aliases" => self.operation_aliases.push(table, origin, Value::Object(row), |_| {}),
+            "workloads" => self.workloads.push(table, origin, Value::Object(row), |_| {}),
+            "implementations" => self.implementations.push(table, origin, Value::Object(row), |_| {}),
+            "artifacts" => self.artifacts.push(table, origin, Value::Object(row), |_| {}),
             _ => return false,
-        };
-        target.push((origin, Value::Object(row)));
+        }
         true
     }
 
     pub fn len(&self) -> usize {
-        self.sources.len()
-            + self.projects.len()
-            + self.operations.len()
-            + self.operation_aliases.len()
-            + self.workloads.len()
-            + self.implementations.len()
+        self.sources.rows.len()
+            + self.projects.rows.len()
+            + self.operations.rows.len()
+            + self.operation_aliases.rows.len()
+            + self.workloads.rows.len()
+            + self.implementations.rows.len()
             + self.benchmark_runs.rows.len()
             + self.measurements.rows.len()
-            + self.record_events.len()
-            + self.artifacts.len()
+            + self.record_events.rows.len()
+            + self.artifacts.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -209,19 +205,6 @@ impl CatalogRows {
 
 /// Where each row of a table came from, and its id, for errors after parsing.
 pub(crate) type Origins = Vec<(RowOrigin, Option<String>)>;
-
-/// Deserializes every row of one table (taking the rows, so that manifests are moved,
-/// not copied), naming the first bad field.
-pub(crate) fn parse_table<T: DeserializeOwned>(
-    table: &str,
-    rows: Vec<(RowOrigin, Value)>,
-) -> Result<(Vec<T>, Origins), RowError> {
-    let mut parsed = Parsed::default();
-    for (origin, value) in rows {
-        parsed.push(table, origin, value, |_| {});
-    }
-    parsed.finish()
-}
 
 /// A table's rows parsed as they are pushed; the first bad row is kept as the error.
 #[derive(Debug, Clone)]
