@@ -327,6 +327,34 @@ pub(crate) async fn fetch_all(
     }
 }
 
+/// Whether another connection holds the SQLite write lock right now (asked without waiting;
+/// the answer may change at once, so it only decides whether to tell the user about a wait).
+async fn sqlite_writer_busy(pool: &sqlx::SqlitePool) -> bool {
+    let Ok(mut connection) = pool.acquire().await else { return false };
+    let usual = format!("PRAGMA busy_timeout = {}", SQLITE_BUSY_TIMEOUT.as_millis());
+    if sqlx::raw_sql("PRAGMA busy_timeout = 0").execute(&mut *connection).await.is_err() {
+        return false;
+    }
+    let busy = match sqlx::raw_sql("BEGIN IMMEDIATE; ROLLBACK").execute(&mut *connection).await {
+        Ok(_) => false,
+        Err(error) => is_sqlite_busy(&error),
+    };
+    if sqlx::raw_sql(sqlx::AssertSqlSafe(usual)).execute(&mut *connection).await.is_err() {
+        // A connection left without its wait must not go back to the pool.
+        connection.close_on_drop();
+    }
+    busy
+}
+
+/// SQLITE_BUSY (5) and its extended codes: another connection holds the lock.
+fn is_sqlite_busy(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
 /// A transaction or plain connection on either backend, with the operations the
 /// catalog needs.
 pub(crate) enum Session {
@@ -344,13 +372,45 @@ impl Session {
     pub(crate) async fn begin(pool: &Pool, write: bool) -> Result<Session> {
         match pool {
             Pool::Sqlite(pool) => {
-                let statement = if write { "BEGIN IMMEDIATE" } else { "BEGIN" };
-                let tx = pool.begin_with(statement).await.context(|| "cannot begin a transaction".into())?;
-                Ok(Session::Sqlite(tx))
+                if !write {
+                    let tx = pool.begin_with("BEGIN").await.context(|| "cannot begin a transaction".into())?;
+                    return Ok(Session::Sqlite(tx));
+                }
+                if sqlite_writer_busy(pool).await {
+                    // Waiting in silence looks like a hang (issue 36, finding 10): say why.
+                    tracing::warn!(
+                        "another process is writing to {}; waiting up to {} s for its write lock",
+                        pool.connect_options().get_filename().display(),
+                        SQLITE_BUSY_TIMEOUT.as_secs()
+                    );
+                }
+                match pool.begin_with("BEGIN IMMEDIATE").await {
+                    Ok(tx) => Ok(Session::Sqlite(tx)),
+                    Err(cause) if is_sqlite_busy(&cause) => Err(CatalogError::Database {
+                        context: format!(
+                            "another process held the catalog's write lock for {} s (a writer such as `ki catalog import` or `ki admin`); try again when it has finished",
+                            SQLITE_BUSY_TIMEOUT.as_secs()
+                        ),
+                        cause,
+                    }),
+                    Err(cause) => Err(CatalogError::Database { context: "cannot begin a transaction".into(), cause }),
+                }
             }
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await.context(|| "cannot begin a transaction".into())?;
                 if write {
+                    let tried = pg_io::fetch_all(
+                        &mut tx,
+                        "SELECT pg_try_advisory_xact_lock($1)",
+                        &[SqlValue::Int(Some(PG_WRITER_LOCK))],
+                        &[Storage::Bool],
+                    )
+                    .await
+                    .context(|| "cannot take the catalog writer lock".into())?;
+                    if tried.first().and_then(|row| row.first()) == Some(&SqlValue::Bool(Some(true))) {
+                        return Ok(Session::Postgres(tx));
+                    }
+                    tracing::warn!("another process is writing to this catalog; waiting for its writer lock");
                     pg_io::execute(&mut tx, "SELECT pg_advisory_xact_lock($1)", &[SqlValue::Int(Some(PG_WRITER_LOCK))])
                         .await
                         .context(|| "cannot take the catalog writer lock".into())?;

@@ -77,6 +77,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of one signal before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    term::show_library_warnings();
     let result = match cli.command {
         Command::Manifest(c) => cmd::manifest::run(c),
         Command::Catalog(c) => cmd::catalog::run(c),

@@ -41,6 +41,40 @@ fn write_to(stream: &mut impl Write, text: &str) {
     let _ = stream.flush();
 }
 
+/// Shows the warnings the libraries log through `tracing` (a wait for a catalog's write lock,
+/// a queue worker's failed claim) on standard error, sanitized like every other line.
+pub fn show_library_warnings() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_writer(|| StandardError)
+        .without_time()
+        .with_target(false)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Standard error through [`err`]: the subscriber writes one whole event per call.
+struct StandardError;
+
+impl Write for StandardError {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let event = String::from_utf8_lossy(buf);
+        // The subscriber writes " WARN message": shown as the CLI's own lines are.
+        let event = event.trim_start();
+        let line = match event.split_once(' ') {
+            Some(("WARN", message)) => format!("warning: {message}"),
+            Some(("ERROR", message)) => format!("error: {message}"),
+            _ => event.to_string(),
+        };
+        err(&line);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A line (or block of lines) on standard output, `format!` style, sanitized.
 macro_rules! outln {
     () => { $crate::term::out("") };

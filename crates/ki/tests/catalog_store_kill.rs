@@ -227,3 +227,78 @@ async fn interrupted_import_leaves_nothing() {
     interrupt(&database);
     assert!(state(&database).await == before, "the existing catalog is unchanged");
 }
+
+/// An import that finds another process writing says at once that it waits for that
+/// process's lock (it used to wait up to 60 s in silence on SQLite, and without end on
+/// PostgreSQL, which looked like a hang), and goes on when the lock is released.
+async fn an_import_waiting_for_another_writer_says_so(backend: &str) {
+    let scratch = Scratch::new(backend).await;
+    let database = scratch.url.clone();
+    Catalog::open(&database).await.unwrap().close().await;
+
+    // Another writer holding the catalog's write lock for two seconds: SQLite's own lock, or
+    // the advisory lock `ki` writers take on PostgreSQL ("kicatalg").
+    let other = OtherWriter::hold(&database).await;
+    let started = std::time::Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_ki"))
+        .args(["catalog", "import", "--database", &database])
+        .arg(shared_export())
+        .env_remove("KI_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ki runs");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    other.release().await;
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("warning: another process is writing to"), "{said}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "it waited for the lock");
+    scratch.drop_schema().await;
+}
+
+/// A connection of another process's kind holding the catalog's write lock.
+enum OtherWriter {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl OtherWriter {
+    async fn hold(url: &str) -> OtherWriter {
+        use sqlx::Connection;
+        if url.starts_with("sqlite:") {
+            let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
+            sqlx::raw_sql("BEGIN IMMEDIATE").execute(&mut connection).await.unwrap();
+            OtherWriter::Sqlite(connection)
+        } else {
+            let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::raw_sql("BEGIN; SELECT pg_advisory_xact_lock(7739826704828427367)")
+                .execute(&mut connection)
+                .await
+                .unwrap();
+            OtherWriter::Postgres(connection)
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            OtherWriter::Sqlite(mut connection) => {
+                sqlx::raw_sql("ROLLBACK").execute(&mut connection).await.unwrap();
+            }
+            OtherWriter::Postgres(mut connection) => {
+                sqlx::raw_sql("ROLLBACK").execute(&mut connection).await.unwrap();
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_import_waiting_for_another_writer_says_so() {
+    an_import_waiting_for_another_writer_says_so("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_import_waiting_for_another_writer_says_so() {
+    an_import_waiting_for_another_writer_says_so("postgres").await;
+}
