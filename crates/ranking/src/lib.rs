@@ -7,6 +7,7 @@
 
 pub mod feed;
 pub mod index;
+pub mod lead;
 pub mod ledger;
 pub mod licence;
 pub mod query;
@@ -15,6 +16,7 @@ pub mod resolve;
 pub mod reverify;
 pub mod rows;
 pub mod time;
+pub mod understand;
 pub mod views;
 
 pub use index::{Cohort, Deployability, DeployabilityReason, Index, LookupError, RankedEntry, RunFacts};

@@ -49,10 +49,14 @@ pub enum Filter {
     Language,
     /// Whether the implementation can be installed (`installable:yes`).
     Installable,
+    /// The implementation's project, by name or slug (`project:flashinfer`).
+    Project,
+    /// A word of the implementation's slug (`implementation:triton`).
+    Implementation,
 }
 
 impl Filter {
-    pub const ALL: [Filter; 10] = [
+    pub const ALL: [Filter; 12] = [
         Filter::Gpu,
         Filter::Dtype,
         Filter::Arch,
@@ -63,6 +67,8 @@ impl Filter {
         Filter::License,
         Filter::Language,
         Filter::Installable,
+        Filter::Project,
+        Filter::Implementation,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +83,8 @@ impl Filter {
             Filter::License => "license",
             Filter::Language => "language",
             Filter::Installable => "installable",
+            Filter::Project => "project",
+            Filter::Implementation => "implementation",
         }
     }
 

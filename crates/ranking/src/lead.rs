@@ -1,0 +1,133 @@
+//! What a search's answer leads with (issue 34): of the comparison groups resolve found for the
+//! query's operation, GPU and workload, those whose runs pass the query's evidence filters
+//! (`trust:verified`, a project, a licence, …), each group's leaders taken from the runs that
+//! pass; groups with a verified run first, then the most-run; and when the workload asked was
+//! never measured, the nearest measured workload, saying which axis differs. The leader is the
+//! first group's fastest verified run, else its #1. Pure: the caller says which runs pass.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::index::Index;
+use crate::resolve::{DEFAULT_TOP_RUNS, ResolveResponse};
+use crate::views::{CohortView, RunSummary};
+
+/// An axis whose measured value differs from the one the query asked.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AxisDifference {
+    pub axis: String,
+    pub asked: Value,
+    pub measured: Value,
+}
+
+/// The head of a search's answer.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Lead {
+    /// The first group's fastest verified run, else its #1 (among the runs that pass).
+    pub leader: Option<RunSummary>,
+    /// The first group's fastest run whatever its evidence, when it is not the leader.
+    pub fastest: Option<RunSummary>,
+    /// The first group's best deployable run.
+    pub best_deployable: Option<RunSummary>,
+    /// Empty when the groups measured the workload asked; else the axes of the nearest
+    /// measured workload that differ from it.
+    pub differs: Vec<AxisDifference>,
+}
+
+impl Index {
+    /// A group's view with its leaders taken from the runs `keep` passes; None when no eligible
+    /// run passes.
+    fn kept_view(&self, view: &CohortView, keep: &dyn Fn(usize) -> bool) -> Option<CohortView> {
+        let cohort = *self.cohort_by_key.get(view.comparison_key.as_str())?;
+        let ranking = &self.cohorts[cohort].ranking;
+        let passing: Vec<usize> = ranking.iter().map(|e| e.run).filter(|&run| keep(run)).collect();
+        let first = *passing.first()?;
+        let first_rank = self.facts[first].rank();
+        let mut shaped = view.clone();
+        shaped.fastest = passing
+            .iter()
+            .enumerate()
+            .take_while(|(at, run)| *at < DEFAULT_TOP_RUNS || self.facts[**run].rank() == first_rank)
+            .map(|(_, &run)| self.run_summary(run))
+            .collect();
+        shaped.best_verified =
+            passing.iter().find(|&&run| self.facts[run].trust.is_verified()).map(|&run| self.run_summary(run));
+        shaped.best_deployable =
+            passing.iter().find(|&&run| self.facts[run].deployability.deployable).map(|&run| self.run_summary(run));
+        shaped.eligible_runs = passing.len();
+        Some(shaped)
+    }
+
+    /// The groups that pass, verified first, then the most eligible runs, then by GPU and key.
+    fn lead_groups(
+        &self,
+        views: Vec<CohortView>,
+        keep: Option<&dyn Fn(usize) -> bool>,
+        limit: usize,
+    ) -> (Vec<CohortView>, usize) {
+        let mut kept: Vec<CohortView> = match keep {
+            Some(keep) => views.iter().filter_map(|v| self.kept_view(v, keep)).collect(),
+            None => views,
+        };
+        kept.sort_by(|a, b| {
+            b.best_verified
+                .is_some()
+                .cmp(&a.best_verified.is_some())
+                .then(b.eligible_runs.cmp(&a.eligible_runs))
+                .then(a.hardware.cmp(&b.hardware))
+                .then(a.comparison_key.cmp(&b.comparison_key))
+        });
+        let omitted = kept.len().saturating_sub(limit);
+        kept.truncate(limit);
+        (kept, omitted)
+    }
+
+    /// Shapes a resolve answer (asked with a `limit` of as many groups as may be filtered out)
+    /// into what a search leads with, listing at most `limit` groups; `keep` tells the runs that
+    /// pass the query's evidence filters (None: every run). When the workload asked was never
+    /// measured, the nearest measured case (the smallest relative difference; below on a tie)
+    /// becomes the answer's groups and [`Lead::differs`] names its axis.
+    pub fn lead(&self, response: &mut ResolveResponse, keep: Option<&dyn Fn(usize) -> bool>, limit: usize) -> Lead {
+        let omitted_before = response.omitted_cohorts;
+        let (cohorts, omitted) = self.lead_groups(std::mem::take(&mut response.cohorts), keep, limit);
+        response.cohorts = cohorts;
+        response.omitted_cohorts = omitted + omitted_before;
+        for case in &mut response.nearest {
+            case.cohorts = self.lead_groups(std::mem::take(&mut case.cohorts), keep, limit).0;
+        }
+        response.nearest.retain(|case| !case.cohorts.is_empty());
+        let mut lead = Lead::default();
+        if response.cohorts.is_empty() {
+            let distance = |asked: &Value, measured: &Value| match (asked.as_f64(), measured.as_f64()) {
+                (Some(a), Some(m)) if a != 0.0 => ((m - a) / a).abs(),
+                (Some(a), Some(m)) => (m - a).abs(),
+                _ => f64::INFINITY,
+            };
+            let nearest = response
+                .nearest
+                .iter()
+                .enumerate()
+                .min_by(|(i, a), (j, b)| {
+                    distance(&a.requested, &a.measured).total_cmp(&distance(&b.requested, &b.measured)).then(i.cmp(j))
+                })
+                .map(|(i, _)| i);
+            if let Some(case) = nearest.map(|i| &response.nearest[i]) {
+                lead.differs.push(AxisDifference {
+                    axis: case.axis.clone(),
+                    asked: case.requested.clone(),
+                    measured: case.measured.clone(),
+                });
+                response.cohorts = case.cohorts.clone();
+            }
+        }
+        if let Some(first) = response.cohorts.first() {
+            lead.leader = first.best_verified.clone().or_else(|| first.fastest.first().cloned());
+            let fastest = first.fastest.first().cloned();
+            lead.fastest = fastest.filter(|f| lead.leader.as_ref().is_none_or(|l| l.run_id != f.run_id));
+            lead.best_deployable = first.best_deployable.clone();
+        }
+        lead
+    }
+}
