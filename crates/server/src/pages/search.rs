@@ -1,18 +1,25 @@
-//! Search (`/?q=` and `GET /api/v1/search`, and `ki search` through the same function): the
-//! query grammar of `ki_ranking::query` (words, `filter:value`, `axis=N`). The catalog's search
-//! index (`Catalog::search`: SQLite FTS5, PostgreSQL pg_trgm) finds the entries whose text holds
-//! every word; the read model holds each entry's runs, which the filters test, and scores them.
-//! The answer leads with the ranked answer for the best-matching operation (and the workload
-//! its axes name: exact, the groups to choose from, or the nearest measured cases), then the
-//! records a run id, prefix, digest or external id names, then operations, implementations,
-//! projects and GPUs with their run counts and GPUs, scored: whole-word and exact-name matches
-//! first, then the most-run. A word that matches nothing gets "did you mean".
+//! Search (`/?q=` and `GET /api/v1/search`, and `ki search` through the same function): plain
+//! words read by `ki_ranking::understand` against the read model's lexicon (GPU names and
+//! aliases, models in any spelling, dtypes, loose axes, projects, implementations and trust
+//! words become filters, each shown as a chip; typos are corrected word by word against the
+//! whole lexicon; what matches nothing is named), on top of the grammar of
+//! `ki_ranking::query` (`filter:value`, `axis=N`). The catalog's search index (`Catalog::search`:
+//! SQLite FTS5, PostgreSQL pg_trgm) finds the entries whose text holds every operation word (or
+//! one of the common names it stands for); the read model holds each entry's runs, which the
+//! filters test, and scores them. The answer leads with the ranked answer for the best-matching
+//! operation, GPU and workload (`ki_ranking::lead`: groups with verified runs first, the
+//! evidence filters applied to the groups' runs, the nearest measured workload when the one
+//! asked was not measured), then the records a run id, prefix, digest or external id names,
+//! then operations, implementations, projects and GPUs with their run counts and GPUs, scored:
+//! whole-word and exact-name matches first, then the most-run.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ki_catalog::{Catalog, CatalogError};
-use ki_ranking::query::{Filter, SearchRequest, dtype_short, edit_distance_within, parse_search};
+use ki_ranking::lead::Lead;
+use ki_ranking::query::{Filter, SearchRequest, dtype_short};
+use ki_ranking::understand::{Lexicon, LexiconParts, OperationNames, Understood, axis_for, understand};
 use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
 use maud::{Markup, html};
 use serde::Serialize;
@@ -24,20 +31,43 @@ use crate::model::{ReadModel, SearchEntry, slugify, text};
 #[serde(rename_all = "camelCase")]
 pub struct SearchAnswer<'a> {
     pub query: String,
-    /// The query as the grammar read it (with notes on what it could not use).
+    /// The query as the grammar and the lexicon read it (with notes on what it could not use).
     pub request: SearchRequest,
-    /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU:
-    /// resolve's answer, ten comparison groups (`omittedCohorts` counts the rest).
+    /// What the words were read as: operation terms, filter and axis chips, unknown words,
+    /// corrections.
+    pub understood: Understood,
+    /// The ranked answer for the best-matching operation, under the query's axes, dtypes and GPU,
+    /// shaped by `ki_ranking::lead` (verified groups first, the evidence filters applied), ten
+    /// comparison groups (`omittedCohorts` counts the rest).
     pub answer: Option<ResolveResponse>,
+    /// The head of the answer: its leader (the first group's fastest verified run, else its #1),
+    /// the best deployable run, and the axes of the nearest workload that differ from those asked.
+    pub lead: Option<Lead>,
     /// Runs the query names by id, id prefix, digest or external id.
     pub records: Vec<RunHit>,
     /// Best match first.
     pub results: Vec<&'a SearchEntry>,
     /// Results before the limit.
     pub total: usize,
-    /// The query with unknown words replaced by the nearest known ones, when that finds more.
+    /// The query with every misspelt word corrected (the results are the corrected query's).
     pub did_you_mean: Option<String>,
+    /// What the page says when the query asks nothing it can answer (empty, only unknown words).
+    pub message: Option<String>,
+    /// When nothing matches: the filters whose removal finds something, with the results then.
+    pub without_filter: Vec<Relaxed>,
 }
+
+/// A filter of a query that matched nothing, and what the query finds without it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Relaxed {
+    pub chip: ki_ranking::understand::Chip,
+    /// Results of the query without it.
+    pub results: usize,
+}
+
+/// Filters tried one by one when a query matches nothing.
+const MAX_RELAXED: usize = 4;
 
 /// A run the query names directly.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -51,13 +81,17 @@ pub struct RunHit {
     pub href: String,
 }
 
-/// Each query word's search entries (indexes into [`crate::model::Tables::search`], ascending)
-/// as the catalog's search index found them: a word is looked up in the database once per read
-/// model, and a query takes the entries all its words found. A new model (after any write)
-/// starts empty, so the lists never outlive the entries they point at. Bounded: emptied when it
-/// holds too many words or entries.
+/// What the search keeps per read model: each query word's search entries (indexes into
+/// [`crate::model::Tables::search`], ascending) as the catalog's search index found them (a
+/// word is looked up in the database once per read model, and a query takes the entries all its
+/// words found), and the [`Lexicon`] the words are read with, built on first use. A new model
+/// (after any write) starts empty, so neither outlives the entries and names it was made from.
+/// Bounded: the word lists are emptied when they hold too many words or entries.
 #[derive(Debug, Default)]
-pub struct WordMatches(std::sync::Mutex<HashMap<String, Arc<[u32]>>>);
+pub struct WordMatches {
+    words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
+    lexicon: OnceLock<Lexicon>,
+}
 
 /// Most words and most entries (over all words) [`WordMatches`] holds: a few MiB at most.
 const MAX_CACHED_WORDS: usize = 4096;
@@ -65,11 +99,11 @@ const MAX_CACHED_ENTRIES: usize = 1 << 20;
 
 impl WordMatches {
     fn get(&self, word: &str) -> Option<Arc<[u32]>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(word).cloned()
+        self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(word).cloned()
     }
 
     fn insert(&self, word: &str, entries: Arc<[u32]>) {
-        let mut words = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut words = self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let held: usize = words.values().map(|e| e.len()).sum();
         if words.len() >= MAX_CACHED_WORDS || held + entries.len() > MAX_CACHED_ENTRIES {
             words.clear();
@@ -101,37 +135,46 @@ fn contains(have: &str, wanted: &str) -> bool {
     have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
 }
 
-/// What the `gpu:` and `source:` filters name, found once per query: GPU models and source ids.
+/// What the `gpu:`, `source:` and `project:` filters name, found once per query: GPU models,
+/// source ids and project ids.
 struct KnownMatches<'a> {
     gpus: Option<HashSet<&'a str>>,
     sources: Option<HashSet<&'a str>>,
+    projects: Option<HashSet<&'a str>>,
 }
 
-/// The query's words as an entry's score reads them.
+/// The query's operation terms as an entry's score reads them: each term is a word and the
+/// common names it stands for, any one of which the entry's text must hold.
 struct Words<'a> {
-    words: &'a [String],
-    /// The words as one name: lower-cased, `_` and `-` as spaces.
+    terms: &'a [Vec<String>],
+    /// The terms' first words as one name: lower-cased, `_` and `-` as spaces.
     phrase: String,
 }
 
 impl<'a> Words<'a> {
-    fn new(words: &'a [String]) -> Words<'a> {
-        Words { words, phrase: words.join(" ").replace(['_', '-'], " ") }
+    fn new(terms: &'a [Vec<String>]) -> Words<'a> {
+        let first: Vec<&str> = terms.iter().filter_map(|t| t.first()).map(String::as_str).collect();
+        Words { terms, phrase: first.join(" ").replace(['_', '-'], " ") }
     }
 
-    /// How well an entry's text matches the words: 3 per whole word, 1 per part of a word, 20
-    /// more when the words are exactly one of its names; None when a word is missing.
+    /// How well an entry's text matches the terms: 3 per whole word, 1 per part of a word (the
+    /// best of a term's alternatives), 20 more when the words are exactly one of its names, 2
+    /// when one of its names starts with them; None when a term is missing.
     fn score(&self, entry: &SearchEntry) -> Option<u32> {
-        // Most entries miss a word: test that before splitting the text into words.
-        if !self.words.iter().all(|w| entry.haystack.contains(w.as_str())) {
-            return None;
-        }
         let mut score = 0;
-        for word in self.words {
-            score += if whole_word_in(&entry.haystack, word) { 3 } else { 1 };
+        for term in self.terms {
+            // Most entries miss a word: test that before splitting the text into words.
+            let found = term.iter().filter(|w| entry.haystack.contains(w.as_str()));
+            score += found.map(|w| if whole_word_in(&entry.haystack, w) { 3 } else { 1 }).max()?;
         }
-        if !self.words.is_empty() && entry.names.contains(&self.phrase) {
+        if !self.terms.is_empty() && entry.names.contains(&self.phrase) {
             score += 20;
+        } else if !self.terms.is_empty()
+            && entry.names.iter().any(|n| n.strip_prefix(&self.phrase).is_some_and(|rest| rest.starts_with(' ')))
+        {
+            // A name that starts with the words (`rmsnorm` in `rmsnorm h7168`, not in
+            // `fused add rmsnorm h7168`) is closer than one that only holds them.
+            score += 2;
         }
         Some(score)
     }
@@ -162,6 +205,29 @@ impl ReadModel {
                 .filter(|name| request.values(Filter::Gpu).all(|g| contains(name, g)))
                 .collect()
         });
+        let projects = named(Filter::Project).then(|| {
+            let projects = &self.judgement.projects;
+            let exact = |p: &ki_ranking::rows::ProjectRow, wanted: &str| {
+                p.name.eq_ignore_ascii_case(wanted) || p.slug.eq_ignore_ascii_case(wanted)
+            };
+            // A project named exactly as asked is that project; else every project whose name holds it.
+            request
+                .values(Filter::Project)
+                .map(|wanted| -> HashSet<&str> {
+                    let exactly: HashSet<&str> =
+                        projects.iter().filter(|p| exact(p, wanted)).map(|p| p.id.as_str()).collect();
+                    if !exactly.is_empty() {
+                        return exactly;
+                    }
+                    projects
+                        .iter()
+                        .filter(|p| contains(&p.name, wanted) || contains(&p.slug, wanted))
+                        .map(|p| p.id.as_str())
+                        .collect()
+                })
+                .reduce(|a, b| a.intersection(&b).copied().collect())
+                .unwrap_or_default()
+        });
         let sources = named(Filter::Source).then(|| {
             self.sources
                 .rows
@@ -174,7 +240,7 @@ impl ReadModel {
                 .map(|src| text(src, "id"))
                 .collect()
         });
-        KnownMatches { gpus, sources }
+        KnownMatches { gpus, sources, projects }
     }
 
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
@@ -204,8 +270,10 @@ impl ReadModel {
             && all(Filter::Installable, &|yes| row.installable == matches!(yes, "yes" | "true" | "1"))
             && all(Filter::Dtype, &|d| {
                 let wanted = dtype_short(d);
-                index.workload_of(run).dtypes.iter().any(|x| dtype_short(x) == wanted)
+                index.workload_of(run).dtypes.iter().any(|x| dtype_short(x).starts_with(&wanted))
             })
+            && known.projects.as_ref().is_none_or(|projects| projects.contains(index.project_of(run).id.as_str()))
+            && all(Filter::Implementation, &|i| index.implementation_of(run).slug.to_lowercase().contains(i))
     }
 
     /// An entry passes the query's filters: its own (family, model) and, when the query has
@@ -239,8 +307,8 @@ impl ReadModel {
         !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r as usize, request, known))
     }
 
-    /// Whether an operation has every axis of the query at its value: a constant axis of that
-    /// value, or a variable one some workload of it was measured at.
+    /// Whether an operation has every axis of the query (as it spells it, `axis_for`) at its
+    /// value: a constant axis of that value, or a variable one some workload of it was measured at.
     fn fits_axes(&self, op: usize, request: &SearchRequest) -> bool {
         let row = &self.operations.rows[op];
         let Some(axes) = row.get("manifest").and_then(|m| crate::model::pointer(m, &["spec", "axes"])) else {
@@ -250,7 +318,11 @@ impl ReadModel {
             (Some(x), Some(y)) => x == y,
             _ => a == b,
         };
+        let names: Vec<&str> = axes.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
         request.axes.iter().all(|(name, wanted)| {
+            // The query's axis as this operation spells it (`batch_size` is its `batch`).
+            let Some(name) = axis_for(name, &names) else { return false };
+            let name = name.as_str();
             let Some(axis) = axes.get(name) else { return false };
             if let Some(value) = axis.get("value") {
                 return same(value, wanted);
@@ -263,10 +335,10 @@ impl ReadModel {
     }
 
     /// Runs named by id (or prefix), digest or external id.
-    fn run_hits(&self, request: &SearchRequest) -> Vec<RunHit> {
+    fn run_hits(&self, words: &[String]) -> Vec<RunHit> {
         let mut hits = Vec::new();
         let mut seen = BTreeSet::new();
-        for word in &request.words {
+        for word in words {
             let mut found: Vec<(usize, &str)> = Vec::new();
             match self.judgement.find_run(word) {
                 Ok(run) => {
@@ -299,7 +371,7 @@ impl ReadModel {
         hits
     }
 
-    /// The entries the catalog's search index finds for the words that pass the filters, best
+    /// The entries the catalog's search index finds for the terms that pass the filters, best
     /// first: by score (10 more for an operation that fits the axes), operations first, then
     /// the most-run, then by label. An entry the read model does not hold (a row written after
     /// it was built) waits for the next build.
@@ -307,15 +379,23 @@ impl ReadModel {
         &self,
         catalog: &Catalog,
         request: &SearchRequest,
+        terms: &[Vec<String>],
     ) -> Result<Vec<(u32, &SearchEntry)>, CatalogError> {
         let known = self.known_matches(request);
-        let words = Words::new(&request.words);
-        let found: Vec<u32> = if request.words.is_empty() {
+        let words = Words::new(terms);
+        let found: Vec<u32> = if terms.is_empty() {
             (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).collect()
         } else {
-            let mut lists = Vec::with_capacity(request.words.len());
-            for word in &request.words {
-                lists.push(self.word_entries(catalog, word).await?);
+            let mut lists = Vec::with_capacity(terms.len());
+            for term in terms {
+                // A term's entries: those any of its words found.
+                let mut entries: Vec<u32> = Vec::new();
+                for word in term {
+                    entries.extend(self.word_entries(catalog, word).await?.iter().copied());
+                }
+                entries.sort_unstable();
+                entries.dedup();
+                lists.push(Arc::from(entries));
             }
             common_entries(lists)
         };
@@ -358,44 +438,136 @@ impl ReadModel {
         Ok(entries)
     }
 
+    /// The lexicon the query's words are read with: the catalog's names, gathered once per read
+    /// model (operations with their aliases, families, `model:` tags and axes; GPUs; projects;
+    /// implementations; languages).
+    pub fn lexicon(&self) -> &Lexicon {
+        self.search_matches.lexicon.get_or_init(|| {
+            let index = &self.judgement;
+            let tags: Vec<Vec<&str>> = self
+                .operations
+                .rows
+                .iter()
+                .map(|row| {
+                    let tags = row.get("tags").and_then(serde_json::Value::as_array);
+                    tags.into_iter().flatten().filter_map(|t| t.as_str()?.strip_prefix("model:")).collect()
+                })
+                .collect();
+            let operations = self
+                .operations
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(op, row)| OperationNames {
+                    name: text(row, "name"),
+                    slug: text(row, "slug"),
+                    family: text(row, "family"),
+                    aliases: self.aliases_by_operation.get(&op).into_iter().flatten().map(String::as_str).collect(),
+                    models: tags[op].clone(),
+                    axes: operation_axes(row).map(|axes| axes.keys().map(String::as_str).collect()).unwrap_or_default(),
+                })
+                .collect();
+            let languages: BTreeSet<&str> =
+                index.implementations.iter().filter_map(|i| i.language.as_deref()).collect();
+            Lexicon::new(&LexiconParts {
+                operations,
+                gpus: self.runs_by_gpu.iter().map(|(gpu, _)| gpu.as_str()).collect(),
+                projects: index.projects.iter().map(|p| (p.name.as_str(), p.slug.as_str())).collect(),
+                implementations: index.implementations.iter().map(|i| i.slug.as_str()).collect(),
+                languages: languages.into_iter().collect(),
+            })
+        })
+    }
+
     /// The one search: what `/`, `/api/v1/search`, `ki search` and the MCP tool answer. The
-    /// catalog's search index finds the words; the read model filters, scores and ranks.
+    /// lexicon reads the words; the catalog's search index finds the operation words; the read
+    /// model filters, scores and ranks, and the ranking shapes the answer it leads with.
     pub async fn search_answer(
         &self,
         catalog: &Catalog,
         query: &str,
         limit: usize,
     ) -> Result<SearchAnswer<'_>, CatalogError> {
-        let request = parse_search(query);
-        let records = self.run_hits(&request);
-        let ranked = if request.words.is_empty() && request.filters.is_empty() {
-            Vec::new()
-        } else {
-            self.ranked_entries(catalog, &request).await?
-        };
+        let understood = understand(query, self.lexicon());
+        let request = understood.request.clone();
+        let records = self.run_hits(&understood.identifiers);
+        let asks = !understood.terms.is_empty() || !request.filters.is_empty();
+        let ranked = if asks { self.ranked_entries(catalog, &request, &understood.terms).await? } else { Vec::new() };
         // The best-ranked operation with runs (ranking already puts operations that fit the axes first).
-        let answer = ranked
-            .iter()
-            .find(|(_, e)| e.kind == "operation" && e.runs > 0)
-            .and_then(|(_, e)| e.operation)
-            // The answer leads the results; the whole list is the resolve form's (one link away).
-            .map(|op| self.judgement.resolve(&self.resolve_request(op, &request)));
-        let did_you_mean =
-            if ranked.is_empty() && records.is_empty() { self.did_you_mean(catalog, &request).await? } else { None };
+        let operation = ranked.iter().find(|(_, e)| e.kind == "operation" && e.runs > 0).and_then(|(_, e)| e.operation);
+        let (answer, lead) = match operation {
+            Some(op) => {
+                let (answer, lead) = self.lead_answer(op, &request);
+                (Some(answer), Some(lead))
+            }
+            None => (None, None),
+        };
+        let message = if query.trim().is_empty() {
+            Some("Type an operation, a GPU, a model or a run id: “rmsnorm h200”, “llama 3.1 8b”.".to_string())
+        } else if !asks && records.is_empty() && !understood.unknown.is_empty() {
+            Some(format!("No operation, GPU, model, dtype or project is named “{}”.", understood.unknown.join("”, “")))
+        } else if !asks && records.is_empty() && !request.axes.is_empty() {
+            Some("Axes alone answer nothing: name the operation, a GPU or a model too.".to_string())
+        } else if ranked.is_empty() && records.is_empty() && asks {
+            Some("Nothing the index holds matches all of this; remove a filter below.".to_string())
+        } else {
+            None
+        };
+        // Nothing matched: which filter, removed, finds something (the words' lists are cached).
+        let mut without_filter = Vec::new();
+        if ranked.is_empty() && asks {
+            for chip in understood.chips.iter().filter(|c| c.kind != "axis").take(MAX_RELAXED) {
+                let Some(at) = request.filters.iter().position(|f| f.filter.name() == chip.kind) else { continue };
+                let mut fewer = request.clone();
+                fewer.filters.remove(at);
+                if fewer.filters.is_empty() && understood.terms.is_empty() {
+                    continue;
+                }
+                let results = self.ranked_entries(catalog, &fewer, &understood.terms).await?.len();
+                if results > 0 {
+                    without_filter.push(Relaxed { chip: chip.clone(), results });
+                }
+            }
+        }
         let total = ranked.len();
         Ok(SearchAnswer {
+            without_filter,
             query: query.to_string(),
+            did_you_mean: understood.corrected.clone(),
             answer,
+            lead,
             records,
             results: ranked.into_iter().take(limit).map(|(_, e)| e).collect(),
             total,
-            did_you_mean,
+            message,
             request,
+            understood,
         })
     }
 
-    /// The resolve request a search stands for on one operation.
-    fn resolve_request(&self, op: usize, request: &SearchRequest) -> ResolveRequest {
+    /// The answer a search leads with on one operation: resolve under the query's GPU, axes and
+    /// dtypes, shaped by the ranking (`Index::lead`) with the query's evidence filters.
+    fn lead_answer(&self, op: usize, request: &SearchRequest) -> (ResolveResponse, Lead) {
+        let (resolve, ignored) = self.resolve_request(op, request);
+        let mut answer = self.judgement.resolve(&resolve);
+        if !ignored.is_empty() {
+            answer.notes.push(format!("{} has no {}: not applied", answer_name(&answer), ignored.join(", ")));
+        }
+        let evidence =
+            request.filters.iter().any(|f| !matches!(f.filter, Filter::Gpu | Filter::Model | Filter::Family));
+        let lead = if evidence {
+            let known = self.known_matches(request);
+            let keep = |run: usize| self.run_matches(run, request, &known);
+            self.judgement.lead(&mut answer, Some(&keep), ANSWER_GROUPS)
+        } else {
+            self.judgement.lead(&mut answer, None, ANSWER_GROUPS)
+        };
+        (answer, lead)
+    }
+
+    /// The resolve request a search stands for on one operation, and the query's axes it
+    /// leaves out because the operation has no such axis.
+    fn resolve_request(&self, op: usize, request: &SearchRequest) -> (ResolveRequest, Vec<String>) {
         // The GPU filter names one GPU when one GPU of the index matches it (the most-run on a tie).
         let hardware = request.values(Filter::Gpu).next().and_then(|wanted| {
             self.runs_by_gpu
@@ -407,63 +579,88 @@ impl ReadModel {
                 })
                 .cloned()
         });
-        ResolveRequest {
+        let workloads = self.judgement.operation_workloads(op);
+        // The operation's axes: declared, and those its workloads name.
+        let mut own: BTreeSet<&str> =
+            operation_axes(&self.operations.rows[op]).into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        own.extend(workloads.iter().flat_map(|&w| self.judgement.workload_axes(w).keys().map(String::as_str)));
+        let own: Vec<&str> = own.into_iter().collect();
+        // Each of the query's axes as this operation spells it (`batch_size` is its `batch`).
+        let (mut axes, mut ignored) = (std::collections::BTreeMap::new(), Vec::new());
+        for (name, value) in &request.axes {
+            match axis_for(name, &own) {
+                Some(axis) => {
+                    axes.insert(axis, value.clone());
+                }
+                None => ignored.push((name, value)),
+            }
+        }
+        // A dtype as the operation's workloads spell it (`fp8` is their `fp8_e4m3`).
+        let dtypes = request
+            .values(Filter::Dtype)
+            .map(|wanted| {
+                let wanted = dtype_short(wanted);
+                workloads
+                    .iter()
+                    .flat_map(|&w| &self.judgement.workloads[w].dtypes)
+                    .find(|d| dtype_short(d).starts_with(&wanted))
+                    .cloned()
+                    .unwrap_or(wanted)
+            })
+            .collect();
+        let resolve = ResolveRequest {
             operation: text(&self.operations.rows[op], "name").to_string(),
-            axes: request.axes.clone(),
-            dtypes: request.values(Filter::Dtype).map(str::to_string).collect(),
+            axes,
+            dtypes,
             hardware,
             framework: None,
-            limit: None,
-        }
+            // Enough groups for the evidence filters and the verified-first order to choose from.
+            limit: Some(ki_ranking::resolve::MAX_COHORTS_PER_ANSWER),
+        };
+        (resolve, ignored.into_iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect())
     }
+}
 
-    /// The query with each word the search index finds nowhere replaced by the nearest word of
-    /// the index's text (at most two edits away, fewer than the word has characters; the first
-    /// in code-point order on a tie), when the new query finds something.
-    async fn did_you_mean(&self, catalog: &Catalog, request: &SearchRequest) -> Result<Option<String>, CatalogError> {
-        let mut changed = false;
-        let mut words = Vec::with_capacity(request.words.len());
-        for word in &request.words {
-            if !catalog.search(std::slice::from_ref(word)).await?.is_empty() {
-                words.push(word.clone());
-                continue;
-            }
-            let most = 2.min(word.chars().count().saturating_sub(1));
-            let best = self
-                .search_vocabulary
-                .iter()
-                .filter_map(|t| Some((edit_distance_within(word, t, most)?, t.as_str())))
-                .min();
-            match best {
-                Some((_, t)) => {
-                    changed = true;
-                    words.push(t.to_string());
-                }
-                None => words.push(word.clone()),
-            }
-        }
-        if !changed {
-            return Ok(None);
-        }
-        let retry = SearchRequest { words: words.clone(), ..request.clone() };
-        if self.ranked_entries(catalog, &retry).await?.is_empty() {
-            return Ok(None);
-        }
-        let mut parts = words;
-        parts.extend(request.filters.iter().map(|f| format!("{}:{}", f.filter.name(), f.value)));
-        parts.extend(request.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))));
-        Ok(Some(parts.join(" ")))
-    }
+/// Comparison groups the search's answer lists.
+const ANSWER_GROUPS: usize = 10;
+
+fn answer_name(answer: &ResolveResponse) -> &str {
+    answer.operation.as_ref().map_or("the operation", |o| o.name.as_str())
+}
+
+/// An operation row's declared axes (`manifest.spec.axes`).
+fn operation_axes(row: &crate::model::Row) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    row.get("manifest").and_then(|m| crate::model::pointer(m, &["spec", "axes"])).and_then(|a| a.as_object())
 }
 
 /// The search results page (the home page with a query).
 pub fn render_results(answer: &SearchAnswer<'_>) -> Markup {
+    let understood = &answer.understood;
+    let href = |query: &str| format!("/?q={}", crate::pages::percent_encode(query));
     html! {
         section aria-labelledby="results-h" {
             h2 #results-h { (answer.total) " " (if answer.total == 1 { "result" } else { "results" }) " for “" (answer.query) "”" }
+            @if let Some(message) = &answer.message { p.banner role="status" { (message) } }
             @for note in &answer.request.notes { p.banner { (note) } }
             @if let Some(suggestion) = &answer.did_you_mean {
-                p { "Did you mean " a href={ "/?q=" (crate::pages::percent_encode(suggestion)) } { (suggestion) } "?" }
+                p #did-you-mean { "Did you mean " a href=(href(suggestion)) { (suggestion) } "? Showing results for it." }
+            }
+            @if !understood.chips.is_empty() || !understood.terms.is_empty() {
+                p #understood {
+                    "Read as: "
+                    @for term in &understood.terms { span.badge { (term.join(" or ")) } " " }
+                    @for chip in &understood.chips {
+                        a.chip href=(href(&chip.without)) title={ "Remove " (chip.typed) } aria-label={ "Remove " (chip.kind) " " (chip.label) } {
+                            span.muted { (chip.kind) ": " } (chip.label) " ×"
+                        } " "
+                    }
+                }
+            }
+            @for relaxed in &answer.without_filter {
+                p.banner { "Without " (relaxed.chip.kind) " " (relaxed.chip.label) ": " a href=(href(&relaxed.chip.without)) { (relaxed.results) " results" } "." }
+            }
+            @if !understood.unknown.is_empty() {
+                p #unknown { "Matched nothing: " (understood.unknown.iter().map(|w| format!("“{w}”")).collect::<Vec<_>>().join(", ")) "." }
             }
             @if !answer.records.is_empty() {
                 h3 { "Runs named by the query" }
@@ -471,7 +668,7 @@ pub fn render_results(answer: &SearchAnswer<'_>) -> Markup {
                     span.badge { "run" } " " a href=(r.href) { (r.label) } " " span.muted { (r.hardware) " · matched by " (r.matched_by) }
                 } } }
             }
-            @if let Some(resolved) = &answer.answer { (render_answer(resolved)) }
+            @if let (Some(resolved), Some(lead)) = (&answer.answer, &answer.lead) { (render_answer(resolved, lead)) }
             @if !answer.results.is_empty() {
                 h3 { "Matches" }
                 ul.results { @for r in &answer.results { li {
@@ -486,38 +683,78 @@ pub fn render_results(answer: &SearchAnswer<'_>) -> Markup {
     }
 }
 
-/// The ranked answer for the best-matching operation, leading the results.
-fn render_answer(resolved: &ResolveResponse) -> Markup {
-    let Some(operation) = &resolved.operation else { return html! {} };
-    let mode = match resolved.mode {
-        ki_ranking::ResolveMode::Exact => "the workload you named was measured in one comparison group",
-        ki_ranking::ResolveMode::Chooser => {
-            "the workload you named was measured in several comparison groups: pick one"
-        }
-        ki_ranking::ResolveMode::Browse => "the fastest in each comparison group of this operation",
-        ki_ranking::ResolveMode::None => "nothing measured matches",
+/// A run's implementation, linked, with its value.
+fn run_cell(run: &Option<ki_ranking::RunSummary>) -> Markup {
+    match run {
+        Some(r) => html! {
+            a href={ "/runs/" (r.run_id) } { (r.implementation) } " "
+            span.value { (ki_model::units::value(r.value, r.unit.as_deref())) } " "
+            (crate::pages::evidence_badge(&crate::pages::code_of(&r.trust)))
+        },
+        None => html! { span.muted { "none" } },
+    }
+}
+
+/// The statistic a group's values are, and which way is better: "median latency, lower is better".
+fn statistic_of(c: &ki_ranking::CohortView) -> String {
+    let statistic = [c.statistic.as_deref(), c.metric.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    let direction = match c.direction {
+        ki_ranking::Direction::LowerIsBetter => "lower is better",
+        ki_ranking::Direction::HigherIsBetter => "higher is better",
     };
+    if statistic.is_empty() { direction.to_string() } else { format!("{statistic}, {direction}") }
+}
+
+/// The ranked answer for the best-matching operation, leading the results.
+fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
+    let Some(operation) = &resolved.operation else { return html! {} };
+    let axes_text = |axes: &std::collections::BTreeMap<String, serde_json::Value>| {
+        axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(" · ")
+    };
+    let mode = if !lead.differs.is_empty() {
+        "the workload you named was not measured; this is the nearest measured one"
+    } else {
+        match resolved.mode {
+            ki_ranking::ResolveMode::Exact => "the workload you named, measured in one comparison group",
+            ki_ranking::ResolveMode::Chooser => "the workload you named, measured in several comparison groups",
+            ki_ranking::ResolveMode::Browse => "the fastest in each comparison group of this operation",
+            ki_ranking::ResolveMode::None => "nothing measured matches",
+        }
+    };
+    let first = resolved.cohorts.first();
     html! {
-        section.answer aria-labelledby="answer-h" {
-            h3 #answer-h { "Answer: " a href={ "/operations/" (operation.slug) } { (operation.name) } }
-            p.muted { (mode) @if !resolved.request.axes.is_empty() { " (" (resolved.request.axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(", ")) ")" } "." }
-            @for note in &resolved.notes { p.banner { (note) } }
-            @if !resolved.cohorts.is_empty() {
-                table {
-                    caption { "Fastest per comparison group" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
-                    thead { tr { th scope="col" { "workload" } th scope="col" { "GPU" } th scope="col" { "#1" } th scope="col" class="num" { "value" } th scope="col" { "best verified" } } }
-                    tbody { @for c in &resolved.cohorts { tr {
-                        td { (c.axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(" · ")) }
-                        td { (c.hardware.as_deref().unwrap_or("—")) }
-                        td { @if let Some(first) = c.fastest.first() { a href={ "/runs/" (first.run_id) } { (first.implementation) } } }
-                        td.num { @if let Some(first) = c.fastest.first() { (ki_model::units::value(first.value, first.unit.as_deref())) } }
-                        td { @if let Some(v) = &c.best_verified { a href={ "/runs/" (v.run_id) } { (v.implementation) } } @else { "none" } }
-                    } } }
+        section.answer #answer aria-labelledby="answer-h" {
+            h3 #answer-h { "Answer: " a href={ "/operations/" (operation.slug) } { (operation.name) }
+                @if let Some(gpu) = first.and_then(|c| c.hardware.as_deref()) { " on " (gpu) } }
+            p.muted { (mode) @if !resolved.request.axes.is_empty() { " (asked: " (axes_text(&resolved.request.axes)) ")" } "." }
+            @for d in &lead.differs {
+                p.banner #differs { "Not measured at " (d.axis) " = " (crate::pages::scalar(&d.asked)) "; nearest measured: " (d.axis) " = " (crate::pages::scalar(&d.measured)) "." }
+            }
+            @if let (Some(leader), Some(c)) = (&lead.leader, first) {
+                p #leader { strong { "Leader: " } a href={ "/runs/" (leader.run_id) } { (leader.implementation) } " · "
+                    span.value { (ki_model::units::value(leader.value, leader.unit.as_deref())) } " (" (statistic_of(c)) ") · "
+                    (crate::pages::evidence_badge(&crate::pages::code_of(&leader.trust)))
+                    @if let Some(f) = &lead.fastest { " · fastest whatever its evidence: " a href={ "/runs/" (f.run_id) } { (f.implementation) } " " span.value { (ki_model::units::value(f.value, f.unit.as_deref())) } " " (crate::pages::evidence_badge(&crate::pages::code_of(&f.trust))) }
                 }
             }
-            @if !resolved.nearest.is_empty() {
-                p { "Not measured; nearest measured: "
-                    (resolved.nearest.iter().map(|n| format!("{} = {} (asked {})", n.axis, crate::pages::scalar(&n.measured), crate::pages::scalar(&n.requested))).collect::<Vec<_>>().join("; ")) }
+            @for note in &resolved.notes { p.banner { (note) } }
+            @if !resolved.cohorts.is_empty() {
+                table #answer-table {
+                    caption { "Comparison groups, verified first" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
+                    thead { tr {
+                        th scope="col" { "workload" } th scope="col" { "GPU" }
+                        th scope="col" { "fastest verified" } th scope="col" { "best deployable" } th scope="col" { "#1 (any evidence)" }
+                        th scope="col" { "statistic" }
+                    } }
+                    tbody { @for c in &resolved.cohorts { tr {
+                        td { (axes_text(&c.axes)) }
+                        td { (c.hardware.as_deref().unwrap_or("—")) }
+                        td { (run_cell(&c.best_verified)) }
+                        td { (run_cell(&c.best_deployable)) }
+                        td { (run_cell(&c.fastest.first().cloned())) }
+                        td { (statistic_of(c)) }
+                    } } }
+                }
             }
         }
     }
@@ -577,6 +814,6 @@ mod tests {
         for word in 0..MAX_CACHED_WORDS + 1 {
             matches.insert(&format!("w{word}"), vec![0].into());
         }
-        assert!(matches.0.lock().unwrap().len() <= MAX_CACHED_WORDS);
+        assert!(matches.words.lock().unwrap().len() <= MAX_CACHED_WORDS);
     }
 }

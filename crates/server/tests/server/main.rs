@@ -10,6 +10,7 @@ mod dossier;
 mod gpu_pages;
 mod hardening;
 mod operation_page;
+mod relevance;
 mod routes;
 mod search;
 mod source;

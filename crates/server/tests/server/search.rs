@@ -94,9 +94,12 @@ fn ids_prefixes_digests_and_external_ids_find_their_runs_and_typos_get_a_suggest
     assert_eq!(external["records"][0]["matchedBy"], "external id");
     assert!(external["records"][0]["label"].as_str().unwrap().contains("555004"));
 
+    // A typo is read as the nearest word of the lexicon: the results are the corrected query's,
+    // and the page offers it.
     let typo = search(&server, "rmsnrom");
-    assert_eq!(typo["total"], 0);
+    assert!(typo["total"].as_u64().unwrap() > 0, "{typo}");
     assert_eq!(typo["didYouMean"], "rmsnorm");
+    assert_eq!(typo["understood"]["corrections"][0], serde_json::json!(["rmsnrom", "rmsnorm"]));
     let page = server.get_with("/?q=rmsnrom", &[("accept", "text/html")]);
     assert!(page.body.contains("Did you mean") && page.body.contains("/?q=rmsnorm"));
 
@@ -165,4 +168,72 @@ fn every_answer_is_the_same_on_sqlite_and_postgres() {
     let hostile = search(&sqlite, "gemm* NEAR(gqa decode) haystack:x");
     assert_eq!(hostile["total"], 0, "operators are text: {hostile}");
     assert!(search(&sqlite, "gpu:h200")["total"].as_u64().unwrap() > 0, "a filter alone lists what passes it");
+}
+
+/// The plain-words queries (which answered nothing before) answer, every filter the words
+/// meant is a chip linking to the query without it, and odd input — empty, 10,000 characters,
+/// control characters, filters only, unknown words only — answers 200 with a message, escaped.
+#[test]
+fn plain_words_answer_with_chips_and_odd_input_gets_a_message() {
+    let database = Database::sqlite();
+    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
+    // No attention decode operation was measured on an H100: nothing matches, and the answer
+    // says that without the GPU it finds some.
+    let h100 = search(&server, "attention decode h100");
+    assert_eq!(h100["total"], 0);
+    assert_eq!(h100["withoutFilter"][0]["chip"]["label"], "NVIDIA H100", "{h100}");
+    assert!(h100["withoutFilter"][0]["results"].as_u64().unwrap() > 0);
+    for query in [
+        "gqa paged decode h200 batch_size=16",
+        "rmsnorm h200",
+        "flashinfer h200",
+        "llama 3.1 8b",
+        "rmsnorm hidden 4096",
+    ] {
+        let answer = search(&server, query);
+        assert!(answer["total"].as_u64().unwrap() > 0, "{query}: {answer}");
+        assert!(answer["answer"]["operation"]["name"].is_string(), "{query}: {answer}");
+    }
+    // `trust:verified` filters the answer: every listed run is verified.
+    let verified = search(&server, "gqa paged decode batch_size=16 trust:verified");
+    for cohort in verified["answer"]["cohorts"].as_array().unwrap() {
+        for run in cohort["fastest"].as_array().unwrap() {
+            assert_eq!(run["trust"], "verified", "{run}");
+        }
+    }
+    // Without it, verified groups lead: the H200's, not B200 groups of one reported run.
+    let plain = search(&server, "gqa paged decode batch_size=16");
+    assert_eq!(plain["answer"]["cohorts"][0]["hardware"], "NVIDIA H200");
+    assert_eq!(plain["lead"]["leader"]["trust"], "verified");
+
+    let page = server.get_with("/?q=gqa+paged+decode+h200+batch+16+flashinfer", &[("accept", "text/html")]);
+    assert_eq!(page.status, 200);
+    for chip in ["/?q=gqa%20paged%20decode%20batch%2016%20flashinfer", "/?q=gqa%20paged%20decode%20h200%20flashinfer"] {
+        assert!(page.body.contains(chip), "no chip linking to {chip}");
+    }
+    assert!(page.body.contains("lower is better") && page.body.contains("fastest verified"), "the answer's header");
+
+    let control = "rmsnorm \u{7}\u{1b}[31m\u{202e} <b>x</b>";
+    let long = "rmsnorm ".repeat(1250);
+    for (query, says) in [
+        // An empty query is the home page itself (the API says what to type).
+        ("", "Most-measured operations"),
+        ("   ", "Most-measured operations"),
+        (long.as_str(), ""),
+        (control, "Matched nothing"),
+        ("trust:verified dtype:bf16", ""),
+        ("zzqqxx wwvvkk", "No operation, GPU, model"),
+        ("batch 16", "Axes alone"),
+    ] {
+        let path = format!("/?q={}", ki_server::pages::percent_encode(query));
+        let page = server.get_with(&path, &[("accept", "text/html")]);
+        assert_eq!(page.status, 200, "{query:?}");
+        assert!(page.body.contains(says), "{query:?}: no {says:?}");
+        assert!(!page.body.contains("<b>x") && !page.body.contains('\u{1b}') && !page.body.contains('\u{202e}'));
+        let api = search(&server, query);
+        assert!(api["understood"].is_object(), "{query:?}");
+        if query.trim().is_empty() {
+            assert!(api["message"].as_str().unwrap().starts_with("Type an operation"), "{api}");
+        }
+    }
 }
