@@ -363,6 +363,8 @@ pub struct Understood {
     /// The request the index is asked: the filters and axes the words meant joined to those
     /// written as `filter:value` and `axis=N`; its words are the operation words (the first
     /// alternative of each term) and the words kept as identifiers (run ids, digests, external ids).
+    /// Not serialized: a search's answer carries it once, as its own `request`.
+    #[serde(skip)]
     pub request: SearchRequest,
     /// The operation words, each with the alternatives it stands for (`matmul`: gemm, matmul).
     pub terms: Vec<Vec<String>>,
