@@ -17,8 +17,9 @@ pub fn render(model: &ReadModel, query: &str, results: Option<&super::search::Se
             (model.operations.len()) " operations on " (model.runs_by_gpu.len()) " GPUs, ranked inside comparison groups that share operation, workload, protocol, environment and correctness rule." }
         form role="search" action="/" method="get" {
             label for="home-q" { "Search operations, implementations, GPUs and runs" }
-            div { input #home-q type="search" name="q" value=(query) maxlength="200" placeholder="gqa decode gpu:h200 batch_size=16"; " " button type="submit" { "Search" } }
-            p.muted { "Words, filters (" (ki_ranking::query::Filter::ALL.iter().map(|f| format!("{}:", f.name())).collect::<Vec<_>>().join(" ")) ") and axes (batch_size=16); run ids, digests and external ids find their run. " a href="/docs#search" { "The search grammar" } }
+            div { input #home-q type="search" name="q" value=(query) maxlength="200" placeholder="gqa decode h200 batch 16"; " " button type="submit" { "Search" } }
+            p.muted { "Plain words: an operation or its common name (“rms norm”, “matmul”), a GPU (“h200”), a model (“llama 3.1 8b”), a dtype, a project (“flashinfer”), axes (“batch 16”, “hidden 4096”), “verified”; or filters ("
+                (ki_ranking::query::Filter::ALL.iter().map(|f| format!("{}:", f.name())).collect::<Vec<_>>().join(" ")) ") and axes (batch_size=16); run ids, digests and external ids find their run. " a href="/docs#search" { "The search grammar" } }
         }
         @if let Some(results) = results {
             (super::search::render_results(results))

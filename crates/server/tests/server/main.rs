@@ -5,6 +5,7 @@ mod common;
 mod serving;
 
 mod api_lists;
+mod browser;
 mod compare_resolve;
 mod dossier;
 mod gpu_pages;
