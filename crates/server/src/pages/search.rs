@@ -722,6 +722,8 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
         }
     };
     let first = resolved.cohorts.first();
+    // The statistic and its direction, in the header when every group shares them (else per row).
+    let shared = first.map(statistic_of).filter(|s| resolved.cohorts.iter().all(|c| statistic_of(c) == *s));
     html! {
         section.answer #answer aria-labelledby="answer-h" {
             h3 #answer-h { "Answer: " a href={ "/operations/" (operation.slug) } { (operation.name) }
@@ -743,8 +745,10 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
                     caption { "Comparison groups, verified first" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
                     thead { tr {
                         th scope="col" { "workload" } th scope="col" { "GPU" }
-                        th scope="col" { "fastest verified" } th scope="col" { "best deployable" } th scope="col" { "#1 (any evidence)" }
-                        th scope="col" { "statistic" }
+                        @for heading in ["fastest verified", "best deployable", "#1 (any evidence)"] {
+                            th scope="col" { (heading) @if let Some(statistic) = &shared { br; span.muted { (statistic) } } }
+                        }
+                        @if shared.is_none() { th scope="col" { "statistic" } }
                     } }
                     tbody { @for c in &resolved.cohorts { tr {
                         td { (axes_text(&c.axes)) }
@@ -752,7 +756,7 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
                         td { (run_cell(&c.best_verified)) }
                         td { (run_cell(&c.best_deployable)) }
                         td { (run_cell(&c.fastest.first().cloned())) }
-                        td { (statistic_of(c)) }
+                        @if shared.is_none() { td { (statistic_of(c)) } }
                     } } }
                 }
             }
