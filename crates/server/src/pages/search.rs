@@ -508,8 +508,6 @@ impl ReadModel {
             Some(format!("No operation, GPU, model, dtype or project is named “{}”.", understood.unknown.join("”, “")))
         } else if !asks && records.is_empty() && !request.axes.is_empty() {
             Some("Axes alone answer nothing: name the operation, a GPU or a model too.".to_string())
-        } else if ranked.is_empty() && records.is_empty() && asks {
-            Some("Nothing the index holds matches all of this; remove a filter below.".to_string())
         } else {
             None
         };
@@ -529,6 +527,14 @@ impl ReadModel {
                 }
             }
         }
+        let message = match message {
+            None if ranked.is_empty() && records.is_empty() && asks => Some(if without_filter.is_empty() {
+                "Nothing the index holds matches all of these words.".to_string()
+            } else {
+                "Nothing the index holds matches all of this; without one of its filters it finds:".to_string()
+            }),
+            message => message,
+        };
         let total = ranked.len();
         Ok(SearchAnswer {
             without_filter,
