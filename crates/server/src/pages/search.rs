@@ -488,7 +488,8 @@ impl ReadModel {
         query: &str,
         limit: usize,
     ) -> Result<SearchAnswer<'_>, CatalogError> {
-        let understood = understand(query, self.lexicon());
+        let mut understood = understand(query, self.lexicon());
+        self.search_unknown_words(catalog, &mut understood).await?;
         let request = understood.request.clone();
         let records = self.run_hits(&understood.identifiers);
         let asks = !understood.terms.is_empty() || !request.filters.is_empty();
@@ -549,6 +550,27 @@ impl ReadModel {
             request,
             understood,
         })
+    }
+
+    /// A word the lexicon does not know but some entry's text holds (part of an implementation's
+    /// slug, `kernelindex-native`; a word of a title) is searched for as it stands, as every word
+    /// was before the lexicon; a word with operators, quotes or brackets stays unknown.
+    async fn search_unknown_words(&self, catalog: &Catalog, understood: &mut Understood) -> Result<(), CatalogError> {
+        let mut unknown = Vec::new();
+        for typed in std::mem::take(&mut understood.unknown) {
+            let word = typed.to_lowercase();
+            let length = word.chars().count();
+            let plain = (3..=ki_ranking::understand::MAX_WORD_CHARS).contains(&length)
+                && word.chars().all(|c| c.is_alphanumeric() || "_-.+".contains(c));
+            if plain && !self.word_entries(catalog, &word).await?.is_empty() {
+                understood.request.words.push(word.clone());
+                understood.terms.push(vec![word]);
+            } else {
+                unknown.push(typed);
+            }
+        }
+        understood.unknown = unknown;
+        Ok(())
     }
 
     /// The answer a search leads with on one operation: resolve under the query's GPU, axes and
@@ -748,7 +770,7 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
             @for note in &resolved.notes { p.banner { (note) } }
             @if !resolved.cohorts.is_empty() {
                 table #answer-table {
-                    caption { "Comparison groups, verified first" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
+                    caption { "Fastest per comparison group, verified first" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
                     thead { tr {
                         th scope="col" { "workload" } th scope="col" { "GPU" }
                         @for heading in ["fastest verified", "best deployable", "#1 (any evidence)"] {

@@ -194,6 +194,17 @@ fn plain_words_answer_with_chips_and_odd_input_gets_a_message() {
         assert!(answer["total"].as_u64().unwrap() > 0, "{query}: {answer}");
         assert!(answer["answer"]["operation"]["name"].is_string(), "{query}: {answer}");
     }
+    // A word no name of the lexicon holds but an entry's text does is searched for as it stands.
+    let native = search(&server, "kernelindex-native");
+    assert!(
+        native["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["label"].as_str().unwrap().starts_with("kernelindex-native")),
+        "{native}"
+    );
+    assert_eq!(native["understood"]["unknown"], serde_json::json!([]));
     // `trust:verified` filters the answer: every listed run is verified.
     let verified = search(&server, "gqa paged decode batch_size=16 trust:verified");
     for cohort in verified["answer"]["cohorts"].as_array().unwrap() {
