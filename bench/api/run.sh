@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-target/debug/ki}
-ST=${ST:-/tmp/st/bin/st}
+ST=${ST:-$(command -v st || echo /tmp/st/bin/st)}
 DURATION=${DURATION:-300}
 PORT=${PORT:-18080}
 OUT=${OUT:-bench/api/out}
@@ -22,9 +22,14 @@ for _ in $(seq 1 600); do
   curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
   sleep 1
 done
+# A key of both write scopes, so that the writes (attestations, submissions) are tested past the
+# key check: every body the schema allows is accepted, every other refused.
+key=$("$BIN" admin key create --database "sqlite://$work/kernelindex.db" --label schemathesis \
+  --scope attest --scope submit --quota 1000000 2>/dev/null | grep -o 'ki_[A-Za-z0-9_-]*' | head -1)
 status=0
 "$ST" --config-file bench/api/schemathesis.toml run "http://127.0.0.1:$PORT/api/v1/openapi.json" \
   --checks all \
+  --header "Authorization: Bearer $key" \
   --phases examples,coverage,fuzzing,stateful \
   --max-time "$DURATION" \
   --workers 2 \

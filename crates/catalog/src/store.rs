@@ -330,19 +330,17 @@ pub(crate) async fn fetch_all(
 /// Whether another connection holds the SQLite write lock right now (asked without waiting;
 /// the answer may change at once, so it only decides whether to tell the user about a wait).
 async fn sqlite_writer_busy(pool: &sqlx::SqlitePool) -> bool {
-    let Ok(mut connection) = pool.acquire().await else { return false };
-    let usual = format!("PRAGMA busy_timeout = {}", SQLITE_BUSY_TIMEOUT.as_millis());
-    if sqlx::raw_sql("PRAGMA busy_timeout = 0").execute(&mut *connection).await.is_err() {
+    // A connection of its own, closed after: one that waits for nothing must never go back to
+    // the pool, not even when this future is dropped half way (a client that went away).
+    let options = pool.connect_options().as_ref().clone().busy_timeout(Duration::ZERO);
+    let Ok(mut connection) = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&options).await else {
         return false;
-    }
-    let busy = match sqlx::raw_sql("BEGIN IMMEDIATE; ROLLBACK").execute(&mut *connection).await {
+    };
+    let busy = match sqlx::raw_sql("BEGIN IMMEDIATE; ROLLBACK").execute(&mut connection).await {
         Ok(_) => false,
         Err(error) => is_sqlite_busy(&error),
     };
-    if sqlx::raw_sql(sqlx::AssertSqlSafe(usual)).execute(&mut *connection).await.is_err() {
-        // A connection left without its wait must not go back to the pool.
-        connection.close_on_drop();
-    }
+    let _ = sqlx::Connection::close(connection).await;
     busy
 }
 

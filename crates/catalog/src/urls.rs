@@ -38,6 +38,27 @@ pub fn redact(text: &str) -> String {
 /// The longest evidence URL accepted.
 pub const MAX_EVIDENCE_URL_BYTES: usize = 2000;
 
+/// The shape of an evidence URL, which the API's schema publishes and [`evidence_url`]
+/// enforces besides its other checks (so what the schema allows is what is taken): https, a
+/// host of letters, digits and hyphens whose last label starts with a letter (never read as
+/// an IP address), an optional port (0 to 65535), then an optional path, query and fragment
+/// of RFC 3986's unreserved and sub-delimiter characters and percent escapes.
+macro_rules! evidence_url_shape {
+    () => {
+        r"[Hh][Tt][Tt][Pp][Ss]://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?(\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?(#[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?"
+    };
+}
+
+/// [`evidence_url`]'s shape as a whole-text pattern (the API's JSON schema).
+pub const EVIDENCE_URL_PATTERN: &str = concat!("^", evidence_url_shape!(), "$");
+/// The same, or empty (an HTML form's field left blank).
+pub const EVIDENCE_URL_OR_EMPTY_PATTERN: &str = concat!("^(", evidence_url_shape!(), ")?$");
+
+fn evidence_url_shape() -> &'static regex::Regex {
+    static SHAPE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    SHAPE.get_or_init(|| regex::Regex::new(EVIDENCE_URL_PATTERN).expect("the pattern is valid"))
+}
+
 /// An evidence link as it is stored and linked: an `https` URL with a host and no user-info,
 /// in the parser's normal form (an IDN host in punycode, a percent-encoded host decoded), so
 /// what the page shows is where the link goes. Refused, with the reason: anything longer than
@@ -61,10 +82,13 @@ pub fn evidence_url(text: &str) -> Result<String, String> {
     if !url.username().is_empty() || url.password().is_some() {
         return Err("must not name a user or password before the host".to_string());
     }
-    match url.host_str() {
-        Some(host) if !host.is_empty() => Ok(url.into()),
-        _ => Err("has no host".to_string()),
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("has no host".to_string());
     }
+    if !evidence_url_shape().is_match(text) {
+        return Err("not of the published shape: https://, a host name (no IP address), an optional port, path, query and fragment of URL characters".to_string());
+    }
+    Ok(url.into())
 }
 
 #[cfg(test)]
@@ -98,6 +122,36 @@ mod tests {
         assert_eq!(evidence_url("HTTPS://Example.ORG/Path").unwrap(), "https://example.org/Path");
         // The default port is dropped; dot segments resolved.
         assert_eq!(evidence_url("https://example.org:443/a/../b").unwrap(), "https://example.org/b");
+        assert_eq!(
+            evidence_url("https://github.com/o/r/pull/221#issuecomment-1?x=%20").unwrap(),
+            "https://github.com/o/r/pull/221#issuecomment-1?x=%20"
+        );
+    }
+
+    /// Found by Schemathesis: `https://q*` parsed (a `*` in a host) though the published
+    /// pattern refuses it. The shape is now checked too, so the two agree.
+    #[test]
+    fn what_the_published_pattern_refuses_is_refused() {
+        let pattern = regex::Regex::new(EVIDENCE_URL_PATTERN).unwrap();
+        for text in [
+            "https://q*",
+            "https://127.0.0.1/x",
+            "https://a.b:65536/",
+            "https://a.1/",
+            "https://a/b c",
+            "https://a/{x}",
+        ] {
+            assert!(!pattern.is_match(text), "{text}");
+            assert!(evidence_url(text).is_err(), "{text}");
+        }
+        for text in ["https://q", "https://a-b.example:8443/p/q?x=1&y=%41#f", "HTTPS://Example.ORG/Path"] {
+            assert!(pattern.is_match(text), "{text}");
+            assert!(evidence_url(text).is_ok(), "{text}");
+        }
+        let blank_or_url = regex::Regex::new(EVIDENCE_URL_OR_EMPTY_PATTERN).unwrap();
+        assert!(
+            blank_or_url.is_match("") && blank_or_url.is_match("https://q") && !blank_or_url.is_match("https://q*")
+        );
     }
 
     #[test]
@@ -136,15 +190,20 @@ mod tests {
         refused("not a url", "whitespace");
         refused("example.org/run", "not a URL");
         refused(&format!("https://example.org/{}", "a".repeat(MAX_EVIDENCE_URL_BYTES)), "longer than 2000 bytes");
-        // Defused by normalization: what is stored is where the link goes.
-        assert_eq!(evidence_url("https://:@evil.example/").unwrap(), "https://evil.example/");
-        assert_eq!(evidence_url("https:///evil.example/x").unwrap(), "https://evil.example/x");
-        assert_eq!(evidence_url("https://%65xample.org/").unwrap(), "https://example.org/");
-        assert_eq!(evidence_url("https://exämple.org/").unwrap(), "https://xn--exmple-cua.org/");
-        // A Cyrillic 'а' in "pаypal": stored and shown as punycode, not as a look-alike.
-        assert_eq!(evidence_url("https://p\u{430}ypal.com/").unwrap(), "https://xn--pypal-4ve.com/");
+        // Outside the published shape, however a parser would normalize them (an empty user,
+        // a third slash, an escaped or non-ASCII host: a Cyrillic 'а' in "pаypal" is a
+        // look-alike; a hexadecimal IP address).
+        for text in [
+            "https://:@evil.example/",
+            "https:///evil.example/x",
+            "https://%65xample.org/",
+            "https://exämple.org/",
+            "https://p\u{430}ypal.com/",
+            "https://example.org/ä?q=ü",
+            "https://0x7f.1/",
+        ] {
+            refused(text, "not of the published shape");
+        }
         assert_eq!(evidence_url("https://example.org/%3Cscript%3E").unwrap(), "https://example.org/%3Cscript%3E");
-        assert_eq!(evidence_url("https://example.org/ä?q=ü").unwrap(), "https://example.org/%C3%A4?q=%C3%BC");
-        assert_eq!(evidence_url("https://0x7f.1/").unwrap(), "https://127.0.0.1/");
     }
 }

@@ -655,3 +655,75 @@ mod strict_json_tests {
         assert!(parse_json(deep.as_bytes()).is_err());
     }
 }
+
+/// Largest whole number every JSON reader holds exactly: 2^53 - 1.
+pub const MAX_EXACT_WHOLE_NUMBER: u64 = (1 << 53) - 1;
+
+/// A JSON number as a whole number the way JSON Schema's `integer` means it: `13` and `13.0`
+/// are the same number (JSON has one number type), `13.5`, a negative number and anything
+/// above [`MAX_EXACT_WHOLE_NUMBER`] are not whole numbers here.
+pub fn whole_number(number: &Number) -> Option<u64> {
+    let whole = match number.as_u64() {
+        Some(whole) => whole,
+        None => {
+            let float = number.as_f64()?;
+            if float.fract() != 0.0 || !(0.0..=MAX_EXACT_WHOLE_NUMBER as f64).contains(&float) {
+                return None;
+            }
+            float as u64
+        }
+    };
+    (whole <= MAX_EXACT_WHOLE_NUMBER).then_some(whole)
+}
+
+/// Deserializes an optional [`whole_number`] (`limit: 13.0` reads as 13); a string, a
+/// fraction or a number out of range is an error naming what was expected.
+pub fn optional_whole_number<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::Deserialize;
+    let Some(number) = Option::<Number>::deserialize(deserializer)? else { return Ok(None) };
+    whole_number(&number)
+        .and_then(|whole| T::try_from(whole).ok())
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("expected a whole number from 0 to 2^53 - 1, got {number}")))
+}
+
+#[cfg(test)]
+mod whole_number_tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_are_read_as_json_schema_reads_integer() {
+        let read = |text: &str| whole_number(&serde_json::from_str::<Number>(text).unwrap());
+        assert_eq!(read("13"), Some(13));
+        assert_eq!(read("13.0"), Some(13));
+        assert_eq!(read("1.3e1"), Some(13));
+        assert_eq!(read("9007199254740991"), Some(MAX_EXACT_WHOLE_NUMBER));
+        assert_eq!(read("9007199254740992"), None);
+        assert_eq!(read("9007199254740993"), None);
+        assert_eq!(read("13.5"), None);
+        assert_eq!(read("-1"), None);
+        assert_eq!(read("-0.0"), Some(0));
+        assert_eq!(read("1e300"), None);
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Limited {
+        #[serde(default, deserialize_with = "optional_whole_number")]
+        limit: Option<usize>,
+    }
+
+    #[test]
+    fn an_optional_whole_number_field_takes_13_and_13_0_and_refuses_the_rest() {
+        let limit = |text: &str| serde_json::from_str::<Limited>(text).map(|l| l.limit).map_err(|e| e.to_string());
+        assert_eq!(limit(r#"{"limit": 13}"#), Ok(Some(13)));
+        assert_eq!(limit(r#"{"limit": 13.0}"#), Ok(Some(13)));
+        assert_eq!(limit(r#"{"limit": null}"#), Ok(None));
+        assert_eq!(limit("{}"), Ok(None));
+        assert!(limit(r#"{"limit": 13.5}"#).unwrap_err().contains("expected a whole number"));
+        assert!(limit(r#"{"limit": "13"}"#).is_err());
+    }
+}

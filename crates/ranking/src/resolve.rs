@@ -32,7 +32,11 @@ pub struct ResolveRequest {
     #[serde(default)]
     pub framework: Option<String>,
     /// Most comparison groups to list, 1 to 50 (default 10); `omittedCohorts` counts the rest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "ki_model::parse::optional_whole_number"
+    )]
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<usize>,
 }

@@ -267,7 +267,8 @@ fn table() -> Routes {
         )
         .add(
             RouteDoc::new(Post, "/api/v1/submissions", Json, "Submit a manifest bundle (stored Reported, unpublished)")
-                .body::<Value>(&["application/yaml", "application/json"])
+                // A manifest or a bundle of them: one mapping per document.
+                .body::<serde_json::Map<String, Value>>(&["application/yaml", "application/json"])
                 .answers::<submission::SubmissionView>()
                 .auth()
                 .status(201),

@@ -80,9 +80,14 @@ async fn evidence_urls_are_checked_where_they_are_stored(db: TestDb) {
     let (_, secret) = catalog.create_api_key("tester", &[Scope::Attest], 10).await.unwrap();
     let with_url =
         |url: &str| NewAttestation { evidence_url: Some(url.into()), ..attestation(AttestationKind::Reproduced) };
-    let filed = catalog.add_attestation(Some(&secret), with_url("https://Exämple.org/run/1")).await.unwrap();
-    assert_eq!(filed.evidence_url.as_deref(), Some("https://xn--exmple-cua.org/run/1"));
-    for hostile in ["javascript:alert(1)", "https://good.example@evil.example/", "https://evil.example\\@good/"] {
+    let filed = catalog.add_attestation(Some(&secret), with_url("https://Example.org/run/1")).await.unwrap();
+    assert_eq!(filed.evidence_url.as_deref(), Some("https://example.org/run/1"));
+    for hostile in [
+        "javascript:alert(1)",
+        "https://good.example@evil.example/",
+        "https://evil.example\\@good/",
+        "https://Exämple.org/run/1",
+    ] {
         match catalog.add_attestation(Some(&secret), with_url(hostile)).await {
             Err(CatalogError::Refused(ki_catalog::Refusal::EvidenceUrl { url, .. })) => assert_eq!(url, hostile),
             other => panic!("{}: {hostile} must be refused, got {other:?}", db.name),

@@ -421,8 +421,18 @@ pub fn json_response<T: serde::Serialize>(value: &T) -> Response {
 /// `?page=N` of a paged list (1 when absent; a page past the last shows the last).
 #[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 pub struct PageQuery {
+    #[serde(default, deserialize_with = "page_number")]
     #[schemars(extend("maximum" = 18_446_744_073_709_551_615_u64))]
     pub page: Option<usize>,
+}
+
+/// A page number as the schema says: digits. `?page=` (empty) is refused like `?page=x`,
+/// not read as absent.
+fn page_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+    text.parse::<usize>()
+        .map(Some)
+        .map_err(|_| serde::de::Error::custom(format!("page takes a whole number from 1, got {text:?}")))
 }
 
 impl PageQuery {

@@ -1350,7 +1350,7 @@ pub struct AttestationInput {
     observed_ns: Option<Value>,
     /// An https:// link to your evidence.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~/-]*)?$"), length(max = 2000))]
+    #[schemars(regex(pattern = ki_catalog::urls::EVIDENCE_URL_PATTERN), length(max = 2000))]
     evidence_url: Option<String>,
     #[serde(default)]
     #[schemars(length(max = 2000))]
@@ -1388,7 +1388,7 @@ async fn file_attestation(
     let observed_ns = match input.observed_ns {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if from_form && s.trim().is_empty() => Ok(None),
-        Some(Value::Number(n)) => n.as_u64().ok_or(()).map(Some),
+        Some(Value::Number(n)) => ki_model::parse::whole_number(&n).ok_or(()).map(Some),
         Some(Value::String(s)) if from_form => s.trim().parse::<u64>().map(Some).map_err(|_| ()),
         Some(_) => Err(()),
     };
@@ -1468,17 +1468,24 @@ pub async fn api_attestation(
 pub struct AttestationForm {
     #[schemars(with = "ki_catalog::AttestationKind")]
     pub kind: String,
+    // A form has no null: a field is absent or text.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[0-9]{0,15}$"))]
+    #[schemars(with = "String", transform = form_field, regex(pattern = r"^[0-9]{0,15}$"))]
     pub observed_ns: Option<String>,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^(https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~/-]*)?)?$"), length(max = 2000))]
+    #[schemars(with = "String", transform = form_field, regex(pattern = ki_catalog::urls::EVIDENCE_URL_OR_EMPTY_PATTERN), length(max = 2000))]
     pub evidence_url: Option<String>,
     #[serde(default)]
-    #[schemars(length(max = 2000))]
+    #[schemars(with = "String", transform = form_field, length(max = 2000))]
     pub note: Option<String>,
     #[serde(default)]
+    #[schemars(with = "String", transform = form_field)]
     pub api_key: Option<String>,
+}
+
+/// A form field's schema: absent or text, never null (so no `default: null` either).
+fn form_field(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
 
 pub async fn form_attestation(

@@ -546,4 +546,36 @@ fn the_attestation_api_is_as_strict_as_its_schema() {
     // The largest value the schema allows, and the charset parameter, are taken.
     let largest = r#"{"kind":"reproduced","observedNs":9007199254740991}"#;
     assert_eq!(server.post(&path, "application/json; charset=utf-8", Some(&bearer), largest).status, 201);
+    // 82303.0 is the integer 82303 to JSON Schema (and to JSON): taken, stored as 82303.
+    let written_as_float = r#"{"kind":"environment_note","observedNs":82303.0}"#;
+    let reply = server.post(&path, "application/json", Some(&bearer), written_as_float);
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(reply.json()["observedNs"], 82303);
+}
+
+/// Found by Schemathesis with a key: requests its schema allows were refused. A resolve
+/// `limit` of 13.0 is the integer 13; a form has no null, so its schema allows none.
+#[test]
+fn schema_valid_requests_found_refused_are_taken() {
+    let database = Database::sqlite();
+    let server = serve_rows(BUNDLED_ROWS.clone(), database.open(), limits());
+    let body = r#"{"operation":"gqa_paged_decode_h32_kv4_d128_ps1","limit":13.0}"#;
+    let reply = server.post("/api/v1/resolve/kernel", "application/json", None, body);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let refused = server.post("/api/v1/resolve/kernel", "application/json", None, &body.replace("13.0", "13.5"));
+    assert!(refused.problem(400)["detail"].as_str().unwrap().contains("expected a whole number"));
+
+    let document = server.get("/api/v1/openapi.json").json();
+    let form = &document["paths"]["/runs/{id}/attestations"]["post"]["requestBody"]["content"]["application/x-www-form-urlencoded"]
+        ["schema"];
+    assert_eq!(form["$ref"], "#/components/schemas/AttestationForm");
+    let text = document["components"]["schemas"]["AttestationForm"].to_string();
+    assert!(text.contains("evidenceUrl"), "{text}");
+    assert!(!text.contains("null"), "a form field cannot be null: {text}");
+
+    // And one it allows no more: `?page=` (empty) is not the integer the schema asks for.
+    let empty_page = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}?page="));
+    assert!(empty_page.problem(400)["detail"].as_str().unwrap().contains("page takes a whole number"));
+    let second = server.get(&format!("/runs/{SEED_WORKLOAD_RUN}?page=2"));
+    assert_eq!(second.status, 200, "{}", second.body);
 }
