@@ -1,7 +1,7 @@
 //! `ki verify` when its worker processes die (issue 36, finding 5): a judge whose input is closed
 //! at once must be a recorded failure, not a SIGPIPE that ends `ki` (which restores the default
 //! SIGPIPE disposition for its other commands). Seen before the fix: exit 141 when every worker died
-//! at load. Runs without a GPU: the "interpreter" is a shell script.
+//! at load. Runs without a GPU: the "interpreter" is a script of ours.
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -46,4 +46,65 @@ fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
     let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
     assert_eq!(runs.lines().count(), 2, "{runs}");
     assert!(runs.lines().all(|l| l.contains("not_run") && !l.contains("\"passed\"")), "{runs}");
+}
+
+/// A stand-in for the Python interpreter: as the judge (`ki_judge.py`) it answers every request
+/// `ok`; as a solution's worker (`ki_solution.py`) it answers `ok` until the request named by
+/// `KI_TEST_DIE_AT` (load, or workload: after it has loaded) and then dies, by exiting or by a
+/// signal.
+const FAKE_INTERPRETER: &str = r#"#!/usr/bin/env python3
+import json, os, signal, sys
+judge = sys.argv[-1].endswith("ki_judge.py")
+for line in sys.stdin:
+    op = json.loads(line).get("op")
+    if not judge and op == os.environ["KI_TEST_DIE_AT"]:
+        if os.environ["KI_TEST_DEATH"] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        sys.exit(3)
+    answer = {"ok": True, "pid": os.getpid(), "environment": {"device": "none"}}
+    print(json.dumps(answer), flush=True)
+"#;
+
+/// A solution's worker that dies at each stage (while loading, or loaded and asked for its
+/// workload), by exiting or by SIGKILL: each is a recorded verdict naming the death, for every
+/// workload of that solution, and the batch goes on to the next solution; `ki verify` itself
+/// ends by itself, never by a signal (issue 36, finding 5).
+#[test]
+fn a_worker_that_dies_at_any_stage_is_a_recorded_verdict_and_the_batch_goes_on() {
+    for stage in ["load", "workload"] {
+        for death in ["exit", "kill"] {
+            let dir = tempfile::tempdir().unwrap();
+            let python = dir.path().join("python");
+            std::fs::write(&python, FAKE_INTERPRETER).unwrap();
+            std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let out = dir.path().join("out");
+            let solutions = fixtures().join("solutions");
+            let output = Command::new(env!("CARGO_BIN_EXE_ki"))
+                .arg("verify")
+                .arg(solutions.join("honest_torch_rmsnorm.json"))
+                .arg(solutions.join("bad_hang.json"))
+                .arg("--definition")
+                .arg(fixtures().join("flashinfer_trace"))
+                .args(["--python", python.to_str().unwrap(), "--limit", "2", "--trials", "1", "--timeout", "20"])
+                .arg("--out")
+                .arg(&out)
+                .env("KI_TEST_DIE_AT", stage)
+                .env("KI_TEST_DEATH", death)
+                .env_remove("KI_DATABASE_URL")
+                .output()
+                .expect("ki runs");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let case = format!("dies at {stage} by {death}");
+            assert_eq!(output.status.signal(), None, "{case}: ki verify was killed by a signal; stderr: {stderr}");
+            // Verdicts were recorded (runtime errors), so the exit is 0: not "nothing was verified".
+            assert_eq!(output.status.code(), Some(0), "{case}: stderr: {stderr}");
+            let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap_or_default();
+            // Both solutions, each on both workloads: the first one's death did not end the batch.
+            assert_eq!(runs.lines().count(), 4, "{case}: {runs}\nstderr: {stderr}");
+            let named = if stage == "load" { "the worker ended while loading" } else { "the worker process ended" };
+            for line in runs.lines() {
+                assert!(line.contains("runtime_error") && line.contains(named), "{case}: {line}");
+            }
+        }
+    }
 }
