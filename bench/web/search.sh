@@ -35,7 +35,9 @@ figures() { # p50 p99 req/s of one wrk run
     "$(awk '$1=="Requests/sec:"{print $2}' <<<"$out")"
 }
 for query in "gqa decode gpu:h200 batch_size=16" "rmsnorm hidden_size=4096 trust:verified" \
-  "gemm n=4096 k=4096 gpu:b200" "gqa paged decode" "rmsnrom"; do
+  "gemm n=4096 k=4096 gpu:b200" "gqa paged decode" "rmsnrom" \
+  "gqa paged decode h200 batch_size=16" "rmsnorm h200" "attention decode h100" "llama 3.1 8b" \
+  "rmsnorm hidden 4096" "flashinfer h200"; do
   url="http://127.0.0.1:$PORT/api/v1/search?q=$(python3 -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1]))' "$query")"
   curl -fsS "$url" >/dev/null
   wrk -t1 -c4 -d2s "$url" >/dev/null

@@ -50,5 +50,5 @@ fuzz_target!(|data: &[u8]| {
     let dtypes = parse_dtypes(fields.next().unwrap_or(""));
     assert!(dtypes.len() <= MAX_DTYPES && dtypes.iter().all(|d| !d.is_empty()));
     let hardware = fields.next().map(|h| h.trim().to_string()).filter(|h| !h.is_empty());
-    ask(&ResolveRequest { operation, axes, dtypes, hardware, framework: None });
+    ask(&ResolveRequest { operation, axes, dtypes, hardware, framework: None, limit: None });
 });

@@ -1,10 +1,55 @@
-//! Feeds arbitrary text to the search box's parser (`GET /?q=`, `/api/v1/search`): a panic
-//! or timeout is a finding; so are more words than the cap, an empty word, or a word with
-//! whitespace in it.
+//! Feeds arbitrary text to the search box's readers (`GET /?q=`, `/api/v1/search`): the word
+//! splitter, and the plain-words reader (`understand`) with a lexicon of the bundled public
+//! catalog's names (data/). A panic or timeout is a finding; so are more words than the cap, an
+//! empty word or one with whitespace in it, a chip whose query-without-it is longer than the
+//! query, or an understanding that does not serialize.
 #![no_main]
 
+use std::path::Path;
+use std::sync::LazyLock;
+
 use ki_ranking::query::{MAX_SEARCH_WORDS, search_words};
+use ki_ranking::understand::{Lexicon, LexiconParts, OperationNames, understand};
+use ki_ranking::{CatalogRows, Index};
 use libfuzzer_sys::fuzz_target;
+
+static INDEX: LazyLock<Index> = LazyLock::new(|| {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/catalog-2026-08-16-0022af0b.jsonl.zst");
+    let mut rows = CatalogRows::new();
+    for line in ki_model::export::read_export(&path).expect("the bundled export reads") {
+        rows.push(&line.table, line.row, Some(line.line as u64));
+    }
+    Index::from_owned_rows(rows).expect("the bundled export indexes")
+});
+
+/// The catalog's names as the server gathers them (GPUs as its runs name them).
+static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
+    let index = &*INDEX;
+    let operations = index
+        .operations
+        .iter()
+        .map(|op| OperationNames {
+            name: &op.name,
+            slug: &op.slug,
+            family: op.family.as_deref().unwrap_or(""),
+            aliases: Vec::new(),
+            models: vec!["llama-3-1-8b", "qwen3-30b-a3b"],
+            axes: op
+                .manifest
+                .pointer("/spec/axes")
+                .and_then(|axes| axes.as_object())
+                .map(|axes| axes.keys().map(String::as_str).collect())
+                .unwrap_or_default(),
+        })
+        .collect();
+    Lexicon::new(&LexiconParts {
+        operations,
+        gpus: vec!["NVIDIA H200", "NVIDIA B200", "NVIDIA H100 80GB HBM3"],
+        projects: index.projects.iter().map(|p| (p.name.as_str(), p.slug.as_str())).collect(),
+        implementations: index.implementations.iter().map(|i| i.slug.as_str()).collect(),
+        languages: vec!["cuda", "triton", "python"],
+    })
+});
 
 fuzz_target!(|data: &[u8]| {
     let query = String::from_utf8_lossy(data);
@@ -14,4 +59,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(!word.is_empty());
         assert!(!word.chars().any(char::is_whitespace), "{word:?}");
     }
+    let understood = understand(&query, &LEXICON);
+    for chip in &understood.chips {
+        assert!(chip.without.chars().count() <= query.chars().count(), "{chip:?}");
+    }
+    serde_json::to_vec(&understood).expect("an understanding serializes");
 });

@@ -199,7 +199,6 @@ fn main() -> anyhow::Result<()> {
     });
     part("search", &mut |t| {
         drop(std::mem::take(&mut t.search));
-        drop(std::mem::take(&mut t.search_vocabulary));
     });
     let before = LIVE.load(Relaxed);
     drop(tables);

@@ -200,8 +200,6 @@ pub struct Tables {
     pub search: Vec<SearchEntry>,
     /// Search entries by the catalog search index's kind and key.
     pub search_by_key: HashMap<(SearchKind, String), usize>,
-    /// Every word (3+ characters) of the search entries' text, once, for "did you mean".
-    pub search_vocabulary: Vec<String>,
     /// The entries the catalog's search index found for each word asked since this model was
     /// built.
     pub search_matches: crate::pages::search::WordMatches,
@@ -554,9 +552,6 @@ impl Tables {
             .enumerate()
             .filter_map(|(i, e)| Some(((SearchKind::parse(e.kind)?, e.key.clone()), i)))
             .collect();
-        let vocabulary: std::collections::BTreeSet<&str> =
-            model.search.iter().flat_map(|e| search_text::terms(&e.haystack)).collect();
-        model.search_vocabulary = vocabulary.into_iter().map(str::to_string).collect();
         Ok(model)
     }
 }

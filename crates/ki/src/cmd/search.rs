@@ -75,8 +75,8 @@ pub fn render(answer: &Value) -> String {
     }
     let total = answer["total"].as_u64().unwrap_or(results.len() as u64);
     out.push_str(&format!("{total} result(s) for {:?}\n", text(answer, "query")));
-    if let Some(suggestion) = answer["didYouMean"].as_str() {
-        out.push_str(&format!("did you mean: {suggestion}\n"));
+    if let Some(corrected) = answer["didYouMean"].as_str() {
+        out.push_str(&format!("read as: {corrected} (the results above are its)\n"));
     }
     out
 }
