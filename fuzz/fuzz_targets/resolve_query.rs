@@ -6,21 +6,13 @@
 //! or an answer that does not serialize.
 #![no_main]
 
-use std::path::Path;
-use std::sync::LazyLock;
-
+use ki_ranking::ResolveRequest;
 use ki_ranking::query::{MAX_AXES, MAX_DTYPES, parse_axes, parse_dtypes};
-use ki_ranking::{CatalogRows, Index, ResolveRequest};
 use libfuzzer_sys::fuzz_target;
 
-static INDEX: LazyLock<Index> = LazyLock::new(|| {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/catalog-2026-08-16-0022af0b.jsonl.zst");
-    let mut rows = CatalogRows::new();
-    for line in ki_model::export::read_export(&path).expect("the bundled export reads") {
-        rows.push(&line.table, line.row, Some(line.line as u64));
-    }
-    Index::from_owned_rows(rows).expect("the bundled export indexes")
-});
+#[path = "bundled_index.rs"]
+mod bundled_index;
+use bundled_index::INDEX;
 
 fn ask(request: &ResolveRequest) {
     let answer = INDEX.resolve(request);

@@ -5,22 +5,15 @@
 //! query, or an understanding that does not serialize.
 #![no_main]
 
-use std::path::Path;
 use std::sync::LazyLock;
 
 use ki_ranking::query::{MAX_SEARCH_WORDS, search_words};
 use ki_ranking::understand::{Lexicon, LexiconParts, OperationNames, understand};
-use ki_ranking::{CatalogRows, Index};
 use libfuzzer_sys::fuzz_target;
 
-static INDEX: LazyLock<Index> = LazyLock::new(|| {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/catalog-2026-08-16-0022af0b.jsonl.zst");
-    let mut rows = CatalogRows::new();
-    for line in ki_model::export::read_export(&path).expect("the bundled export reads") {
-        rows.push(&line.table, line.row, Some(line.line as u64));
-    }
-    Index::from_owned_rows(rows).expect("the bundled export indexes")
-});
+#[path = "bundled_index.rs"]
+mod bundled_index;
+use bundled_index::INDEX;
 
 /// The catalog's names as the server gathers them (GPUs as its runs name them).
 static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {

@@ -11,17 +11,17 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runner/tests/fixtures/verify")
 }
 
-#[test]
-fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
+/// Runs `ki verify` on two fixture solutions of one definition with `interpreter` (a script's
+/// text) standing in for Python; returns its output and the folder of its records.
+fn verify_with(
+    interpreter: &str,
+    limit: &str,
+    timeout: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Output, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let python = dir.path().join("python");
-    // Closes its input, answers the first request (so `ki verify` writes the next one), then
-    // lingers: that next write meets a closed pipe (EPIPE, or SIGPIPE under the default disposition).
-    std::fs::write(
-        &python,
-        "#!/bin/sh\nexec 0<&-\necho '{\"ok\": true, \"environment\": {\"device\": \"none\"}, \"pid\": 1}'\nsleep 1\n",
-    )
-    .unwrap();
+    std::fs::write(&python, interpreter).unwrap();
     std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = dir.path().join("out");
     let solutions = fixtures().join("solutions");
@@ -31,12 +31,23 @@ fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
         .arg(solutions.join("bad_hang.json"))
         .arg("--definition")
         .arg(fixtures().join("flashinfer_trace"))
-        .args(["--python", python.to_str().unwrap(), "--limit", "1", "--trials", "1", "--timeout", "5"])
+        .args(["--python", python.to_str().unwrap(), "--limit", limit, "--trials", "1", "--timeout", timeout])
         .arg("--out")
         .arg(&out)
+        .envs(env.iter().copied())
         .env_remove("KI_DATABASE_URL")
         .output()
         .expect("ki runs");
+    (output, out, dir)
+}
+
+#[test]
+fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
+    // Closes its input, answers the first request (so `ki verify` writes the next one), then
+    // lingers: that next write meets a closed pipe (EPIPE, or SIGPIPE under the default disposition).
+    let judge =
+        "#!/bin/sh\nexec 0<&-\necho '{\"ok\": true, \"environment\": {\"device\": \"none\"}, \"pid\": 1}'\nsleep 1\n";
+    let (output, out, _dir) = verify_with(judge, "1", "5", &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.signal(), None, "ki verify was killed by a signal; stderr: {stderr}");
     assert_eq!(output.status.code(), Some(1), "nothing was verified, so the exit is 1; stderr: {stderr}");
@@ -73,26 +84,8 @@ for line in sys.stdin:
 fn a_worker_that_dies_at_any_stage_is_a_recorded_verdict_and_the_batch_goes_on() {
     for stage in ["load", "workload"] {
         for death in ["exit", "kill"] {
-            let dir = tempfile::tempdir().unwrap();
-            let python = dir.path().join("python");
-            std::fs::write(&python, FAKE_INTERPRETER).unwrap();
-            std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-            let out = dir.path().join("out");
-            let solutions = fixtures().join("solutions");
-            let output = Command::new(env!("CARGO_BIN_EXE_ki"))
-                .arg("verify")
-                .arg(solutions.join("honest_torch_rmsnorm.json"))
-                .arg(solutions.join("bad_hang.json"))
-                .arg("--definition")
-                .arg(fixtures().join("flashinfer_trace"))
-                .args(["--python", python.to_str().unwrap(), "--limit", "2", "--trials", "1", "--timeout", "20"])
-                .arg("--out")
-                .arg(&out)
-                .env("KI_TEST_DIE_AT", stage)
-                .env("KI_TEST_DEATH", death)
-                .env_remove("KI_DATABASE_URL")
-                .output()
-                .expect("ki runs");
+            let env = [("KI_TEST_DIE_AT", stage), ("KI_TEST_DEATH", death)];
+            let (output, out, _dir) = verify_with(FAKE_INTERPRETER, "2", "20", &env);
             let stderr = String::from_utf8_lossy(&output.stderr);
             let case = format!("dies at {stage} by {death}");
             assert_eq!(output.status.signal(), None, "{case}: ki verify was killed by a signal; stderr: {stderr}");

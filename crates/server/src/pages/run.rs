@@ -1336,7 +1336,7 @@ pub async fn api(State(state): State<Shared>, Path(id): Path<String>, Query(q): 
 
 /// Largest observed latency an attestation may carry: 2^53 - 1, the largest integer every
 /// JSON reader holds exactly (the OpenAPI schema's maximum).
-pub const MAX_OBSERVED_NS: u64 = 9_007_199_254_740_991;
+pub const MAX_OBSERVED_NS: u64 = ki_model::parse::MAX_EXACT_WHOLE_NUMBER;
 
 /// An attestation as the API takes it (the key goes in the `Authorization` header).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
