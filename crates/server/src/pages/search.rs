@@ -141,6 +141,9 @@ struct KnownMatches<'a> {
     gpus: Option<HashSet<&'a str>>,
     sources: Option<HashSet<&'a str>>,
     projects: Option<HashSet<&'a str>>,
+    /// Per run class (`ReadModel::run_classes`), whether its runs pass every run filter but
+    /// the implementation's; none when the query has no run filter.
+    classes: Option<Vec<bool>>,
 }
 
 /// The query's operation terms as an entry's score reads them: each term is a word and the
@@ -240,12 +243,24 @@ impl ReadModel {
                 .map(|src| text(src, "id"))
                 .collect()
         });
-        KnownMatches { gpus, sources, projects }
+        let mut known = KnownMatches { gpus, sources, projects, classes: None };
+        if request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model)) {
+            let classes =
+                self.run_classes.iter().map(|&run| self.run_matches_class(run as usize, request, &known)).collect();
+            known.classes = Some(classes);
+        }
+        known
     }
 
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
     /// language, installable, dtype), read from the ranking's typed rows.
     fn run_matches(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
+        let implementation = |i: &str| self.judgement.implementation_of(run).slug.to_lowercase().contains(i);
+        self.run_matches_class(run, request, known) && request.values(Filter::Implementation).all(implementation)
+    }
+
+    /// A run passes every run filter but the implementation's: what all runs of its class share.
+    fn run_matches_class(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
         let index = &self.judgement;
         let row = &index.runs[run];
         let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
@@ -273,7 +288,6 @@ impl ReadModel {
                 index.workload_of(run).dtypes.iter().any(|x| dtype_short(x).starts_with(&wanted))
             })
             && known.projects.as_ref().is_none_or(|projects| projects.contains(index.project_of(run).id.as_str()))
-            && all(Filter::Implementation, &|i| index.implementation_of(run).slug.to_lowercase().contains(i))
     }
 
     /// An entry passes the query's filters: its own (family, model) and, when the query has
@@ -304,7 +318,21 @@ impl ReadModel {
         {
             return false;
         }
-        !run_filters || entry.run_list.iter().any(|&r| self.run_matches(r as usize, request, known))
+        !run_filters || self.some_run_matches(entry, request, known)
+    }
+
+    /// Some run behind the entry passes every run filter: one run of each of its classes is
+    /// tested, and only with an implementation filter the runs of the entry themselves.
+    fn some_run_matches(&self, entry: &SearchEntry, request: &SearchRequest, known: &KnownMatches) -> bool {
+        let Some(classes) = &known.classes else { return true };
+        if !entry.classes.iter().any(|&c| classes[c as usize]) {
+            return false;
+        }
+        // Runs of a passing class may still differ in their implementation's slug.
+        request.values(Filter::Implementation).next().is_none()
+            || self
+                .entry_runs(&self.judgement, entry.kind, entry.of)
+                .any(|r| self.run_matches(r as usize, request, known))
     }
 
     /// Whether an operation has every axis of the query (as it spells it, `axis_for`) at its
@@ -795,6 +823,60 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Testing one run per class decides every entry as testing each of its runs does, on the
+    /// bundled catalog, for queries of every run filter (and some entries pass, some do not).
+    #[test]
+    fn run_classes_decide_as_every_run_does() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+        let mut rows = Vec::new();
+        for file in [
+            "catalog-2026-08-16-0022af0b.jsonl.zst",
+            "kernelindex-verified-h200-2026-11-30.jsonl.zst",
+            "kernelindex-verify-h200-2026-12-01.jsonl.zst",
+        ] {
+            rows.extend(crate::rows_from_export(&data.join(file)).unwrap());
+        }
+        // The bundled files share their parents (projects, operations): each row once.
+        let mut seen = HashSet::new();
+        rows.retain(|r| seen.insert((r.table.clone(), serde_json::to_string(&r.row).unwrap())));
+        let model = ReadModel::build(rows).unwrap();
+        assert!(model.run_classes.len() < model.judgement.runs.len() / 4, "{} classes", model.run_classes.len());
+        for query in [
+            "flashinfer h200",
+            "gpu:h200 trust:verified",
+            "gpu:h100 trust:reported",
+            "trust:reproducible b200",
+            "language:python",
+            "language:cuda gpu:h200",
+            "license:apache",
+            "dtype:fp8",
+            "dtype:bf16 installable:yes",
+            "installable:no h100",
+            "source:flashinfer",
+            "arch:sm_100",
+            "implementation:gpt h200",
+            "implementation:native trust:verified",
+        ] {
+            let request = understand(query, model.lexicon()).request;
+            let known = model.known_matches(&request);
+            assert!(known.classes.is_some(), "{query}: no run filter read");
+            let (mut passed, mut refused) = (0, 0);
+            for entry in &model.search {
+                let by_class = model.some_run_matches(entry, &request, &known);
+                let by_run = model
+                    .entry_runs(&model.judgement, entry.kind, entry.of)
+                    .any(|r| model.run_matches(r as usize, &request, &known));
+                assert_eq!(by_class, by_run, "{query}: {} {}", entry.kind, entry.label);
+                if by_run {
+                    passed += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+            assert!(passed > 0 && refused > 0, "{query}: {passed} entries pass, {refused} do not");
+        }
+    }
 
     #[test]
     fn a_whole_word_is_a_run_of_letters_and_digits_alone() {
