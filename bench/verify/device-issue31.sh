@@ -15,16 +15,19 @@ t=$(date +%s)
 timeout 260 $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
   --definition $CORPUS/flashinfer_trace --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/corpus > $OUT/x/corpus.log 2>&1
 echo "corpus rc=$? in $(( $(date +%s) - t )) s"
+cp /tmp/corpus/runs.jsonl $OUT/corpus-runs.jsonl  # kept at once: a call cut short still returns it
 t=$(date +%s)
 timeout 150 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
+cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
+timeout 90 python3 bench/verify/probe/gqa_b64.py /tmp/ki-builds $C/flashinfer_trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json > $OUT/gqa-b64-probe.md 2>&1
+echo "gqa b64 probe rc=$?"; tail -50 $OUT/gqa-b64-probe.md
 NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
 timeout 90 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
 timeout 90 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.csv > $OUT/ncu-pr221.json; tail -c 600 $OUT/x/ncu-pr221.err
-cp /tmp/corpus/runs.jsonl $OUT/corpus-runs.jsonl; cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
 cp $OUT/smoke*.* $OUT/x/ 2>/dev/null; rm -f $OUT/smoke.log $OUT/smoke-smi.txt
 tar czf $OUT/logs.tgz -C /tmp corpus/logs pr221/logs corpus/samples pr221/samples corpus/session.json pr221/session.json smoke/runs.jsonl smoke/logs smoke/samples -C $OUT x 2>/dev/null; rm -rf $OUT/x
 python3 - <<'PY'
