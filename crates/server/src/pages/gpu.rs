@@ -93,8 +93,12 @@ pub struct GpuView {
     pub unranked_runs: usize,
     pub first_observed_at: Option<String>,
     pub latest_observed_at: Option<String>,
-    /// Runs at each evidence level, weakest first; they add up to `runs`.
+    /// Runs that passed and stand at each evidence level, weakest first; with `failed_runs` they
+    /// add up to `runs`.
     pub evidence: Vec<EvidenceCount>,
+    /// Runs that failed, were refused or were retracted: counted at no evidence level (a refused
+    /// run measured by our runner is not a verified run).
+    pub failed_runs: usize,
     /// Operations with runs on this GPU, most-run first.
     pub operations: Vec<GpuOperation>,
     pub operations_total: usize,
@@ -113,8 +117,13 @@ impl ReadModel {
     /// `passed` and it is not retracted. A failed, refused (`suspected_reward_hack`) or
     /// retracted run is never counted as verified, whatever its evidence says.
     pub fn counts_as(&self, run: usize, claim: Claim) -> bool {
+        claim.admits(self.judgement.facts[run].trust) && self.stands(run)
+    }
+
+    /// Whether a run passed and is not retracted: what a count by evidence counts.
+    pub fn stands(&self, run: usize) -> bool {
         let row = self.run(run);
-        claim.admits(self.judgement.facts[run].trust) && &*row.status == "passed" && row.retracted_at.is_none()
+        &*row.status == "passed" && row.retracted_at.is_none()
     }
 
     /// The best run of `claim` among `runs`, or why there is none when `runs` holds runs of
@@ -173,7 +182,10 @@ impl ReadModel {
         let latest_observed_at = runs().map(observed).max().map(|(_, at)| at.to_string());
         let evidence = LEVELS
             .iter()
-            .map(|&level| EvidenceCount { level, runs: runs().filter(|&r| facts[r].trust == level).count() })
+            .map(|&level| EvidenceCount {
+                level,
+                runs: runs().filter(|&r| facts[r].trust == level && self.stands(r)).count(),
+            })
             .collect();
 
         let mut by_operation: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -220,6 +232,7 @@ impl ReadModel {
             first_observed_at,
             latest_observed_at,
             evidence,
+            failed_runs: runs().filter(|&r| !self.stands(r)).count(),
             operations,
             operations_total,
         }
@@ -258,10 +271,11 @@ pub fn render(v: &GpuView) -> Markup {
             }
         }))
         (section("evidence", "Evidence mix", html! {
-            table { caption { "Runs on this GPU by evidence level (reported < reproducible < verified < replicated)" }
+            table { caption { "Runs on this GPU that passed, by evidence level (reported < reproducible < verified < replicated)" }
                 thead { tr { th scope="col" { "evidence" } th scope="col" class="num" { "runs" } } }
                 tbody {
                     @for e in &v.evidence { tr { td { (crate::pages::evidence_badge(e.level.as_str())) } td.num { (e.runs) } } }
+                    tr { th scope="row" { "failed, refused or retracted (any evidence)" } td.num { (v.failed_runs) } }
                     tr { th scope="row" { "all" } td.num { (v.runs) } }
                 }
             }

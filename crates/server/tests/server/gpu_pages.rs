@@ -126,11 +126,13 @@ fn every_gpu_page_adds_up_to_its_line_on_the_gpu_list() {
             view["evidence"].as_array().unwrap().iter().map(|e| e["level"].as_str().unwrap()).collect();
         assert_eq!(levels, ["reported", "reproducible", "verified", "replicated"]);
         let mix: u64 = view["evidence"].as_array().unwrap().iter().map(|e| e["runs"].as_u64().unwrap()).sum();
-        assert_eq!(mix, gpu["runs"].as_u64().unwrap(), "{slug}: the evidence mix does not add up");
+        let failed = runs.iter().filter(|&&r| !model.stands(r as usize)).count() as u64;
+        assert_eq!(view["failedRuns"], failed);
+        assert_eq!(mix + failed, gpu["runs"].as_u64().unwrap(), "{slug}: the evidence mix does not add up");
         assert_eq!(view["operationsTotal"], gpu["operations"]);
         let operations = view["operations"].as_array().unwrap();
         let op_runs: u64 = operations.iter().map(|o| o["runs"].as_u64().unwrap()).sum();
-        assert!(op_runs <= mix);
+        assert!(op_runs <= mix + failed);
         for o in operations {
             let (verified, reported) = (o["verifiedRuns"].as_u64().unwrap(), o["reportedRuns"].as_u64().unwrap());
             assert!(verified + reported <= o["runs"].as_u64().unwrap());
@@ -174,6 +176,11 @@ fn the_gpu_page_shows_the_figures_of_its_json_form() {
             let cells = format!("<td>{badge}</td><td class=\"num\">{}</td>", e["runs"]);
             assert!(body.contains(&cells), "{slug}: {cells}");
         }
+        let failed = format!(
+            "<th scope=\"row\">failed, refused or retracted (any evidence)</th><td class=\"num\">{}</td>",
+            view["failedRuns"]
+        );
+        assert!(body.contains(&failed), "{slug}: {failed}");
         for o in view["operations"].as_array().unwrap() {
             assert!(body.contains(&format!("<a href=\"/operations/{}\">", o["slug"].as_str().unwrap())));
             for best in [&o["bestVerified"], &o["bestReported"]] {
@@ -360,6 +367,17 @@ fn refused_runs_are_never_counted_as_verified_and_the_pages_say_why_nothing_is_r
     let row = &row[..row.find("</tr>").unwrap()];
     assert!(row.contains(&format!("<span class=\"muted\">{why}</span>")), "{row}");
     assert!(row.contains("<td class=\"num\">4</td><td class=\"num\">0</td>"), "4 runs, 0 verified: {row}");
+    // The evidence mix counts them as refused, at no evidence level.
+    let standing_verified: usize = (0..model.judgement.runs.len())
+        .filter(|&r| {
+            model.run(r).hardware_model.as_deref() == Some(H200)
+                && model.judgement.facts[r].trust == TrustLevel::Verified
+                && model.stands(r)
+        })
+        .count();
+    let verified_level = gpu["evidence"].as_array().unwrap().iter().find(|e| e["level"] == "verified").unwrap();
+    assert_eq!(verified_level["runs"], standing_verified);
+    assert!(gpu["failedRuns"].as_u64().unwrap() >= 4);
 
     // No page counts them as verified: the GPU page's counts over every operation match the rule.
     for o in gpu["operations"].as_array().unwrap() {
