@@ -100,6 +100,20 @@ fn at_400_px_the_leaderboard_shows_implementation_value_and_evidence_without_scr
             assert!(height < 8_000.0, "the operation page is {height} px tall");
         }
     }
+    // The search answer's table of groups on the phone: workload and fastest verified run fit.
+    browser.page.call(
+        "Emulation.setDeviceMetricsOverride",
+        serde_json::json!({ "width": 400, "height": 800, "deviceScaleFactor": 1, "mobile": true }),
+    );
+    browser.open(&format!("{}/?q=gqa+decode+gpu%3Ah200+batch_size%3D16", server.base));
+    let answer = browser.evaluate(
+        "(() => { const t = document.getElementById('answer-table'); \
+         const cells = [...t.querySelectorAll('tbody tr')].flatMap(tr => [tr.cells[0], tr.cells[2]]); \
+         return [t.scrollWidth <= t.clientWidth, cells.length > 0, \
+                 cells.every(td => td.getBoundingClientRect().right <= 400), \
+                 [...t.querySelectorAll('tbody tr')].every(tr => tr.cells[2].querySelector('.badge') !== null)]; })()",
+    );
+    assert_eq!(answer, serde_json::json!([true, true, true, true]), "the search answer at 400 px");
 }
 
 /// Chromium with its DevTools endpoint, and a socket to its one page.
