@@ -1,5 +1,5 @@
 //! An operation (`/operations/{slug}`): its constant axes stated once; the leaderboard of the
-//! comparison group picked (by default the first group with a verified run, then the largest),
+//! comparison group picked (by default the largest group with a verified run, else the largest),
 //! best first, its statistic, unit and direction in the header, each run's evidence beside it;
 //! one sweep chart per GPU, one line per implementation at one value of the held axes (a picker
 //! for the others); the workload picker, one row per comparison group with the varying axes as
