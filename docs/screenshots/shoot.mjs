@@ -58,6 +58,8 @@ async function pages() {
     { name: "models", path: "/models", shot: false },
     { name: "operations", path: "/operations", shot: false },
     { name: "diff", path: `${source}/diff`, shot: false },
+    { name: "compare-empty", path: "/compare", shot: false },
+    { name: "verifications", path: "/verifications", shot: false },
   ];
 }
 
@@ -222,15 +224,15 @@ function report(rows, version) {
     `axe-core ${axeVersion} in ${version}, rules tagged ${TAGS.join(", ")}; written by \`bash docs/screenshots/run.sh\`.`,
     "A serious or critical violation, or a page wider than its viewport, fails the run.",
     "",
-    "| page | path | width | critical | serious | moderate | minor | rules | fits the width |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    "| page | path | width | critical | serious | moderate | minor | rules | fits the width | height (px) |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |",
   ];
   for (const r of rows) {
     const count = (impact) => r.results.filter((v) => v.impact === impact).length;
     const rules = r.results.map((v) => `${v.id} (${v.impact}, ${v.nodes} nodes)`).join("; ") || "none";
     const fits = r.overflow ? `no: ${r.layout.scrollWidth} px` : "yes";
     lines.push(
-      `| ${r.page.name} | \`${r.page.path}\` | ${r.width} | ${IMPACTS.map(count).join(" | ")} | ${rules} | ${fits} |`,
+      `| ${r.page.name} | \`${r.page.path}\` | ${r.width} | ${IMPACTS.map(count).join(" | ")} | ${rules} | ${fits} | ${r.layout.height} |`,
     );
   }
   return lines.join("\n") + "\n";

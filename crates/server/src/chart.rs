@@ -30,9 +30,9 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Latency ticks inside `[lo, hi]` at 1, 2 and 5 of each decade (only the decades when that
-/// gives too many).
-fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
+/// Ticks inside `[lo, hi]` on a log axis at 1, 2 and 5 of each decade (only the decades when
+/// that gives too many).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let mut ticks = Vec::new();
     let mut decade = lo.log10().floor() as i32;
     while 10f64.powi(decade) <= hi {
@@ -48,6 +48,50 @@ fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
         ticks.retain(|t| (t.log10() - t.log10().round()).abs() < 1e-9);
     }
     ticks
+}
+
+/// Ticks inside `[lo, hi]` on a linear axis: multiples of 1, 2 or 5 times a power of ten, at
+/// most six of them; whole numbers when `whole` (an axis of counts: never 26.4865).
+fn linear_ticks(lo: f64, hi: f64, whole: bool) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let rough = (hi - lo) / 5.0;
+    let power = 10f64.powf(rough.log10().floor());
+    let count = |step: f64| (hi / step).floor() - (lo / step).ceil() + 1.0;
+    let mut step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|&s| count(s) <= 6.0).unwrap_or(10.0 * power);
+    if whole {
+        step = step.max(1.0).round();
+    }
+    let mut ticks = Vec::new();
+    let mut t = (lo / step).ceil() * step;
+    while t <= hi + step * 1e-9 {
+        ticks.push(if whole { t.round() } else { t });
+        t += step;
+    }
+    ticks
+}
+
+/// A number on an axis, short: `512`, `1k`, `2.5k`, `1.07k`, `20M`.
+pub fn si_number(value: f64) -> String {
+    let magnitude = value.abs();
+    let (scaled, suffix) = if magnitude >= 1e9 {
+        (value / 1e9, "G")
+    } else if magnitude >= 1e6 {
+        (value / 1e6, "M")
+    } else if magnitude >= 1e3 {
+        (value / 1e3, "k")
+    } else {
+        return ki_model::units::plain_number((value * 1e3).round() / 1e3);
+    };
+    let text = format!("{scaled:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{suffix}")
+}
+
+/// The latency ticks of a chart whose data spans `[lo, hi]` ns.
+fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    log_ticks(lo, hi)
 }
 
 /// Renders one sweep chart (`index` keeps ids unique on a page), or None when there is nothing
@@ -99,27 +143,28 @@ pub fn sweep_svg(sweep: &Sweep, index: usize) -> Option<String> {
             escape(&ki_model::units::duration_ns(tick))
         );
     }
-    // The swept axis: its measured values when there are few, else five even ticks.
+    // The swept axis: its measured values when there are few and they do not crowd, else round
+    // ticks (1-2-5 per decade on a log axis; whole numbers for an axis of whole numbers).
     let mut measured: Vec<f64> = all.iter().map(|p| p.0).collect();
     measured.sort_by(f64::total_cmp);
     measured.dedup();
-    let x_ticks: Vec<f64> = if measured.len() <= 10 {
+    let crowded = measured.windows(2).any(|w| px(w[1]) - px(w[0]) < 36.0);
+    let x_ticks: Vec<f64> = if measured.len() <= 10 && !crowded {
         measured
+    } else if x_log {
+        log_ticks(x_lo, x_hi)
     } else {
-        (0..=4)
-            .map(|i| {
-                let t = x_min + (x_max - x_min) * i as f64 / 4.0;
-                if x_log { 10f64.powf(t) } else { t }
-            })
-            .collect()
+        linear_ticks(x_lo, x_hi, measured.iter().all(|v| v.fract() == 0.0))
     };
     for value in x_ticks {
         let _ = write!(
             svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#1a1a1a">{}</text>"##,
+            r##"<line x1="{0:.1}" x2="{0:.1}" y1="{1}" y2="{2}" stroke="#dddddd"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle" font-size="12" fill="#1a1a1a">{4}</text>"##,
             px(value),
+            TOP,
+            TOP + plot_h,
             TOP + plot_h + 18.0,
-            escape(&ki_model::units::plain_number(value))
+            escape(&si_number(value))
         );
     }
     let _ = write!(
@@ -196,6 +241,8 @@ mod tests {
                 },
                 SweepSeries { label: "b".into(), points: vec![point(1.0, 8_000.0), point(16.0, 30_000.0)] },
             ],
+            held: Vec::new(),
+            facets: Vec::new(),
             series_total: 2,
         };
         let svg = sweep_svg(&sweep, 3).unwrap();
@@ -212,6 +259,38 @@ mod tests {
         // 7–90 µs of data: ticks inside the data's span, none at 1 µs or 1 ms.
         assert!(svg.contains(">10.0 µs<") && svg.contains(">50.0 µs<"), "{svg}");
         assert!(!svg.contains(">1.00 µs<") && !svg.contains(">1.00 ms<"));
+    }
+
+    #[test]
+    fn axis_ticks_are_round_numbers_written_short() {
+        // A linear axis of counts from 3 to 130: whole multiples of 20, never 26.4865.
+        assert_eq!(linear_ticks(3.0, 130.0, true), vec![20.0, 40.0, 60.0, 80.0, 100.0, 120.0]);
+        assert_eq!(linear_ticks(1.0, 4.0, true), vec![1.0, 2.0, 3.0, 4.0]);
+        assert!(linear_ticks(0.1, 0.9, false).iter().all(|t| ((t * 10.0).round() - t * 10.0).abs() < 1e-9));
+        // A log axis: 1-2-5 per decade, or the decades alone when that gives more than eight.
+        assert_eq!(log_ticks(8.0, 700.0), vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0]);
+        assert_eq!(log_ticks(8.0, 7598.0), vec![10.0, 100.0, 1000.0]);
+        for (value, text) in [(512.0, "512"), (1000.0, "1k"), (2500.0, "2.5k"), (1070.0, "1.07k"), (2e7, "20M")] {
+            assert_eq!(si_number(value), text);
+        }
+        // Many measured values on a log axis: labelled at 1-2-5 ticks, not at even fractions.
+        let points: Vec<SweepPoint> = [8.0, 10.0, 12.0, 57.0, 67.0, 81.0, 191.0, 302.0, 1070.0, 2158.0, 7598.0]
+            .map(|x| point(x, x * 100.0))
+            .into();
+        let sweep = Sweep {
+            axis: "num_pages".into(),
+            metric: "latency (median)".into(),
+            hardware: "H".into(),
+            held: vec!["batch_size".into()],
+            facets: Vec::new(),
+            series: vec![SweepSeries { label: "a".into(), points }],
+            series_total: 1,
+        };
+        let svg = sweep_svg(&sweep, 0).unwrap();
+        for label in [">10<", ">100<", ">1k<"] {
+            assert!(svg.contains(label), "{label}: {svg}");
+        }
+        assert!(!svg.contains(">26.") && !svg.contains(".4865"), "{svg}");
     }
 
     #[test]

@@ -176,8 +176,8 @@ fn table() -> Routes {
             resolve::api_batch,
         )
         .add(
-            RouteDoc::new(Get, "/compare", Export, "Compare 2 to 8 runs; format=markdown|csv|json exports")
-                .query::<compare::CompareQuery>()
+            RouteDoc::new(Get, "/compare", Export, "Compare 2 to 8 runs; format=markdown|csv|json exports; with fewer runs the page says how to pick them")
+                .query::<compare::ComparePageQuery>()
                 .answers::<ki_ranking::Comparison>(),
             compare::page,
         )

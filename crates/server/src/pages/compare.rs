@@ -170,14 +170,31 @@ pub struct CompareQuery {
     pub format: Option<String>,
 }
 
-fn comparison(model: &ReadModel, q: &CompareQuery) -> Result<(Vec<String>, ki_ranking::Comparison), Problem> {
+/// The page's query: as [`CompareQuery`], but fewer than two runs (none at all: `/compare`) is
+/// answered with a page that says how to pick them.
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct ComparePageQuery {
+    #[serde(default)]
+    #[schemars(length(max = 8), inner(regex(pattern = r"^[A-Za-z0-9:,-]{0,100}$")))]
+    pub run: Vec<String>,
+    #[schemars(extend("enum" = ["", "html", "json", "markdown", "md", "csv"]))]
+    pub format: Option<String>,
+}
+
+/// The run references of `run=` values (each may list several, comma-separated; blanks skipped).
+fn references(runs: &[String]) -> Vec<String> {
     let mut refs: Vec<String> = Vec::new();
-    for value in &q.run {
+    for value in runs {
         refs.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
         if refs.len() > 8 {
             break;
         }
     }
+    refs
+}
+
+fn comparison(model: &ReadModel, runs: &[String]) -> Result<(Vec<String>, ki_ranking::Comparison), Problem> {
+    let refs = references(runs);
     let borrowed: Vec<&str> = refs.iter().map(String::as_str).collect();
     match model.judgement.compare(&borrowed) {
         Ok(c) => Ok((refs, c)),
@@ -188,9 +205,67 @@ fn comparison(model: &ReadModel, q: &CompareQuery) -> Result<(Vec<String>, ki_ra
     }
 }
 
-pub async fn page(State(state): State<Shared>, Query(q): Query<CompareQuery>) -> Answer {
+/// The two fastest runs of the comparison group with the most eligible runs: an example pair.
+fn example_pair(model: &ReadModel) -> Option<(String, String, String)> {
+    let cohort =
+        model.judgement.cohorts.iter().filter(|c| c.ranking.len() >= 2).max_by(|a, b| {
+            a.ranking.len().cmp(&b.ranking.len()).then_with(|| b.comparison_key.cmp(&a.comparison_key))
+        })?;
+    let (first, second) = (cohort.ranking[0].run, cohort.ranking[1].run);
+    let operation = model.run_operation(first).map(|op| model.operation_title(op).to_string()).unwrap_or_default();
+    let gpu = model.run(first).hardware_model.as_deref().unwrap_or("").to_string();
+    let what = format!("{operation} at {} on {gpu}", model.run_workload_label(first));
+    Some((model.run(first).id.to_string(), model.run(second).id.to_string(), what))
+}
+
+/// `/compare` with fewer than two runs: what the page does and how to pick the runs, a form
+/// for run references, and an example pair from the catalog.
+pub fn render_empty(model: &ReadModel, refs: &[String]) -> Markup {
+    let example = example_pair(model);
+    let main = html! {
+        h1 { "Compare runs" }
+        p { "Compare puts 2 to 8 runs side by side: fastest first, how many times slower each is than #1, "
+            "their intervals and evidence, and which parts of their comparison keys (workload, protocol, environment, GPU, "
+            "correctness rule, metric) differ. It exports the table as Markdown, CSV or JSON." }
+        @match refs.len() {
+            0 => { p.banner role="note" { "No runs picked yet: a comparison needs at least two." } }
+            _ => { p.banner role="note" { "One run picked (" code { (refs[0]) } "): a comparison needs at least one more." } }
+        }
+        h2 { "How to pick runs" }
+        ul {
+            li { "On a run's page, " strong { "Compare with #1" } " compares it with the leader of its comparison group." }
+            li { "On an operation's leaderboard each implementation links to its run; its page has that link." }
+            li { "Or give run references below, or in the address: " code { "/compare?run=A&run=B" }
+                " (each a run's uuid, its sha256 digest or its short id, the first 8 hex digits of its uuid)." }
+        }
+        form.compare action="/compare" method="get" {
+            @for i in 0..3 {
+                div.row {
+                    label for={ "compare-run-" (i) } { "Run " (i + 1) @if i == 2 { " (optional)" } }
+                    input id={ "compare-run-" (i) } type="text" name="run" maxlength="100" value=(refs.get(i).map(String::as_str).unwrap_or("")) autocomplete="off" spellcheck="false";
+                }
+            }
+            button type="submit" { "Compare" }
+        }
+        @if let Some((a, b, what)) = example {
+            p { "For example, " a href={ "/compare?run=" (a) "&run=" (b) } { "the two fastest runs of " (what) } "." }
+        }
+    };
+    layout("Compare runs", main)
+}
+
+pub async fn page(State(state): State<Shared>, Query(q): Query<ComparePageQuery>) -> Answer {
     let model = state.model();
-    let (refs, c) = comparison(&model, &q)?;
+    let refs = references(&q.run);
+    if refs.len() < 2 {
+        return match q.format.as_deref() {
+            None | Some("") | Some("html") => Ok(html_response(render_empty(&model, &refs))),
+            Some(_) => {
+                Err(Problem::bad_request(format!("compare takes 2 to 8 runs (run=A&run=B), {} given", refs.len())))
+            }
+        };
+    }
+    let (refs, c) = comparison(&model, &q.run)?;
     match q.format.as_deref() {
         None | Some("") | Some("html") => Ok(html_response(render(&c, &refs))),
         Some("json") => Ok(json_response(&c)),
@@ -210,7 +285,7 @@ pub async fn page(State(state): State<Shared>, Query(q): Query<CompareQuery>) ->
 }
 
 pub async fn api(State(state): State<Shared>, Query(q): Query<CompareQuery>) -> Answer {
-    Ok(json_response(&comparison(&state.model(), &q)?.1))
+    Ok(json_response(&comparison(&state.model(), &q.run)?.1))
 }
 
 #[cfg(test)]

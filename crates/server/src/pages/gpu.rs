@@ -58,14 +58,20 @@ pub struct GpuOperation {
     pub href: String,
     /// Runs of this operation on this GPU, eligible or not.
     pub runs: usize,
-    /// Of them, runs at evidence verified or replicated.
+    /// Of them, runs at evidence verified or replicated that passed and stand (a failed,
+    /// refused or retracted run is never counted as verified).
     pub verified_runs: usize,
-    /// Of them, runs at evidence reported.
+    /// Of them, runs at evidence reported that passed and stand.
     pub reported_runs: usize,
     /// Comparison groups of these runs.
     pub groups: usize,
     pub best_verified: Option<BestRun>,
     pub best_reported: Option<BestRun>,
+    /// Why there is no best verified run when runs at that evidence exist ("4 runs, all
+    /// refused: suspected_reward_hack").
+    pub why_no_verified: Option<String>,
+    /// Why there is no best reported run when runs at that evidence exist.
+    pub why_no_reported: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -87,8 +93,12 @@ pub struct GpuView {
     pub unranked_runs: usize,
     pub first_observed_at: Option<String>,
     pub latest_observed_at: Option<String>,
-    /// Runs at each evidence level, weakest first; they add up to `runs`.
+    /// Runs that passed and stand at each evidence level, weakest first; with `failed_runs` they
+    /// add up to `runs`.
     pub evidence: Vec<EvidenceCount>,
+    /// Runs that failed, were refused or were retracted: counted at no evidence level (a refused
+    /// run measured by our runner is not a verified run).
+    pub failed_runs: usize,
     /// Operations with runs on this GPU, most-run first.
     pub operations: Vec<GpuOperation>,
     pub operations_total: usize,
@@ -101,6 +111,32 @@ impl ReadModel {
     /// The GPU model whose slug is `slug` (the one with the most runs, should two share it).
     pub fn find_gpu(&self, slug: &str) -> Option<usize> {
         self.runs_by_gpu.iter().position(|(model, _)| slugify(model) == slug)
+    }
+
+    /// Whether a run counts as one of `claim`'s: its evidence is of that class, its status is
+    /// `passed` and it is not retracted. A failed, refused (`suspected_reward_hack`) or
+    /// retracted run is never counted as verified, whatever its evidence says.
+    pub fn counts_as(&self, run: usize, claim: Claim) -> bool {
+        claim.admits(self.judgement.facts[run].trust) && self.stands(run)
+    }
+
+    /// Whether a run passed and is not retracted: what a count by evidence counts.
+    pub fn stands(&self, run: usize) -> bool {
+        let row = self.run(run);
+        &*row.status == "passed" && row.retracted_at.is_none()
+    }
+
+    /// The best run of `claim` among `runs`, or why there is none when `runs` holds runs of
+    /// that evidence ("4 runs, all refused: suspected_reward_hack"); neither when it holds none.
+    pub fn best_or_why(&self, runs: &[usize], claim: Claim) -> (Option<BestRun>, Option<String>) {
+        match self.best_run(runs, claim) {
+            Some(best) => (Some(best), None),
+            None => {
+                let of_claim: Vec<usize> =
+                    runs.iter().copied().filter(|&r| claim.admits(self.judgement.facts[r].trust)).collect();
+                (None, self.why_none_eligible(&of_claim))
+            }
+        }
     }
 
     /// The best run of `claim` among `runs` (see the module's note on what "best" means).
@@ -146,7 +182,10 @@ impl ReadModel {
         let latest_observed_at = runs().map(observed).max().map(|(_, at)| at.to_string());
         let evidence = LEVELS
             .iter()
-            .map(|&level| EvidenceCount { level, runs: runs().filter(|&r| facts[r].trust == level).count() })
+            .map(|&level| EvidenceCount {
+                level,
+                runs: runs().filter(|&r| facts[r].trust == level && self.stands(r)).count(),
+            })
             .collect();
 
         let mut by_operation: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -162,16 +201,20 @@ impl ReadModel {
                 groups.sort_unstable();
                 groups.dedup();
                 let slug = text(&self.operations.rows[op], "slug").to_string();
+                let (best_verified, why_no_verified) = self.best_or_why(op_runs, Claim::Verified);
+                let (best_reported, why_no_reported) = self.best_or_why(op_runs, Claim::Reported);
                 GpuOperation {
                     href: format!("/operations/{slug}"),
                     slug,
                     title: self.operation_title(op).into(),
                     runs: op_runs.len(),
-                    verified_runs: op_runs.iter().filter(|&&r| Claim::Verified.admits(facts[r].trust)).count(),
-                    reported_runs: op_runs.iter().filter(|&&r| Claim::Reported.admits(facts[r].trust)).count(),
+                    verified_runs: op_runs.iter().filter(|&&r| self.counts_as(r, Claim::Verified)).count(),
+                    reported_runs: op_runs.iter().filter(|&&r| self.counts_as(r, Claim::Reported)).count(),
                     groups: groups.len(),
-                    best_verified: self.best_run(op_runs, Claim::Verified),
-                    best_reported: self.best_run(op_runs, Claim::Reported),
+                    best_verified,
+                    best_reported,
+                    why_no_verified,
+                    why_no_reported,
                 }
             })
             .collect();
@@ -189,20 +232,22 @@ impl ReadModel {
             first_observed_at,
             latest_observed_at,
             evidence,
+            failed_runs: runs().filter(|&r| !self.stands(r)).count(),
             operations,
             operations_total,
         }
     }
 }
 
-/// A best run's cell: value, implementation (to the run's dossier), its group.
-pub fn best_cell(best: Option<&BestRun>) -> Markup {
+/// A best run's cell: value, implementation (to the run's dossier), its group; without one,
+/// why there is none (or "—" when there is no run of that evidence at all).
+pub fn best_cell(best: Option<&BestRun>, why: Option<&str>) -> Markup {
     html! {
         @if let Some(b) = best {
             a href=(b.run.href) { span.value { (b.run.display) } @if !b.run.implementation.is_empty() { " · " (b.run.implementation) } }
             br;
             span.muted { (b.workload) " · " (b.group_runs) " in its group" @if b.groups > 1 { ", " (b.groups) " groups" } }
-        } @else { "—" }
+        } @else if let Some(why) = why { span.muted { (why) } } @else { "—" }
     }
 }
 
@@ -226,10 +271,11 @@ pub fn render(v: &GpuView) -> Markup {
             }
         }))
         (section("evidence", "Evidence mix", html! {
-            table { caption { "Runs on this GPU by evidence level (reported < reproducible < verified < replicated)" }
+            table { caption { "Runs on this GPU that passed, by evidence level (reported < reproducible < verified < replicated)" }
                 thead { tr { th scope="col" { "evidence" } th scope="col" class="num" { "runs" } } }
                 tbody {
                     @for e in &v.evidence { tr { td { (crate::pages::evidence_badge(e.level.as_str())) } td.num { (e.runs) } } }
+                    tr { th scope="row" { "failed, refused or retracted (any evidence)" } td.num { (v.failed_runs) } }
                     tr { th scope="row" { "all" } td.num { (v.runs) } }
                 }
             }
@@ -237,7 +283,8 @@ pub fn render(v: &GpuView) -> Markup {
         (section("operations", "Best runs per operation", html! {
             p { "Runs are ranked only inside a comparison group (workload, protocol, environment, correctness rule). "
                 "Each best is the fastest eligible run of its evidence in the group with the most such runs; "
-                "verified counts verified and replicated runs, reported only those whose evidence is reported." }
+                "verified counts verified and replicated runs that passed and stand, reported those whose evidence is reported; "
+                "a failed, refused or retracted run is counted under runs only, and an operation without a best says why." }
             @if v.operations.is_empty() { p { "No operation has runs on this GPU." } } @else {
                 table {
                     caption { (v.operations_total) " operations" @if v.operations_total > v.operations.len() { ", the " (v.operations.len()) " most-run shown" } }
@@ -250,8 +297,8 @@ pub fn render(v: &GpuView) -> Markup {
                     tbody { @for o in &v.operations { tr {
                         td { a href=(o.href) { (o.title) } }
                         td.num { (o.runs) }
-                        td.num { (o.verified_runs) } td { (best_cell(o.best_verified.as_ref())) }
-                        td.num { (o.reported_runs) } td { (best_cell(o.best_reported.as_ref())) }
+                        td.num { (o.verified_runs) } td { (best_cell(o.best_verified.as_ref(), o.why_no_verified.as_deref())) }
+                        td.num { (o.reported_runs) } td { (best_cell(o.best_reported.as_ref(), o.why_no_reported.as_deref())) }
                         td.num { (o.groups) }
                     } } }
                 }

@@ -162,22 +162,25 @@ pub fn pager(base: &str, page: usize, pages: usize) -> Markup {
     }
 }
 
+/// Runs with their rank, implementation (linked to the run), value and evidence; the run's id,
+/// GPU and date are secondary columns (`opt`), which a phone hides so the rest fits its width.
 pub fn runs_table(caption: &str, runs: &[RunSummary]) -> Markup {
     html! {
-        table {
+        table.leaderboard {
             caption { (caption) }
             thead { tr {
-                th scope="col" class="num" { "rank" } th scope="col" { "run" } th scope="col" { "implementation" }
-                th scope="col" { "hardware" } th scope="col" class="num" { "value" } th scope="col" { "evidence" } th scope="col" { "observed" }
+                th scope="col" class="num" { "rank" } th scope="col" { "implementation" }
+                th scope="col" class="num" { "value" } th scope="col" { "evidence" }
+                th scope="col" class="opt" { "run" } th scope="col" class="opt" { "hardware" } th scope="col" class="opt" { "observed" }
             } }
             tbody { @for r in runs { tr {
                 td.num { @if let Some(rank) = r.rank { (rank) } @else { "—" } }
-                td { a href=(r.href) { (r.short_id) } }
-                td { (r.implementation) }
-                td { (gpu_link(&r.hardware)) }
+                td { a href=(r.href) { @if r.implementation.is_empty() { (r.short_id) } @else { (r.implementation) } } }
                 td.num { (r.display) " " span.muted { (r.statistic) } }
                 td { (evidence_badge(&r.trust)) }
-                td { (ki_model::utc::date_of(&r.observed_at)) }
+                td.opt { a href=(r.href) { (r.short_id) } }
+                td.opt { (gpu_link(&r.hardware)) }
+                td.opt { (ki_model::utc::date_of(&r.observed_at)) }
             } } }
         }
     }
@@ -303,6 +306,66 @@ impl ReadModel {
             Some(title) => title.to_string(),
             None => format!("Run {}", short_id(&self.run(run).id.text())),
         }
+    }
+}
+
+/// Statuses a verifier gives a run it refuses to publish as a measurement (the others that are
+/// not `passed` are failures).
+const REFUSED_STATUSES: [&str; 3] = ["suspected_reward_hack", "policy_violation", "revoked"];
+
+/// Why a run is not ranked, in a word or two: its status, "retracted", "superseded", …
+fn ineligibility_word(reason: &ki_ranking::Ineligibility) -> String {
+    match reason {
+        ki_ranking::Ineligibility::Status(status) => status.clone(),
+        ki_ranking::Ineligibility::Retracted => "retracted".into(),
+        ki_ranking::Ineligibility::Superseded { .. } => "superseded".into(),
+        ki_ranking::Ineligibility::Unpublished => "unpublished".into(),
+        ki_ranking::Ineligibility::MissingPrimaryMetric => "no primary metric".into(),
+    }
+}
+
+impl ReadModel {
+    /// Why none of `runs` is ranked, counted by each run's first reason: "4 runs, all refused:
+    /// suspected_reward_hack", "5 runs, all failed: 3 runtime_error, 2 timeout", "3 runs, none
+    /// ranked: 2 retracted, 1 runtime_error". None when `runs` is empty or one of them is ranked.
+    pub fn why_none_eligible(&self, runs: &[usize]) -> Option<String> {
+        let facts = &self.judgement.facts;
+        if runs.is_empty() || runs.iter().any(|&r| facts[r].eligible()) {
+            return None;
+        }
+        let mut reasons: Vec<(String, usize)> = Vec::new();
+        let (mut refused, mut failed) = (true, true);
+        for &r in runs {
+            let first = facts[r].ineligibility().first();
+            let is_status = matches!(first, Some(ki_ranking::Ineligibility::Status(_)));
+            let word = first.map(ineligibility_word).unwrap_or_else(|| "not ranked".into());
+            refused &= is_status && REFUSED_STATUSES.contains(&word.as_str());
+            failed &= is_status && !REFUSED_STATUSES.contains(&word.as_str());
+            match reasons.iter_mut().find(|(w, _)| *w == word) {
+                Some((_, count)) => *count += 1,
+                None => reasons.push((word, 1)),
+            }
+        }
+        reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let verdict = if refused {
+            "all refused"
+        } else if failed {
+            "all failed"
+        } else {
+            "none ranked"
+        };
+        let listed = if reasons.len() == 1 {
+            reasons[0].0.clone()
+        } else {
+            reasons.iter().map(|(word, count)| format!("{count} {word}")).collect::<Vec<_>>().join(", ")
+        };
+        let noun = if runs.len() == 1 { "run" } else { "runs" };
+        let verdict = if runs.len() == 1 {
+            verdict.replace("all ", "").replace("none ranked", "not ranked")
+        } else {
+            verdict.into()
+        };
+        Some(format!("{} {noun}, {verdict}: {listed}", runs.len()))
     }
 }
 

@@ -43,8 +43,15 @@ pub struct ModelOperationOnGpu {
     pub gpu: String,
     pub gpu_href: String,
     pub runs: usize,
+    /// Of the runs, those at evidence verified or replicated that passed and stand (a failed,
+    /// refused or retracted run is never counted as verified).
+    pub verified_runs: usize,
     pub best_verified: Option<BestRun>,
     pub best_reported: Option<BestRun>,
+    /// Why there is no best verified run when runs at that evidence exist.
+    pub why_no_verified: Option<String>,
+    /// Why there is no best reported run when runs at that evidence exist.
+    pub why_no_reported: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -124,12 +131,19 @@ impl ReadModel {
         }
         let mut gpus: Vec<ModelOperationOnGpu> = by_gpu
             .into_iter()
-            .map(|(gpu, gpu_runs)| ModelOperationOnGpu {
-                gpu: gpu.to_string(),
-                gpu_href: gpu_href(gpu),
-                runs: gpu_runs.len(),
-                best_verified: self.best_run(&gpu_runs, Claim::Verified),
-                best_reported: self.best_run(&gpu_runs, Claim::Reported),
+            .map(|(gpu, gpu_runs)| {
+                let (best_verified, why_no_verified) = self.best_or_why(&gpu_runs, Claim::Verified);
+                let (best_reported, why_no_reported) = self.best_or_why(&gpu_runs, Claim::Reported);
+                ModelOperationOnGpu {
+                    gpu: gpu.to_string(),
+                    gpu_href: gpu_href(gpu),
+                    runs: gpu_runs.len(),
+                    verified_runs: gpu_runs.iter().filter(|&&r| self.counts_as(r, Claim::Verified)).count(),
+                    best_verified,
+                    best_reported,
+                    why_no_verified,
+                    why_no_reported,
+                }
             })
             .collect();
         gpus.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.gpu.cmp(&b.gpu)));
@@ -181,16 +195,18 @@ pub fn render(v: &ModelView) -> Markup {
             a href={ "/api/v1/models/" (v.slug) } type="application/json" { "JSON" } }
         (section("operations", "Best kernels per operation and GPU", html! {
             p { "Runs are ranked only inside a comparison group; each best is the fastest eligible run of its evidence "
-                "in the group (of that operation, on that GPU) with the most such runs." }
+                "in the group (of that operation, on that GPU) with the most such runs. Verified counts the verified runs that "
+                "passed and stand: a failed, refused or retracted run is never counted as verified." }
             @if v.operations.is_empty() { p { "None of this model's operations has a run yet." } } @else {
                 table {
-                    thead { tr { th scope="col" { "operation" } th scope="col" { "GPU" } th scope="col" class="num" { "runs" } th scope="col" { "best verified" } th scope="col" { "best reported" } } }
+                    thead { tr { th scope="col" { "operation" } th scope="col" { "GPU" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "verified" } th scope="col" { "best verified" } th scope="col" { "best reported" } } }
                     tbody { @for o in &v.operations { @for (i, g) in o.gpus.iter().enumerate() { tr {
                         td { @if i == 0 { a href=(o.href) { (o.title) } } }
                         td { (gpu_link(&g.gpu)) }
                         td.num { (g.runs) }
-                        td { (best_cell(g.best_verified.as_ref())) }
-                        td { (best_cell(g.best_reported.as_ref())) }
+                        td.num { (g.verified_runs) }
+                        td { (best_cell(g.best_verified.as_ref(), g.why_no_verified.as_deref())) }
+                        td { (best_cell(g.best_reported.as_ref(), g.why_no_reported.as_deref())) }
                     } } } }
                 }
             }

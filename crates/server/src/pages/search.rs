@@ -797,22 +797,24 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
             }
             @for note in &resolved.notes { p.banner { (note) } }
             @if !resolved.cohorts.is_empty() {
-                table #answer-table {
+                // A leaderboard of groups: on a phone the workload and its fastest verified run
+                // (implementation, value, evidence) fit the screen; the other columns are `opt`.
+                table.leaderboard #answer-table {
                     caption { "Fastest per comparison group, verified first" @if resolved.omitted_cohorts > 0 { " (" (resolved.omitted_cohorts) " more groups not shown)" } }
                     thead { tr {
-                        th scope="col" { "workload" } th scope="col" { "GPU" }
-                        @for heading in ["fastest verified", "best deployable", "#1 (any evidence)"] {
-                            th scope="col" { (heading) @if let Some(statistic) = &shared { br; span.muted { (statistic) } } }
+                        th scope="col" { "workload" } th scope="col" class="opt" { "GPU" }
+                        @for (i, heading) in ["fastest verified", "best deployable", "#1 (any evidence)"].into_iter().enumerate() {
+                            th scope="col" class=[(i > 0).then_some("opt")] { (heading) @if let Some(statistic) = &shared { br; span.muted { (statistic) } } }
                         }
-                        @if shared.is_none() { th scope="col" { "statistic" } }
+                        @if shared.is_none() { th scope="col" class="opt" { "statistic" } }
                     } }
                     tbody { @for c in &resolved.cohorts { tr {
                         td { (axes_text(&c.axes)) }
-                        td { (c.hardware.as_deref().unwrap_or("—")) }
+                        td.opt { (c.hardware.as_deref().unwrap_or("—")) }
                         td { (run_cell(&c.best_verified)) }
-                        td { (run_cell(&c.best_deployable)) }
-                        td { (run_cell(&c.fastest.first().cloned())) }
-                        @if shared.is_none() { td { (statistic_of(c)) } }
+                        td.opt { (run_cell(&c.best_deployable)) }
+                        td.opt { (run_cell(&c.fastest.first().cloned())) }
+                        @if shared.is_none() { td.opt { (statistic_of(c)) } }
                     } } }
                 }
             }

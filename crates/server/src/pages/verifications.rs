@@ -142,9 +142,38 @@ pub fn jobs_table(caption: &str, jobs: &[Job], workers: &BTreeMap<String, Worker
     }
 }
 
+/// What a state's table would hold and what puts a job there: said instead of an empty table.
+fn empty_state(state: JobState) -> Markup {
+    match state {
+        JobState::Pending => {
+            html! { p.empty { "No job is waiting. Jobs are enqueued by " code { "ki verify --enqueue FILE" }
+            " (FlashInfer-Bench Solutions or catalog implementations), by a submission whose bundle carries Solutions ("
+            code { "verify:" } " in " code { "POST /api/v1/submissions" } "), and by "
+            code { "ki verify reverify" } " when a record's #1 is old or a worker reports newer software." } }
+        }
+        JobState::Running => {
+            html! { p.empty { "No job is running. A GPU worker (" code { "ki verify --worker --database …" }
+            ") claims the next pending job that its GPU and software meet and holds it under a lease while it runs." } }
+        }
+        JobState::Done => {
+            html! { p.empty { "No job has finished yet. A job is done when its worker publishes its runs or its verdict "
+            "(a failed or refused solution is a verdict too); each lists here with that verdict." } }
+        }
+        JobState::Parked => {
+            html! { p.empty { "No job is parked. A job is parked, with the reason, after too many environment "
+            "failures (a lost lease, a worker that could not run it); enqueuing it again re-opens it." } }
+        }
+    }
+}
+
 pub fn render_queue(view: &QueueView) -> Markup {
     let s = &view.summary;
     let of = |state: JobState| view.jobs.iter().filter(|j| j.state == state).cloned().collect::<Vec<_>>();
+    let table = |state: JobState, caption: &str| -> Markup {
+        let jobs = of(state);
+        if jobs.is_empty() { empty_state(state) } else { jobs_table(caption, &jobs, &view.workers) }
+    };
+    let empty = s.pending + s.running + s.done + s.parked == 0;
     layout(
         "Verification queue",
         html! {
@@ -152,16 +181,20 @@ pub fn render_queue(view: &QueueView) -> Markup {
             p { "Solutions and implementations waiting for, or done with, a run on KernelIndex's own GPU workers. "
                 "People's submissions run before bulk re-verification. "
                 a href="/api/v1/verifications" type="application/json" { "JSON" } }
+            @if empty {
+                p.banner role="note" { "The queue is empty: nothing has been enqueued on this index yet. "
+                    "Each state below says what would put a job in it." }
+            }
             p.badges {
                 span.badge { "pending " (s.pending) } " "
                 span.badge { "running " (s.running) @if s.running_expired > 0 { " (" (s.running_expired) " with expired leases)" } } " "
                 span.badge { "done " (s.done) } " "
                 span.badge { "parked " (s.parked) }
             }
-            (section("pending", "Pending", jobs_table("Pending, in the order workers take them", &of(JobState::Pending), &view.workers)))
-            (section("running", "Running", jobs_table("Running, with the worker that holds each", &of(JobState::Running), &view.workers)))
-            (section("done", "Done", jobs_table("Done, newest first, with the verdict", &of(JobState::Done), &view.workers)))
-            (section("parked", "Parked", jobs_table("Parked, with the reason", &of(JobState::Parked), &view.workers)))
+            (section("pending", "Pending", table(JobState::Pending, "Pending, in the order workers take them")))
+            (section("running", "Running", table(JobState::Running, "Running, with the worker that holds each")))
+            (section("done", "Done", table(JobState::Done, "Done, newest first, with the verdict")))
+            (section("parked", "Parked", table(JobState::Parked, "Parked, with the reason")))
         },
     )
 }

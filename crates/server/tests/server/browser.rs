@@ -53,6 +53,69 @@ fn a_browser_types_a_query_into_the_search_box_and_reads_the_leader() {
     );
 }
 
+/// A phone, 400 px wide: the operation page's leaderboard shows each run's implementation, value
+/// and evidence without sideways scrolling (its secondary columns hidden), and the page is no wider
+/// than the screen. At 1280 px the page stays short (it was 12,700 px tall before its picker).
+#[test]
+fn at_400_px_the_leaderboard_shows_implementation_value_and_evidence_without_scrolling() {
+    let Some(binary) = chromium() else {
+        eprintln!("skipped: no chromium installed (apt-get install chromium)");
+        return;
+    };
+    let database = Database::sqlite();
+    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
+    let mut browser = Devtools::start(&binary);
+    let url = format!("{}/operations/gqa-paged-decode-h32-kv4-d128-ps1", server.base);
+    for (width, tall) in [(400, 800), (1280, 900)] {
+        browser.page.call(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({ "width": width, "height": tall, "deviceScaleFactor": 1, "mobile": width < 800 }),
+        );
+        browser.open(&format!("{url}?w={width}"));
+        let page_width = browser.evaluate("document.documentElement.scrollWidth");
+        assert!(page_width.as_f64().unwrap() <= width as f64, "{width} px: the page is {page_width} px wide");
+        let table = browser.evaluate(
+            "(() => { const t = document.querySelector('#leaderboard table.leaderboard'); \
+             return [t.scrollWidth, t.clientWidth, t.getBoundingClientRect().right]; })()",
+        );
+        let [scroll, client, right] = [0, 1, 2].map(|i| table[i].as_f64().unwrap());
+        assert!(scroll <= client && right <= width as f64, "{width} px: the leaderboard scrolls: {table}");
+        // Rank, implementation, value and evidence of every row lie inside the screen.
+        let outside = browser.evaluate(&format!(
+            "[...document.querySelectorAll('#leaderboard tbody tr')].flatMap(tr => [...tr.cells].slice(0, 4)) \
+             .filter(td => td.getBoundingClientRect().width === 0 || td.getBoundingClientRect().right > {width}) \
+             .map(td => td.textContent)"
+        ));
+        assert_eq!(outside, serde_json::json!([]), "{width} px: cells cut off or hidden");
+        let rows = browser.evaluate("document.querySelectorAll('#leaderboard tbody tr').length");
+        assert!(rows.as_u64().unwrap() >= 2, "{rows}");
+        let badges = browser.evaluate("document.querySelectorAll('#leaderboard tbody .badge').length");
+        assert_eq!(badges, rows, "an evidence badge per run");
+        let hidden = browser.evaluate(
+            "[...document.querySelectorAll('#leaderboard .opt')].every(c => getComputedStyle(c).display === 'none')",
+        );
+        assert_eq!(hidden, width < 800, "{width} px: secondary columns hidden only on a phone");
+        if width == 1280 {
+            let height = browser.evaluate("document.documentElement.scrollHeight").as_f64().unwrap();
+            assert!(height < 8_000.0, "the operation page is {height} px tall");
+        }
+    }
+    // The search answer's table of groups on the phone: workload and fastest verified run fit.
+    browser.page.call(
+        "Emulation.setDeviceMetricsOverride",
+        serde_json::json!({ "width": 400, "height": 800, "deviceScaleFactor": 1, "mobile": true }),
+    );
+    browser.open(&format!("{}/?q=gqa+decode+gpu%3Ah200+batch_size%3D16", server.base));
+    let answer = browser.evaluate(
+        "(() => { const t = document.getElementById('answer-table'); \
+         const cells = [...t.querySelectorAll('tbody tr')].flatMap(tr => [tr.cells[0], tr.cells[2]]); \
+         return [t.scrollWidth <= t.clientWidth, cells.length > 0, \
+                 cells.every(td => td.getBoundingClientRect().right <= 400), \
+                 [...t.querySelectorAll('tbody tr')].every(tr => tr.cells[2].querySelector('.badge') !== null)]; })()",
+    );
+    assert_eq!(answer, serde_json::json!([true, true, true, true]), "the search answer at 400 px");
+}
+
 /// Chromium with its DevTools endpoint, and a socket to its one page.
 struct Devtools {
     chromium: Child,

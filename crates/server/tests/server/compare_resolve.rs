@@ -441,3 +441,47 @@ fn hostile_strings_are_escaped() {
     let reply = get_html(&format!("/resolve?operation={encoded}&axes={encoded}"));
     assert!(!reply.body.contains(hostile), "{}", reply.body);
 }
+
+/// `/compare` with no run (or one) is a page that says what compare does and how to pick runs,
+/// with a form and an example pair from the catalog that itself compares; the exports and the
+/// API still refuse it.
+#[test]
+fn compare_without_runs_explains_how_to_pick_them() {
+    let page = get_html("/compare");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(!page.body.contains("Failed to deserialize"));
+    for part in [
+        "No runs picked yet: a comparison needs at least two.",
+        "Compare with #1",
+        "<form class=\"compare\" action=\"/compare\" method=\"get\">",
+        "name=\"run\"",
+    ] {
+        assert!(page.body.contains(part), "{part}");
+    }
+    // The example compares the two fastest runs of the largest group (the first by key of equals).
+    let at = page.body.find("For example, <a href=\"").expect("an example pair") + "For example, <a href=\"".len();
+    let example = page.body[at..].split('"').next().unwrap().replace("&amp;", "&");
+    let model = SERVER.state.model();
+    let most = model.judgement.cohorts.iter().map(|c| c.ranking.len()).max().unwrap();
+    let largest = model
+        .judgement
+        .cohorts
+        .iter()
+        .filter(|c| c.ranking.len() == most)
+        .min_by(|a, b| a.comparison_key.cmp(&b.comparison_key));
+    let ranked: Vec<usize> = largest.unwrap().ranking.iter().map(|e| e.run).collect();
+    assert_eq!(example, format!("/compare?run={}&run={}", run_id(ranked[0]), run_id(ranked[1])));
+    let compared = get_html(&example);
+    assert_eq!(compared.status, 200);
+    assert!(compared.body.contains("<h1>Compare 2 runs</h1>"));
+
+    let one = get_html(&format!("/compare?run={}", run_id(ranked[0])));
+    assert_eq!(one.status, 200);
+    assert!(one.body.contains("a comparison needs at least one more"));
+    // Blank form fields are skipped, not read as runs.
+    let blanks = get_html(&format!("/compare?run={}&run=&run=", run_id(ranked[0])));
+    assert!(blanks.body.contains("a comparison needs at least one more"));
+    assert!(get("/compare?format=csv").problem(400)["detail"].as_str().unwrap().contains("2 to 8 runs"));
+    get("/api/v1/compare").problem(400);
+}

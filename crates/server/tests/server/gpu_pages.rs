@@ -11,12 +11,12 @@ use ki_server::model::{ReadModel, text};
 use ki_server::pages::evidence_meaning;
 use serde_json::Value;
 
-struct Bundled {
-    server: Live,
+pub struct Bundled {
+    pub server: Live,
     _database: Database,
 }
 
-static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
+pub static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
     let database = Database::sqlite();
     let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
     Bundled { server, _database: database }
@@ -25,11 +25,11 @@ static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
 const H200: &str = "NVIDIA H200";
 const SEED_OPERATION: &str = "gqa-paged-decode-h32-kv4-d128-ps1";
 
-fn html(path: &str) -> Reply {
+pub fn html(path: &str) -> Reply {
     BUNDLED.server.get_with(path, &[("accept", "text/html")])
 }
 
-fn json(path: &str) -> Value {
+pub fn json(path: &str) -> Value {
     let reply = BUNDLED.server.get(path);
     assert_eq!(reply.status, 200, "{path}: {}", reply.body);
     assert!(reply.content_type.starts_with("application/json"), "{path}: {}", reply.content_type);
@@ -76,12 +76,14 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     assert_eq!(best["groups"], groups.len());
     assert!(groups.values().all(|g| g.len() <= group.len()), "the best comes from the largest group");
     assert!(group.iter().all(|&r| ns(&model, r) >= ns(&model, run)), "a faster verified run in its group");
-    // Every verified run of the operation on the H200 counts, eligible or not.
+    // Every verified run of the operation on the H200 that passed and stands counts, ranked or not.
     let verified = (0..model.judgement.runs.len())
         .filter(|&r| {
             model.run(r).hardware_model.as_deref() == Some(H200)
                 && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION)
                 && facts[r].trust >= TrustLevel::Verified
+                && &*model.run(r).status == "passed"
+                && model.run(r).retracted_at.is_none()
         })
         .count();
     assert_eq!(operation["verifiedRuns"], verified);
@@ -124,11 +126,13 @@ fn every_gpu_page_adds_up_to_its_line_on_the_gpu_list() {
             view["evidence"].as_array().unwrap().iter().map(|e| e["level"].as_str().unwrap()).collect();
         assert_eq!(levels, ["reported", "reproducible", "verified", "replicated"]);
         let mix: u64 = view["evidence"].as_array().unwrap().iter().map(|e| e["runs"].as_u64().unwrap()).sum();
-        assert_eq!(mix, gpu["runs"].as_u64().unwrap(), "{slug}: the evidence mix does not add up");
+        let failed = runs.iter().filter(|&&r| !model.stands(r as usize)).count() as u64;
+        assert_eq!(view["failedRuns"], failed);
+        assert_eq!(mix + failed, gpu["runs"].as_u64().unwrap(), "{slug}: the evidence mix does not add up");
         assert_eq!(view["operationsTotal"], gpu["operations"]);
         let operations = view["operations"].as_array().unwrap();
         let op_runs: u64 = operations.iter().map(|o| o["runs"].as_u64().unwrap()).sum();
-        assert!(op_runs <= mix);
+        assert!(op_runs <= mix + failed);
         for o in operations {
             let (verified, reported) = (o["verifiedRuns"].as_u64().unwrap(), o["reportedRuns"].as_u64().unwrap());
             assert!(verified + reported <= o["runs"].as_u64().unwrap());
@@ -172,6 +176,11 @@ fn the_gpu_page_shows_the_figures_of_its_json_form() {
             let cells = format!("<td>{badge}</td><td class=\"num\">{}</td>", e["runs"]);
             assert!(body.contains(&cells), "{slug}: {cells}");
         }
+        let failed = format!(
+            "<th scope=\"row\">failed, refused or retracted (any evidence)</th><td class=\"num\">{}</td>",
+            view["failedRuns"]
+        );
+        assert!(body.contains(&failed), "{slug}: {failed}");
         for o in view["operations"].as_array().unwrap() {
             assert!(body.contains(&format!("<a href=\"/operations/{}\">", o["slug"].as_str().unwrap())));
             for best in [&o["bestVerified"], &o["bestReported"]] {
@@ -325,4 +334,81 @@ fn gpu_names_on_other_pages_link_to_the_gpu_page() {
     assert_eq!(hardware.len(), 1, "{search}");
     assert_eq!(hardware[0]["href"], "/gpus/nvidia-h200");
     assert_eq!(BUNDLED.server.get(hardware[0]["href"].as_str().unwrap()).status, 200);
+}
+
+/// Runs our verifier refused (rmsnorm_h4096's four solutions on the H200, `suspected_reward_hack`)
+/// are never counted as verified, and where they are an operation's only runs on a GPU the GPU,
+/// model and operation pages say why nothing is ranked instead of "no eligible runs".
+#[test]
+fn refused_runs_are_never_counted_as_verified_and_the_pages_say_why_nothing_is_ranked() {
+    const OPERATION: &str = "rmsnorm-h4096";
+    let model = BUNDLED.server.state.model();
+    let refused: Vec<usize> = (0..model.judgement.runs.len())
+        .filter(|&r| {
+            model.run(r).hardware_model.as_deref() == Some(H200)
+                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == OPERATION)
+        })
+        .collect();
+    assert_eq!(refused.len(), 4, "the bundled catalog holds four rmsnorm_h4096 runs on the H200");
+    for &r in &refused {
+        assert_eq!(&*model.run(r).status, "suspected_reward_hack");
+        assert!(model.judgement.facts[r].trust >= TrustLevel::Verified, "our runner measured them");
+    }
+    let why = "4 runs, all refused: suspected_reward_hack";
+
+    // The GPU page: 4 runs, none verified, no best, and why.
+    let gpu = json("/api/v1/gpus/nvidia-h200");
+    let op = gpu["operations"].as_array().unwrap().iter().find(|o| o["slug"] == OPERATION).unwrap();
+    assert_eq!((op["runs"].as_u64(), op["verifiedRuns"].as_u64()), (Some(4), Some(0)), "{op}");
+    assert!(op["bestVerified"].is_null());
+    assert_eq!(op["whyNoVerified"], why);
+    let page = html("/gpus/nvidia-h200");
+    let row = &page.body[page.body.find(&format!("<a href=\"/operations/{OPERATION}\">")).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains(&format!("<span class=\"muted\">{why}</span>")), "{row}");
+    assert!(row.contains("<td class=\"num\">4</td><td class=\"num\">0</td>"), "4 runs, 0 verified: {row}");
+    // The evidence mix counts them as refused, at no evidence level.
+    let standing_verified: usize = (0..model.judgement.runs.len())
+        .filter(|&r| {
+            model.run(r).hardware_model.as_deref() == Some(H200)
+                && model.judgement.facts[r].trust == TrustLevel::Verified
+                && model.stands(r)
+        })
+        .count();
+    let verified_level = gpu["evidence"].as_array().unwrap().iter().find(|e| e["level"] == "verified").unwrap();
+    assert_eq!(verified_level["runs"], standing_verified);
+    assert!(gpu["failedRuns"].as_u64().unwrap() >= 4);
+
+    // No page counts them as verified: the GPU page's counts over every operation match the rule.
+    for o in gpu["operations"].as_array().unwrap() {
+        let slug = o["slug"].as_str().unwrap();
+        let counted = (0..model.judgement.runs.len())
+            .filter(|&r| {
+                let row = model.run(r);
+                row.hardware_model.as_deref() == Some(H200)
+                    && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == slug)
+                    && model.judgement.facts[r].trust.is_verified()
+                    && &*row.status == "passed"
+                    && row.retracted_at.is_none()
+            })
+            .count();
+        assert_eq!(o["verifiedRuns"], counted, "{slug}");
+    }
+
+    // The model page (rmsnorm_h4096 is tagged llama-3-1-8b): 0 verified on the H200, and why.
+    let view = json("/api/v1/models/llama-3-1-8b");
+    let rms = view["operations"].as_array().unwrap().iter().find(|o| o["slug"] == OPERATION).unwrap();
+    let h200 = rms["gpus"].as_array().unwrap().iter().find(|g| g["gpu"] == H200).unwrap();
+    assert_eq!((h200["runs"].as_u64(), h200["verifiedRuns"].as_u64()), (Some(4), Some(0)));
+    assert_eq!(h200["whyNoVerified"], why);
+    assert!(html("/models/llama-3-1-8b").body.contains(why));
+
+    // The operation page under the H200 filter says why, not a bare "No eligible runs yet".
+    let operation = json(&format!("/api/v1/operations/{OPERATION}?gpu=nvidia-h200"));
+    assert_eq!(operation["runs"], 4);
+    assert_eq!(operation["whyNoneRanked"], why);
+    assert!(operation["leaderboard"].is_null());
+    let page = html(&format!("/operations/{OPERATION}?gpu=nvidia-h200"));
+    assert!(page.body.contains(&format!("No run is ranked on NVIDIA H200: {why}.")), "no reason on the page");
+    assert!(!page.body.contains("No eligible runs yet"));
 }

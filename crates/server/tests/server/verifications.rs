@@ -212,3 +212,27 @@ fn a_submitted_solution_is_queued_with_its_submission_on_sqlite() {
 fn a_submitted_solution_is_queued_with_its_submission_on_postgres() {
     a_submitted_solution_is_queued_with_its_submission(Database::postgres());
 }
+
+/// An empty queue says so once, and each state says what would put a job in it instead of
+/// showing an empty table.
+#[test]
+fn an_empty_queue_says_what_would_fill_each_state() {
+    let database = Database::sqlite();
+    let server = serve(database.open(), ki_server::connections::Limits::default());
+    let summary = server.get("/api/v1/verifications").json();
+    assert_eq!(summary["jobs"], json!([]), "a new catalog's queue is empty");
+    let page = server.get_with("/verifications", &[("accept", "text/html")]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("The queue is empty: nothing has been enqueued on this index yet."));
+    assert_eq!(page.body.matches("<table").count(), 0, "no empty tables");
+    for (state, says) in [
+        ("pending", "ki verify --enqueue FILE"),
+        ("running", "ki verify --worker --database …"),
+        ("done", "No job has finished yet."),
+        ("parked", "No job is parked."),
+    ] {
+        let section = &page.body[page.body.find(&format!("<section id=\"{state}\"")).unwrap()..];
+        let section = &section[..section.find("</section>").unwrap()];
+        assert!(section.contains(says), "{state}: {section}");
+    }
+}
