@@ -76,6 +76,8 @@ pub struct Leaderboard {
     pub protocol: String,
     pub entries: Vec<RunSummary>,
     pub eligible_runs: usize,
+    /// The group's fastest deployable run (named beside its #1).
+    pub best_deployable: Option<RunSummary>,
     /// This operation's page with this group's leaderboard.
     pub href: String,
 }
@@ -368,6 +370,7 @@ impl ReadModel {
                 protocol: setup_fields(self, sample)[0].1.clone(),
                 entries: self.summaries(cohort.ranking.iter().take(top).map(|e| e.run)),
                 eligible_runs: cohort.ranking.len(),
+                best_deployable: self.judgement.best_deployable_of(c).map(|run| self.run_summary(run)),
                 href: href(Some(&cohort.comparison_key), sort, 1),
             }
         };
@@ -756,6 +759,8 @@ pub fn render(v: &OperationView) -> Markup {
                 p { @if v.leaderboard_chosen { "The comparison group you picked: " } @else { "The largest comparison group: " }
                     (l.workload) " on " (gpu_link(&l.hardware)) ", protocol " (l.protocol) ". "
                     "Other protocols and hardware are ranked apart; pick any group below." }
+                p #leaderboard-deployable { "#1: " @if let Some(first) = l.entries.first() { a href=(first.href) { (first.implementation) } " · " }
+                    (crate::pages::deployable_beside(l.entries.first().map(Into::into), l.best_deployable.as_ref().map(Into::into))) }
                 (runs_table(&format!("{} eligible runs, best first", l.eligible_runs), &l.entries))
             } @else { p { "No eligible runs yet." } }
         }))
