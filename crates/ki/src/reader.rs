@@ -86,15 +86,19 @@ impl Reader {
     pub fn resolve(&self, request: &ResolveRequest) -> anyhow::Result<Value> {
         match self {
             Reader::Api(api) => api.post(&["resolve", "kernel"], &serde_json::to_value(request)?),
-            Reader::Catalog(catalog) => match catalog.kept_model()? {
-                Some(model) => {
-                    Ok(serde_json::to_value(model.judgement.resolve_at(request, ki_server::pages::resolve::now()))?)
-                }
-                None => {
+            Reader::Catalog(catalog) => {
+                let now = ki_server::pages::resolve::now();
+                if catalog.kept_model()?.is_none() {
+                    // One operation's rows when the request names it exactly; else (plain words)
+                    // the whole read model, whose lexicon reads them as the search does.
                     let index = load_index_for_operation(&catalog.data, &request.operation)?;
-                    Ok(serde_json::to_value(index.resolve_at(request, ki_server::pages::resolve::now()))?)
+                    if index.find_operation(request.operation.trim()).is_ok() {
+                        return Ok(serde_json::to_value(index.resolve_read_at(request, &index.lexicon(), now))?);
+                    }
                 }
-            },
+                let model = catalog.model()?;
+                Ok(serde_json::to_value(model.judgement.resolve_read_at(request, model.lexicon(), now))?)
+            }
         }
     }
 
@@ -104,7 +108,7 @@ impl Reader {
             Reader::Api(api) => api.post(&["resolve", "kernel", "batch"], &json!({ "requests": requests })),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                let answers = model.judgement.resolve_batch_at(requests, ki_server::pages::resolve::now())?;
+                let answers = model.resolve_batch_read_at(requests, ki_server::pages::resolve::now())?;
                 Ok(json!({ "responses": answers }))
             }
         }

@@ -215,3 +215,43 @@ fn an_unreachable_catalog_fails_at_once_naming_why_without_the_password() {
     assert!(!sqlite.status.success());
     assert!(stderr(&sqlite).contains("cannot open sqlite:///no/such/directory/k.db"), "{}", stderr(&sqlite));
 }
+
+/// `ki resolve` reads names as the search does (issue 34): a GPU as people write it, a loose
+/// axis name and operation words, saying what it read as what; from an export and a catalog.
+#[test]
+fn resolve_reads_names_as_the_search_does() {
+    let path = export();
+    let output = ki(&[
+        "resolve",
+        "--operation",
+        "gqa_paged_decode_h32_kv4_d128_ps1",
+        "--hardware",
+        "b200",
+        "--axis",
+        "batch=16",
+        "--export",
+        path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("read hardware “b200” as NVIDIA B200"), "{text}");
+    assert!(text.contains("read axis “batch” as batch_size"), "{text}");
+    assert!(text.contains("Comparison group"), "{text}");
+
+    let output = ki(&[
+        "resolve",
+        "--operation",
+        "gqa paged decode",
+        "--hardware",
+        "B200",
+        "--json",
+        "--export",
+        path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let read: Vec<&str> = answer["readAs"].as_array().unwrap().iter().map(|r| r["field"].as_str().unwrap()).collect();
+    assert_eq!(read, ["hardware", "operation"], "{answer}");
+    assert!(answer["operation"]["name"].as_str().unwrap().contains("gqa_paged_decode"), "{answer}");
+    assert!(answer["cohorts"].as_array().unwrap().iter().all(|c| c["hardware"] == "NVIDIA B200"), "{answer}");
+}

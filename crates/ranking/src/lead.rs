@@ -12,14 +12,7 @@ use crate::index::Index;
 use crate::resolve::{DEFAULT_TOP_RUNS, ResolveResponse};
 use crate::views::{CohortView, RunSummary};
 
-/// An axis whose measured value differs from the one the query asked.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AxisDifference {
-    pub axis: String,
-    pub asked: Value,
-    pub measured: Value,
-}
+pub use crate::resolve::AxisDifference;
 
 /// The head of a search's answer.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
@@ -110,15 +103,14 @@ impl Index {
                 .iter()
                 .enumerate()
                 .min_by(|(i, a), (j, b)| {
-                    distance(&a.requested, &a.measured).total_cmp(&distance(&b.requested, &b.measured)).then(i.cmp(j))
+                    let total = |c: &crate::resolve::NearestCase| -> f64 {
+                        c.differs.iter().map(|d| distance(&d.asked, &d.measured)).sum()
+                    };
+                    total(a).total_cmp(&total(b)).then(i.cmp(j))
                 })
                 .map(|(i, _)| i);
             if let Some(case) = nearest.map(|i| &response.nearest[i]) {
-                lead.differs.push(AxisDifference {
-                    axis: case.axis.clone(),
-                    asked: case.requested.clone(),
-                    measured: case.measured.clone(),
-                });
+                lead.differs = case.differs.clone();
                 response.cohorts = case.cohorts.clone();
             }
         }

@@ -6,6 +6,7 @@
 //! Typical use: collect rows into [`CatalogRows`], build an [`Index`] once, then query.
 
 pub mod feed;
+pub mod forgiving;
 pub mod index;
 pub mod lead;
 pub mod ledger;

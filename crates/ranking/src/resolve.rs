@@ -79,7 +79,18 @@ pub enum Side {
     Above,
 }
 
-/// The measured case next to an unmeasured request, differing in one axis only.
+/// An axis whose measured value differs from the one the request asked.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AxisDifference {
+    pub axis: String,
+    pub asked: Value,
+    pub measured: Value,
+}
+
+/// A measured case next to an unmeasured request, on one side of it along `axis`: one that
+/// differs in that axis only when there is one, else the nearest that differs in the fewest
+/// axes (all named in `differs`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NearestCase {
@@ -87,6 +98,8 @@ pub struct NearestCase {
     pub side: Side,
     pub requested: Value,
     pub measured: Value,
+    /// Every requested axis whose measured value differs (`axis` first).
+    pub differs: Vec<AxisDifference>,
     pub cohorts: Vec<CohortView>,
 }
 
@@ -110,6 +123,10 @@ pub struct ResolveResponse {
     pub omitted_cohorts: usize,
     pub nearest: Vec<NearestCase>,
     pub notes: Vec<String>,
+    /// Parts of the request read as the index names them (`H200` as `NVIDIA H200`, `gqa paged
+    /// decode` as an operation); `request` is what was answered.
+    #[serde(default)]
+    pub read_as: Vec<crate::forgiving::ReadAs>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
@@ -192,6 +209,7 @@ impl Index {
             omitted_cohorts: 0,
             nearest: Vec::new(),
             notes: Vec::new(),
+            read_as: Vec::new(),
         };
         let op = match self.find_operation(request.operation.trim()) {
             Ok(op) => op,
@@ -250,7 +268,13 @@ impl Index {
             return response;
         }
 
-        response.notes.push("this case was never measured under these filters".to_string());
+        let filters: Vec<&str> =
+            [request.hardware.as_deref(), request.framework.as_deref()].into_iter().flatten().collect();
+        response.notes.push(if filters.is_empty() {
+            "This case was never measured.".to_string()
+        } else {
+            format!("This case was never measured on {}.", filters.join(" with "))
+        });
         if request.hardware.is_some() || request.framework.is_some() {
             // Say where it was measured, so that a misspelt or other GPU is easy to spot.
             let unfiltered = ResolveRequest { hardware: None, framework: None, ..request.clone() };
@@ -270,16 +294,106 @@ impl Index {
             hardware.sort_unstable();
             hardware.dedup();
             if !hardware.is_empty() {
-                response
-                    .notes
-                    .push(format!("measured without the hardware/framework filter on: {}", hardware.join(", ")));
+                response.notes.push(format!("It was measured on {}.", hardware.join(", ")));
             }
         }
         response.nearest = self.nearest_cases(op, request, limit);
+        if response.nearest.is_empty() {
+            response.nearest = self.nearest_cases_differing_more(op, request, limit);
+        }
         if !response.nearest.is_empty() {
             response.mode = ResolveMode::Browse;
         }
         response
+    }
+
+    /// The nearest measured cases when none differs from the request in one axis alone: of the
+    /// measured workloads (under the request's filters and dtypes) that agree with it on every
+    /// non-numeric axis and differ in the fewest numeric ones, the nearest (summed |ln ratio|)
+    /// below and above the request along the axis that differs most in the nearest of them.
+    fn nearest_cases_differing_more(&self, op: usize, request: &ResolveRequest, limit: usize) -> Vec<NearestCase> {
+        struct Candidate {
+            differs: Vec<AxisDifference>,
+            distance: f64,
+            cohorts: Vec<usize>,
+        }
+        let ratio = |asked: f64, measured: f64| {
+            if asked > 0.0 && measured > 0.0 { (measured / asked).ln().abs() } else { (measured - asked).abs() }
+        };
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for &workload in &self.workloads_by_operation[op] {
+            if !self.workload_has_dtypes(workload, &request.dtypes) {
+                continue;
+            }
+            let axes = &self.workload_axes[workload];
+            let mut differs = Vec::new();
+            let mut distance = 0.0;
+            let mut comparable = true;
+            for (name, wanted) in &request.axes {
+                let Some(have) = axes.get(name) else {
+                    comparable = false;
+                    break;
+                };
+                if axis_equal(have, wanted) {
+                    continue;
+                }
+                match (wanted.as_f64(), have.as_f64()) {
+                    (Some(w), Some(h)) => {
+                        distance += ratio(w, h);
+                        differs.push(AxisDifference {
+                            axis: name.clone(),
+                            asked: wanted.clone(),
+                            measured: have.clone(),
+                        });
+                    }
+                    _ => comparable = false,
+                }
+            }
+            if !comparable || differs.len() < 2 {
+                continue;
+            }
+            let mut cohorts = Vec::new();
+            self.measured_cohorts(workload, request, &mut cohorts);
+            if !cohorts.is_empty() {
+                candidates.push(Candidate { differs, distance, cohorts });
+            }
+        }
+        let Some(fewest) = candidates.iter().map(|c| c.differs.len()).min() else { return Vec::new() };
+        candidates.retain(|c| c.differs.len() == fewest);
+        candidates.sort_by(|a, b| a.distance.total_cmp(&b.distance));
+        // The axis along which "below" and "above" are told: the one the nearest case differs most in.
+        let first = &candidates[0];
+        let axis = first
+            .differs
+            .iter()
+            .max_by(|a, b| {
+                let d = |x: &AxisDifference| ratio(x.asked.as_f64().unwrap_or(0.0), x.measured.as_f64().unwrap_or(0.0));
+                d(a).total_cmp(&d(b)).then(b.axis.cmp(&a.axis))
+            })
+            .map(|d| d.axis.clone())
+            .unwrap_or_default();
+        let asked = request.axes[&axis].as_f64().unwrap_or(0.0);
+        let mut out = Vec::new();
+        for side in [Side::Below, Side::Above] {
+            let on_side = |c: &&Candidate| {
+                let measured = c.differs.iter().find(|d| d.axis == axis).and_then(|d| d.measured.as_f64());
+                // A case equal to the request along this axis lies on neither side of it.
+                measured.is_some_and(|m| if side == Side::Below { m < asked } else { m > asked })
+            };
+            let Some(nearest) = candidates.iter().find(on_side) else { continue };
+            let mut differs = nearest.differs.clone();
+            differs.sort_by_key(|d| d.axis != axis);
+            let (requested, measured) = (differs[0].asked.clone(), differs[0].measured.clone());
+            out.push(NearestCase {
+                axis: axis.clone(),
+                side,
+                requested,
+                measured,
+                differs,
+                cohorts: self.cohort_views(nearest.cohorts.clone(), limit).0,
+            });
+        }
+        out
     }
 
     /// For each requested numeric axis, the closest measured values below and above,
@@ -329,6 +443,11 @@ impl Index {
         best.into_iter()
             .map(|((axis, side), (_, measured, cohorts))| NearestCase {
                 requested: request.axes[&axis].clone(),
+                differs: vec![AxisDifference {
+                    axis: axis.clone(),
+                    asked: request.axes[&axis].clone(),
+                    measured: measured.clone(),
+                }],
                 axis,
                 side: if side == 0 { Side::Below } else { Side::Above },
                 measured,

@@ -271,6 +271,16 @@ impl Lexicon {
             || (word.chars().count() >= 3 && self.operation_words.iter().any(|w| w.contains(word)))
     }
 
+    /// The GPU a name as people write it stands for (`H200`, `h200`, `NVIDIA H200`, `H100 SXM`,
+    /// `h100 80gb hbm3`): the whole name, else its longest run of words that names one GPU.
+    pub fn gpu_named(&self, text: &str) -> Option<&str> {
+        if let Some(gpu) = self.gpu(&fold(text)) {
+            return Some(gpu);
+        }
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).take(MAX_PLAIN_WORDS).collect();
+        (0..words.len()).find_map(|at| phrase(&words, at, |folded, _| self.gpu(folded)).map(|(_, gpu)| gpu))
+    }
+
     /// The GPU a folded phrase names.
     fn gpu(&self, folded: &str) -> Option<&str> {
         self.gpus.get(folded).map(String::as_str)

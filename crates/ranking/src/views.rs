@@ -208,6 +208,18 @@ impl Index {
         }
     }
 
+    /// The fastest deployable eligible run of a comparison group (public source, a permissive
+    /// licence and an install recipe), what every page that names a group's fastest run names
+    /// beside it.
+    pub fn best_deployable_of(&self, cohort: usize) -> Option<usize> {
+        self.cohorts[cohort].ranking.iter().find(|e| self.facts[e.run].deployability.deployable).map(|e| e.run)
+    }
+
+    /// [`Index::best_deployable_of`] the group with this comparison key.
+    pub fn best_deployable_in(&self, comparison_key: &str) -> Option<usize> {
+        self.cohort_by_key.get(comparison_key).and_then(|&cohort| self.best_deployable_of(cohort))
+    }
+
     /// A comparison group with its `top` fastest eligible runs (never cutting rank 1).
     pub fn cohort_view(&self, cohort: usize, top: usize) -> CohortView {
         let cohort_row = &self.cohorts[cohort];
@@ -223,11 +235,7 @@ impl Index {
             .collect();
         let best_verified =
             cohort_row.ranking.iter().find(|e| self.facts[e.run].trust.is_verified()).map(|e| self.run_summary(e.run));
-        let best_deployable = cohort_row
-            .ranking
-            .iter()
-            .find(|e| self.facts[e.run].deployability.deployable)
-            .map(|e| self.run_summary(e.run));
+        let best_deployable = self.best_deployable_of(cohort).map(|run| self.run_summary(run));
         CohortView {
             comparison_key: cohort_row.comparison_key.to_string(),
             profile: cohort_row.profile,

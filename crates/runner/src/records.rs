@@ -55,6 +55,19 @@ pub fn sha256_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
+/// The install recipe a runner implementation's rows carry, (`installKind`, `installCommand`): FlashInfer's
+/// package, and the native kernel's build from source ([`ki_kernels::GQA_PAGED_DECODE_INSTALL_RECIPE`]); none
+/// for a Python file given by path.
+pub fn install_recipe(label: &str) -> Option<(&'static str, &'static str)> {
+    if label.starts_with("flashinfer") {
+        Some(("pip", "pip install flashinfer-python==0.5.3"))
+    } else if label == "kernelindex-native" {
+        Some(("source", ki_kernels::GQA_PAGED_DECODE_INSTALL_RECIPE))
+    } else {
+        None
+    }
+}
+
 fn digest(manifest: &Value) -> Result<String> {
     ki_model::identity::object_digest(manifest).map_err(|e| anyhow!("digesting a manifest: {e}"))
 }
@@ -671,6 +684,7 @@ impl RecordWriter {
                 "createdAt": created
             })));
         }
+        let install = install_recipe(label);
         let implementation_row = row(
             "implementations",
             json!({
@@ -685,10 +699,10 @@ impl RecordWriter {
                 "targetArchitectures": ["sm_90"],
                 "licenseExpression": "Apache-2.0",
                 "sourceAvailable": true,
-                "installable": label.starts_with("flashinfer"),
+                "installable": install.is_some(),
                 "title": label,
-                "installKind": if label.starts_with("flashinfer") { json!("pip") } else { Value::Null },
-                "installCommand": if label.starts_with("flashinfer") { json!("pip install flashinfer-python==0.5.3") } else { Value::Null },
+                "installKind": install.map_or(Value::Null, |(kind, _)| json!(kind)),
+                "installCommand": install.map_or(Value::Null, |(_, command)| json!(command)),
                 "licenseDeclared": "Apache-2.0",
                 "manifest": manifest,
                 "createdAt": created,
@@ -732,7 +746,7 @@ impl RecordWriter {
             reproduced_by_kernelindex: true,
             independent_replication_count: 0,
             source_available: true,
-            installable: run.implementation.starts_with("flashinfer"),
+            installable: install_recipe(&run.implementation).is_some(),
             license_expression: Some("Apache-2.0".to_string()),
             has_raw_evidence: true,
             label: self.protocol.name().to_string(),

@@ -246,10 +246,19 @@ fn table() -> Routes {
         )
         .add(api("/api/v1/models", "Models as JSON").answers::<models::ModelList>(), models::api_list)
         .add(
-            page("/models/{slug}", "One model: its operations, the best kernels per operation and GPU, its gaps"),
+            page(
+                "/models/{slug}",
+                "One model: its operations, the best kernels per operation and GPU for a batch and context length, its gaps",
+            )
+            .query::<models::CaseForm>(),
             models::page,
         )
-        .add(api("/api/v1/models/{slug}", "One model as JSON").answers::<models::ModelView>(), models::api)
+        .add(
+            api("/api/v1/models/{slug}", "One model as JSON")
+                .query::<models::CaseForm>()
+                .answers::<models::ModelView>(),
+            models::api,
+        )
         .add(
             page("/serving", "Serving (end-to-end inference) runs").query::<serving::ServingQuery>(),
             serving::list_page,

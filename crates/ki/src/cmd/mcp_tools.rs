@@ -102,15 +102,20 @@ fn definitions() -> Value {
                     "type": "array",
                     "items": {
                         "type": "object",
-                        "required": ["axis", "side", "requested", "measured", "cohorts"],
+                        "required": ["axis", "side", "requested", "measured", "differs", "cohorts"],
                         "properties": {
                             "axis": text,
+                            "differs": { "type": "array", "items": {
+                                "type": "object", "required": ["axis", "asked", "measured"], "properties": { "axis": text } } },
                             "side": { "enum": ["below", "above"] },
                             "cohorts": { "type": "array", "items": { "$ref": "#/$defs/cohort" } },
                         },
                     },
                 },
                 "notes": { "type": "array", "items": text },
+                "readAs": { "type": "array", "items": {
+                    "type": "object", "required": ["field", "given", "read"],
+                    "properties": { "field": text, "given": text, "read": text } } },
             },
         },
         "recordEvent": {
@@ -160,11 +165,11 @@ fn workload_schema() -> Value {
         "additionalProperties": false,
         "properties": {
             "operation": { "type": "string", "minLength": 1, "maxLength": 200,
-                "description": "Operation name, slug or alias (find it with `search`)." },
+                "description": "Operation name, slug or alias, or words the search reads (\"gqa paged decode\", \"rms norm\")." },
             "axes": { "type": "object", "description": "Axis values of the workload, e.g. {\"batch_size\": 16}.",
                 "additionalProperties": { "type": ["number", "string", "boolean"] } },
             "dtypes": { "type": "array", "items": { "type": "string" }, "description": "Dtypes the workload uses." },
-            "hardware": { "type": "string", "description": "Hardware model, e.g. \"NVIDIA H200\"." },
+            "hardware": { "type": "string", "description": "Hardware model, e.g. \"NVIDIA H200\", \"H200\" or \"H100 SXM\"." },
             "framework": { "type": "string", "description": "Framework, e.g. \"pytorch\"." },
         },
     })

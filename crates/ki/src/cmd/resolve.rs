@@ -17,7 +17,7 @@ use crate::reader::{ReadArgs, Reader};
 
 #[derive(Args)]
 pub struct ResolveArgs {
-    /// Operation name, slug or alias.
+    /// Operation name, slug or alias, or words the search reads ("gqa paged decode", "rms norm").
     #[arg(long)]
     pub operation: String,
     /// An axis value, NAME=VALUE (repeat for each axis).
@@ -26,7 +26,7 @@ pub struct ResolveArgs {
     /// A dtype the workload must use (repeat or comma-separate).
     #[arg(long = "dtype", value_delimiter = ',')]
     pub dtypes: Vec<String>,
-    /// Hardware model, e.g. "NVIDIA B200".
+    /// Hardware model as the runs name it or as people write it: "NVIDIA H200", "H200", "H100 SXM".
     #[arg(long)]
     pub hardware: Option<String>,
     /// Framework, e.g. pytorch.
@@ -90,6 +90,13 @@ pub fn render(answer: &Value) -> String {
         other => other,
     };
     out.push_str(&format!("mode: {mode}\n"));
+    for read in list(answer, "readAs") {
+        out.push_str(&format!("read {} “{}” as {}", text(read, "field"), text(read, "given"), text(read, "read")));
+        if let Some(note) = opt_text(read, "note") {
+            out.push_str(&format!(" ({note})"));
+        }
+        out.push('\n');
+    }
     for note in list(answer, "notes") {
         out.push_str(&format!("note: {}\n", scalar(note)));
     }
@@ -104,13 +111,11 @@ pub fn render(answer: &Value) -> String {
         ));
     }
     for case in list(answer, "nearest") {
-        out.push_str(&format!(
-            "\nNearest measured case {}: {}={} (requested {})\n",
-            text(case, "side"),
-            text(case, "axis"),
-            scalar(&case["measured"]),
-            scalar(&case["requested"])
-        ));
+        let differs: Vec<String> = list(case, "differs")
+            .iter()
+            .map(|d| format!("{}={} (requested {})", text(d, "axis"), scalar(&d["measured"]), scalar(&d["asked"])))
+            .collect();
+        out.push_str(&format!("\nNearest measured case {}: {}\n", text(case, "side"), differs.join(", ")));
         for cohort in list(case, "cohorts") {
             render_cohort(&mut out, cohort);
         }

@@ -243,15 +243,38 @@ fn brackets_follow_the_one_differing_axis_and_never_two() {
         answer.nearest.iter().map(|n| (n.side, n.measured.as_f64(), n.axis.as_str())).collect();
     assert_eq!(sides, vec![(Side::Below, Some(low), "num_kv_indices"), (Side::Above, Some(high), "num_kv_indices")]);
 
-    // A pinned case that differs from every measured case in two axes or more has no
-    // brackets: num_pages and num_kv_indices both off the measured 16-batch cases.
+    // A pinned case that differs from every measured case in two axes (num_pages and
+    // num_kv_indices both off the measured 16-batch cases) gets the nearest of those on either
+    // side, each naming both axes (issue 34; it had no answer before).
     let mut two_off = ResolveRequest { operation: index.operations[op].name.clone(), ..Default::default() };
     for (axis, value) in [("batch_size", 16), ("len_indptr", 17), ("num_pages", 1500), ("num_kv_indices", 1450)] {
         two_off.axes.insert(axis.into(), json!(value));
     }
     let answer = index.resolve(&two_off);
-    assert_eq!(answer.mode, ResolveMode::None);
-    assert!(answer.nearest.is_empty());
+    assert_eq!(answer.mode, ResolveMode::Browse, "{:?}", answer.notes);
+    assert!(!answer.nearest.is_empty());
+    let mut sides = Vec::new();
+    for case in &answer.nearest {
+        let mut axes: Vec<&str> = case.differs.iter().map(|d| d.axis.as_str()).collect();
+        axes.sort_unstable();
+        assert_eq!(axes, ["num_kv_indices", "num_pages"], "{:?}", case.differs);
+        assert_eq!(case.differs[0].axis, case.axis, "the axis the sides are told along comes first");
+        for cohort in &case.cohorts {
+            assert_eq!(
+                (cohort.axes["batch_size"].as_f64(), cohort.axes["len_indptr"].as_f64()),
+                (Some(16.0), Some(17.0))
+            );
+            for d in &case.differs {
+                assert_eq!(cohort.axes[&d.axis], d.measured);
+            }
+        }
+        let measured = case.measured.as_f64().unwrap();
+        let asked = case.requested.as_f64().unwrap();
+        assert!(if case.side == Side::Below { measured < asked } else { measured > asked });
+        sides.push(case.side);
+    }
+    sides.dedup();
+    assert_eq!(sides.len(), answer.nearest.len(), "at most one case per side");
 
     // Only num_pages off the measured (16, 1070, 17, 1020) case: that case is below.
     two_off.axes.insert("num_kv_indices".into(), json!(1020));

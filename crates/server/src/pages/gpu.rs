@@ -48,6 +48,8 @@ pub struct BestRun {
     pub group_runs: usize,
     /// Comparison groups holding eligible runs of this evidence class (the best is chosen in one).
     pub groups: usize,
+    /// The fastest deployable run of that group (named beside the best).
+    pub best_deployable: Option<RunSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -160,6 +162,7 @@ impl ReadModel {
             comparison_key: cohorts[cohort].comparison_key.to_string(),
             group_runs: members.len(),
             groups: by_cohort.len(),
+            best_deployable: self.judgement.best_deployable_of(cohort).map(|run| self.run_summary(run)),
         })
     }
 
@@ -247,6 +250,8 @@ pub fn best_cell(best: Option<&BestRun>, why: Option<&str>) -> Markup {
             a href=(b.run.href) { span.value { (b.run.display) } @if !b.run.implementation.is_empty() { " · " (b.run.implementation) } }
             br;
             span.muted { (b.workload) " · " (b.group_runs) " in its group" @if b.groups > 1 { ", " (b.groups) " groups" } }
+            br;
+            (crate::pages::deployable_beside(Some((&b.run).into()), b.best_deployable.as_ref().map(Into::into)))
         } @else if let Some(why) = why { span.muted { (why) } } @else { "—" }
     }
 }

@@ -21,10 +21,77 @@ pub struct GpuItem {
     pub records_held: usize,
 }
 
-/// The hardware the index has runs on.
+/// A GPU people ask about that the index has no run on, and the measured GPU nearest to it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnmeasuredGpu {
+    pub model: String,
+    pub anchor: String,
+    pub vendor: String,
+    pub architecture: String,
+    /// The measured GPU of the same vendor nearest in architecture (the same first, then the
+    /// nearest generation; on a tie the one with the most runs), and why.
+    pub nearest: Option<NearestGpu>,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NearestGpu {
+    pub model: String,
+    pub href: String,
+    pub architecture: String,
+    pub runs: usize,
+    /// `same architecture` or `N generations apart`.
+    pub reason: String,
+}
+
+/// The hardware the index has runs on, and the GPUs of [`KNOWN_GPUS`] it has none on.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct GpuList {
     pub gpus: Vec<GpuItem>,
+    pub unmeasured: Vec<UnmeasuredGpu>,
+}
+
+/// One GPU people ask about: its name as runs spell it, vendor, architecture, and the
+/// architecture's generation within the vendor's data-centre line (what "nearest" compares).
+pub struct KnownGpu {
+    pub model: &'static str,
+    pub vendor: &'static str,
+    pub architecture: &'static str,
+    pub generation: u8,
+}
+
+const fn known(model: &'static str, vendor: &'static str, architecture: &'static str, generation: u8) -> KnownGpu {
+    KnownGpu { model, vendor, architecture, generation }
+}
+
+/// GPUs the list names whether or not the index has runs on them: the data-centre and
+/// workstation GPUs kernels are commonly tuned for. Generations: NVIDIA Ampere 8, Ada 8.9 (9),
+/// Hopper 10, Blackwell 11; AMD CDNA2 2, CDNA3 3, CDNA4 4.
+pub static KNOWN_GPUS: [KnownGpu; 17] = [
+    known("NVIDIA A100", "NVIDIA", "Ampere", 8),
+    known("NVIDIA A10G", "NVIDIA", "Ampere", 8),
+    known("NVIDIA L4", "NVIDIA", "Ada Lovelace", 9),
+    known("NVIDIA L40S", "NVIDIA", "Ada Lovelace", 9),
+    known("NVIDIA RTX 4090", "NVIDIA", "Ada Lovelace", 9),
+    known("NVIDIA H100", "NVIDIA", "Hopper", 10),
+    known("NVIDIA H200", "NVIDIA", "Hopper", 10),
+    known("NVIDIA GH200", "NVIDIA", "Hopper", 10),
+    known("NVIDIA H20", "NVIDIA", "Hopper", 10),
+    known("NVIDIA B200", "NVIDIA", "Blackwell", 11),
+    known("NVIDIA GB200", "NVIDIA", "Blackwell", 11),
+    known("NVIDIA B300", "NVIDIA", "Blackwell", 11),
+    known("NVIDIA RTX 5090", "NVIDIA", "Blackwell", 11),
+    known("AMD Instinct MI250X", "AMD", "CDNA2", 2),
+    known("AMD Instinct MI300X", "AMD", "CDNA3", 3),
+    known("AMD Instinct MI325X", "AMD", "CDNA3", 3),
+    known("AMD Instinct MI355X", "AMD", "CDNA4", 4),
+];
+
+/// The known GPU a run's hardware name is (letters and digits compared, case ignored).
+pub fn known_gpu(model: &str) -> Option<&'static KnownGpu> {
+    let folded = ki_ranking::understand::fold(model);
+    KNOWN_GPUS.iter().find(|k| ki_ranking::understand::fold(k.model) == folded)
 }
 
 impl ReadModel {
@@ -55,27 +122,78 @@ impl ReadModel {
             })
             .collect()
     }
+
+    /// The GPUs of [`KNOWN_GPUS`] with no run in the index, each with the nearest measured GPU
+    /// of its vendor that the list knows: the same architecture first, then the fewest
+    /// generations apart (the newer on a tie), then the most runs.
+    pub fn unmeasured_gpus(&self) -> Vec<UnmeasuredGpu> {
+        let measured: Vec<(&KnownGpu, &str, usize)> = self
+            .runs_by_gpu
+            .iter()
+            .filter_map(|(model, runs)| known_gpu(model).map(|k| (k, model.as_str(), runs.len())))
+            .collect();
+        KNOWN_GPUS
+            .iter()
+            .filter(|k| !measured.iter().any(|(m, ..)| m.model == k.model))
+            .map(|k| {
+                let nearest = measured
+                    .iter()
+                    .filter(|(m, ..)| m.vendor == k.vendor)
+                    .min_by_key(|(m, _, runs)| {
+                        (m.generation.abs_diff(k.generation), std::cmp::Reverse(m.generation), std::cmp::Reverse(*runs))
+                    })
+                    .map(|(m, model, runs)| NearestGpu {
+                        model: model.to_string(),
+                        href: crate::pages::gpu_href(model),
+                        architecture: m.architecture.into(),
+                        runs: *runs,
+                        reason: match m.generation.abs_diff(k.generation) {
+                            0 => format!("same architecture ({})", m.architecture),
+                            1 => format!("one generation apart ({})", m.architecture),
+                            n => format!("{n} generations apart ({})", m.architecture),
+                        },
+                    });
+                UnmeasuredGpu {
+                    model: k.model.into(),
+                    anchor: slugify(k.model),
+                    vendor: k.vendor.into(),
+                    architecture: k.architecture.into(),
+                    nearest,
+                }
+            })
+            .collect()
+    }
 }
 
-pub fn render(gpus: &[GpuItem]) -> Markup {
+pub fn render(gpus: &[GpuItem], unmeasured: &[UnmeasuredGpu]) -> Markup {
     layout(
         "GPUs",
         html! {
             h1 { "GPUs" }
-            p { "Hardware with benchmark runs in the index. A run is ranked only against runs on the same environment." }
+            p { "Hardware with benchmark runs in the index, then GPUs it has no run on yet with the nearest measured one. A run is ranked only against runs on the same environment." }
             table { thead { tr { th scope="col" { "GPU" } th scope="col" { "vendor" } th scope="col" { "architectures" } th scope="col" class="num" { "runs" } th scope="col" class="num" { "operations" } th scope="col" class="num" { "#1 runs" } } }
-                tbody { @for g in gpus { tr id=(g.anchor) {
-                    td { a href=(g.href) { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
-                    td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
-                } } } }
+                tbody {
+                    @for g in gpus { tr id=(g.anchor) {
+                        td { a href=(g.href) { (g.model) } } td { (g.vendor) } td { (g.architectures.join(", ")) }
+                        td.num { (g.runs) } td.num { (g.operations) } td.num { (g.records_held) }
+                    } }
+                    @for u in unmeasured { tr.unmeasured id=(u.anchor) {
+                        td { (u.model) } td { (u.vendor) } td { (u.architecture) }
+                        td colspan="3" { "No runs yet. "
+                            @if let Some(n) = &u.nearest { "Nearest measured: " a href=(n.href) { (n.model) } " (" (n.reason) ", " (n.runs) " runs)." }
+                            @else { "No GPU of this vendor is measured." } }
+                    } }
+                } }
         },
     )
 }
 
 pub async fn page(State(state): State<Shared>) -> Answer {
-    Ok(html_response(render(&state.model().gpu_list())))
+    let model = state.model();
+    Ok(html_response(render(&model.gpu_list(), &model.unmeasured_gpus())))
 }
 
 pub async fn api(State(state): State<Shared>) -> Answer {
-    Ok(json_response(&GpuList { gpus: state.model().gpu_list() }))
+    let model = state.model();
+    Ok(json_response(&GpuList { gpus: model.gpu_list(), unmeasured: model.unmeasured_gpus() }))
 }

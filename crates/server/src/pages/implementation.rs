@@ -111,7 +111,10 @@ pub fn render(v: &ImplementationView) -> Markup {
                     @if let Some(href) = &v.source_code.href { a href=(href) rel="nofollow noopener" { (v.source_code.value) } }
                     @else { (v.source_code.value) }
                 } }
-                div { dt { "install" } dd { @if let Some(c) = &v.install_command { code { (c) } } @else { "no install recipe" } } }
+                div { dt { "install" } dd { @if let Some(c) = &v.install_command {
+                    // A recipe of several lines (build, then call) keeps its lines.
+                    @if c.contains('\n') { pre.recipe { code { (c) } } } @else { code { (c) } }
+                } @else { "no install recipe" } } }
                 div { dt { "digest" } dd { code { (v.digest) } } }
             }
             p { a href={ "/api/v1/implementations/" (v.slug) } type="application/json" { "JSON" } }

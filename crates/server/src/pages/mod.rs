@@ -370,6 +370,52 @@ impl ReadModel {
 }
 
 impl ReadModel {
+    /// The fastest deployable eligible run of the comparison group with this key (see
+    /// [`deployable_beside`]).
+    pub fn best_deployable(&self, comparison_key: &str) -> Option<RunSummary> {
+        self.judgement.best_deployable_in(comparison_key).map(|run| self.run_summary(run))
+    }
+}
+
+/// A run a "best deployable" note names: its id, implementation and value with its unit.
+pub struct NamedRun<'a> {
+    pub id: &'a str,
+    pub implementation: &'a str,
+    pub display: String,
+}
+
+impl<'a> From<&'a RunSummary> for NamedRun<'a> {
+    fn from(r: &'a RunSummary) -> Self {
+        NamedRun { id: &r.id, implementation: &r.implementation, display: r.display.clone() }
+    }
+}
+
+impl<'a> From<&'a ki_ranking::RunSummary> for NamedRun<'a> {
+    fn from(r: &'a ki_ranking::RunSummary) -> Self {
+        NamedRun {
+            id: &r.run_id,
+            implementation: &r.implementation,
+            display: ki_model::units::value(r.value, r.unit.as_deref()),
+        }
+    }
+}
+
+/// What every page that names a fastest run says beside it (issue 34): that it is deployable
+/// itself, or the group's best deployable run (public source, permissive licence, install
+/// recipe), or that the group has none.
+pub fn deployable_beside(fastest: Option<NamedRun<'_>>, deployable: Option<NamedRun<'_>>) -> Markup {
+    html! {
+        span.deployable {
+            @match (fastest, deployable) {
+                (Some(f), Some(d)) if f.id == d.id => { "deployable" }
+                (_, Some(d)) => { "best deployable: " a href={ "/runs/" (d.id) } { (d.implementation) } " " span.value { (d.display) } }
+                (_, None) => { "best deployable: none in this group" }
+            }
+        }
+    }
+}
+
+impl ReadModel {
     pub fn summaries(&self, runs: impl IntoIterator<Item = usize>) -> Vec<RunSummary> {
         runs.into_iter().map(|r| self.run_summary(r)).collect()
     }

@@ -94,6 +94,8 @@ pub struct Leaderboard {
     pub eligible_runs: usize,
     /// Of the eligible runs, those at evidence verified or replicated.
     pub verified_runs: usize,
+    /// The group's fastest deployable run (named beside its #1).
+    pub best_deployable: Option<RunSummary>,
     /// This operation's page with this group's leaderboard.
     pub href: String,
 }
@@ -505,6 +507,7 @@ impl ReadModel {
                 entries,
                 eligible_runs: cohort.ranking.len(),
                 verified_runs: self.verified_in(c),
+                best_deployable: self.judgement.best_deployable_of(c).map(|run| self.run_summary(run)),
                 href: href(Some(&cohort.comparison_key), sort, 1),
             }
         };
@@ -1058,6 +1061,8 @@ pub fn render(v: &OperationView) -> Markup {
                     (l.eligible_runs) " eligible runs, " (l.verified_runs) " verified. "
                     "Other workloads, protocols and hardware are ranked apart: "
                     a href="#records" { "pick a workload" } "." }
+                p #leaderboard-deployable { "#1: " @if let Some(first) = l.entries.first() { a href=(first.href) { (first.implementation) } " · " }
+                    (crate::pages::deployable_beside(l.entries.first().map(Into::into), l.best_deployable.as_ref().map(Into::into))) }
                 (leaderboard_table(l))
             } @else if let Some(why) = &v.why_none_ranked {
                 p.banner role="note" { "No run is ranked" @if let Some(gpu) = on_gpu { " on " (gpu) } ": " (why) "." }

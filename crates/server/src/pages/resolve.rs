@@ -109,28 +109,50 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
                     }
                 } }
             }
-            p { "Best verified: " (name(&c.best_verified)) " · best deployable: " (name(&c.best_deployable)) }
+            p.leaders { "Best verified: " (name(&c.best_verified)) " · #1: " (name(&c.fastest.first().cloned())) " · "
+                (crate::pages::deployable_beside(c.fastest.first().map(Into::into), c.best_deployable.as_ref().map(Into::into))) }
         }
+    }
+}
+
+/// The answer's mode in words.
+fn mode_words(a: &ki_ranking::ResolveResponse) -> &'static str {
+    match a.mode {
+        ki_ranking::ResolveMode::Exact => "measured in one comparison group",
+        ki_ranking::ResolveMode::Chooser => {
+            "measured in several comparison groups (hardware, protocol or environment); pick one"
+        }
+        ki_ranking::ResolveMode::Browse if !a.nearest.is_empty() => "not measured; the nearest measured cases",
+        ki_ranking::ResolveMode::Browse => "several cases match; the fastest of each",
+        ki_ranking::ResolveMode::None => "nothing measured matches",
     }
 }
 
 pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, error: Option<&str>) -> Markup {
     let main = html! {
         h1 { "Resolve a workload" }
-        p { "Name an operation and the values of its axes; the index answers with the fastest eligible runs of every comparison group that measured exactly that case, or the nearest measured cases along one differing axis." }
+        p { "Name an operation and the values of its axes; the index answers with the fastest eligible runs of every comparison group that measured exactly that case, or the nearest measured cases on either side, saying which axes differ. "
+            "Names are read as the search reads them: " code { "gqa paged decode" } " or " code { "rms norm" } " for an operation, " code { "H200" } " or " code { "H100 SXM" } " for a GPU, " code { "batch=32" } " for " code { "batch_size" } "." }
         form method="get" action="/resolve" {
-            div.row { label for="r-op" { "Operation (name, slug or alias)" } input #r-op name="operation" required value=(form.operation) maxlength="200"; }
+            div.row { label for="r-op" { "Operation (name, slug, alias or words)" } input #r-op name="operation" required value=(form.operation) maxlength="200"; }
             div.row { label for="r-axes" { "Axes (name=value, comma-separated)" } input #r-axes name="axes" value=(form.axes) maxlength="2000" placeholder="batch_size=16, num_pages=1070"; }
             div.row { label for="r-dtypes" { "Dtypes (optional)" } input #r-dtypes name="dtypes" value=(form.dtypes) maxlength="200" placeholder="bf16"; }
-            div.row { label for="r-hw" { "Hardware (optional)" } input #r-hw name="hardware" value=(form.hardware) maxlength="200" placeholder="NVIDIA B200"; }
+            div.row { label for="r-hw" { "Hardware (optional)" } input #r-hw name="hardware" value=(form.hardware) maxlength="200" placeholder="H200"; }
             div.row { label for="r-fw" { "Framework (optional)" } input #r-fw name="framework" value=(form.framework) maxlength="200"; }
             button type="submit" { "Resolve" }
         }
         @if let Some(message) = error { p.banner role="alert" { (message) } }
         @if let Some(a) = answer {
             section #answer aria-labelledby="answer-h" {
-                h2 #answer-h { "Answer: " (crate::pages::code_of(&a.mode)) }
+                h2 #answer-h { "Answer: " (crate::pages::code_of(&a.mode)) " — " (mode_words(a)) }
+                @if !a.read_as.is_empty() {
+                    ul #read-as aria-label="Read as" { @for r in &a.read_as { li { "Read " (r.field) " “" (r.given) "” as " strong { (r.read) } "." @if let Some(note) = &r.note { " " span.muted { (note) } } } } }
+                }
                 @if let Some(op) = &a.operation { p { "Operation " a href={ "/operations/" (op.slug) } { (op.name) } " · variable axes: " (op.variable_axes.join(", ")) } }
+                @else {
+                    p.banner role="status" { "No operation is named “" (a.request.operation) "”. "
+                        a href={ "/?q=" (crate::pages::percent_encode(&a.request.operation)) } { "Search for it" } " to see the operations its words match." }
+                }
                 @for n in &a.notes { p.muted { (n) } }
                 @for c in &a.cohorts { (cohort_block(c)) }
                 @if a.omitted_cohorts > 0 {
@@ -142,7 +164,8 @@ pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, 
                 @if !a.nearest.is_empty() {
                     h2 { "Nearest measured cases" }
                     @for n in &a.nearest {
-                        h3 { (crate::pages::code_of(&n.side)) ": " (n.axis) " = " (crate::pages::scalar(&n.measured)) " (asked " (crate::pages::scalar(&n.requested)) ")" }
+                        h3.nearest { (match n.side { ki_ranking::Side::Below => "Below", ki_ranking::Side::Above => "Above" }) ": "
+                            (n.differs.iter().map(|d| format!("{} = {} (asked {})", d.axis, crate::pages::scalar(&d.measured), crate::pages::scalar(&d.asked))).collect::<Vec<_>>().join(", ")) }
                         @for c in &n.cohorts { (cohort_block(c)) }
                     }
                 }
@@ -193,14 +216,30 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
     if let Err(err) = request.cohort_limit() {
         return Ok(html_response(render(&form, None, Some(&err.to_string()))));
     }
-    let answer = model.judgement.resolve_at(&request, now());
+    let answer = model.judgement.resolve_read_at(&request, model.lexicon(), now());
     Ok(html_response(render(&form, Some(&answer), None)))
 }
 
 pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
     let request: ki_ranking::ResolveRequest = parse_json(&body, "a resolve request")?;
     request.cohort_limit().map_err(|e| Problem::bad_request(e.to_string()))?;
-    Ok(json_response(&state.model().judgement.resolve_at(&request, now())))
+    let model = state.model();
+    Ok(json_response(&model.judgement.resolve_read_at(&request, model.lexicon(), now())))
+}
+
+impl crate::model::ReadModel {
+    /// Each request read with the search's lexicon and answered (`Index::resolve_read_at`): the
+    /// batch endpoint, `ki resolve` and the MCP tool.
+    pub fn resolve_batch_read_at(
+        &self,
+        requests: &[ki_ranking::ResolveRequest],
+        now: ki_ranking::Instant,
+    ) -> Result<Vec<ki_ranking::ResolveResponse>, ki_ranking::BatchSizeError> {
+        if requests.is_empty() || requests.len() > ki_ranking::resolve::MAX_BATCH {
+            return Err(ki_ranking::BatchSizeError { given: requests.len() });
+        }
+        Ok(requests.iter().map(|r| self.judgement.resolve_read_at(r, self.lexicon(), now)).collect())
+    }
 }
 
 /// 1 to 20 resolve requests.
@@ -222,10 +261,8 @@ pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
     for (at, request) in input.requests.iter().enumerate() {
         request.cohort_limit().map_err(|e| Problem::bad_request(format!("/requests/{at}/limit: {e}")))?;
     }
-    let answers = state
-        .model()
-        .judgement
-        .resolve_batch_at(&input.requests, now())
-        .map_err(|e| Problem::bad_request(e.to_string()))?;
+    let model = state.model();
+    let answers =
+        model.resolve_batch_read_at(&input.requests, now()).map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&BatchAnswer { responses: answers }))
 }

@@ -793,6 +793,7 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
                     span.value { (ki_model::units::value(leader.value, leader.unit.as_deref())) } " (" (statistic_of(c)) ") · "
                     (crate::pages::evidence_badge(&crate::pages::code_of(&leader.trust)))
                     @if let Some(f) = &lead.fastest { " · fastest whatever its evidence: " a href={ "/runs/" (f.run_id) } { (f.implementation) } " " span.value { (ki_model::units::value(f.value, f.unit.as_deref())) } " " (crate::pages::evidence_badge(&crate::pages::code_of(&f.trust))) }
+                    " · " (crate::pages::deployable_beside(lead.fastest.as_ref().or(Some(leader)).map(Into::into), lead.best_deployable.as_ref().map(Into::into)))
                 }
             }
             @for note in &resolved.notes { p.banner { (note) } }

@@ -224,13 +224,16 @@ fn an_unknown_gpu_is_a_problem_naming_its_slug_and_hostile_text_comes_back_escap
     let page = ki_server::pages::gpu::render(&model.gpu_view(gpu)).into_string();
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt; &amp; co"), "GPU name not escaped");
     assert!(!page.contains("<img src=x"));
-    let view = model.model_view("b-evil-b").expect("the hostile model tag has a page");
-    let page = ki_server::pages::models::render(&view).into_string();
+    let view = model.model_view("b-evil-b", Default::default()).expect("the hostile model tag has a page");
+    let form = ki_server::pages::models::CaseForm { batch: "<i>x</i>".into(), context: String::new() };
+    let error = form.case().unwrap_err();
+    let page = ki_server::pages::models::render(&view, &form, Some(&error)).into_string();
+    assert!(page.contains("&lt;i&gt;x&lt;/i&gt;") && !page.contains("<i>x"), "the typed case comes back escaped");
     assert!(page.contains("&lt;b&gt;evil&lt;/b&gt;") && !page.contains("<b>evil"));
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt; &amp; co"), "GPU name not escaped on the model page");
     for page in [
         ki_server::pages::models::render_list(&model.model_list()).into_string(),
-        ki_server::pages::gpus::render(&model.gpu_list()).into_string(),
+        ki_server::pages::gpus::render(&model.gpu_list(), &model.unmeasured_gpus()).into_string(),
     ] {
         assert!(!page.contains("<b>evil") && !page.contains("<img src=x"));
     }

@@ -15,4 +15,5 @@ mod relevance;
 mod routes;
 mod search;
 mod source;
+mod user_cases;
 mod verifications;
