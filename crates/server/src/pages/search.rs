@@ -142,8 +142,16 @@ struct KnownMatches<'a> {
     sources: Option<HashSet<&'a str>>,
     projects: Option<HashSet<&'a str>>,
     /// Per run class (`ReadModel::run_classes`), whether its runs pass every run filter but
-    /// the implementation's; none when the query has no run filter.
-    classes: Option<Vec<bool>>,
+    /// the implementation's, decided when first asked (a query's words find few entries; only
+    /// their classes are tested); none when the query has no run filter.
+    classes: Option<Vec<std::cell::Cell<ClassVerdict>>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClassVerdict {
+    Untested,
+    Passes,
+    Fails,
 }
 
 /// The query's operation terms as an entry's score reads them: each term is a word and the
@@ -243,13 +251,20 @@ impl ReadModel {
                 .map(|src| text(src, "id"))
                 .collect()
         });
-        let mut known = KnownMatches { gpus, sources, projects, classes: None };
-        if request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model)) {
-            let classes =
-                self.run_classes.iter().map(|&run| self.run_matches_class(run as usize, request, &known)).collect();
-            known.classes = Some(classes);
+        let run_filters = request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model));
+        let classes = run_filters.then(|| vec![std::cell::Cell::new(ClassVerdict::Untested); self.run_classes.len()]);
+        KnownMatches { gpus, sources, projects, classes }
+    }
+
+    /// Whether the runs of a class pass every run filter but the implementation's.
+    fn class_passes(&self, class: u32, request: &SearchRequest, known: &KnownMatches) -> bool {
+        let Some(classes) = &known.classes else { return true };
+        let verdict = &classes[class as usize];
+        if verdict.get() == ClassVerdict::Untested {
+            let passes = self.run_matches_class(self.run_classes[class as usize] as usize, request, known);
+            verdict.set(if passes { ClassVerdict::Passes } else { ClassVerdict::Fails });
         }
-        known
+        verdict.get() == ClassVerdict::Passes
     }
 
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
@@ -324,8 +339,10 @@ impl ReadModel {
     /// Some run behind the entry passes every run filter: one run of each of its classes is
     /// tested, and only with an implementation filter the runs of the entry themselves.
     fn some_run_matches(&self, entry: &SearchEntry, request: &SearchRequest, known: &KnownMatches) -> bool {
-        let Some(classes) = &known.classes else { return true };
-        if !entry.classes.iter().any(|&c| classes[c as usize]) {
+        if known.classes.is_none() {
+            return true;
+        }
+        if !entry.classes.iter().any(|&c| self.class_passes(c, request, known)) {
             return false;
         }
         // Runs of a passing class may still differ in their implementation's slug.
