@@ -4,22 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::sync::LazyLock;
 
-use crate::serving::{Database, Live, block_on, serve};
+use crate::serving::{BUNDLED, Database, block_on, serve};
 use serde_json::Value;
-
-struct Bundled {
-    server: Live,
-    _database: Database,
-}
-
-/// One server on the bundled catalog for the tests that only read.
-static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
-    let database = Database::sqlite();
-    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    Bundled { server, _database: database }
-});
 
 fn run_ids(page: &Value) -> Vec<String> {
     page["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect()

@@ -4,12 +4,11 @@
 //! and count honestly; previous holders are named; the Atom feed names workload and GPU.
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
 
 use serde_json::Value;
 
 use crate::common::{SERVER, get, get_html, post};
-use crate::serving::{Database, Live, Reply, serve};
+use crate::serving::{BUNDLED, Reply};
 
 /// The run indexes of the ranked runs of the largest group whose ranked runs all have a value.
 fn big_group() -> Vec<usize> {
@@ -248,19 +247,6 @@ fn resolve_shows_the_caveats_of(cohort: &ki_ranking::Cohort) {
     assert!(page.body.matches("<svg class=\"bar\"").count() >= local_view.fastest.len());
     assert!(!page.body.contains("style="));
 }
-
-/// The bundled catalog as `ki serve` makes it on first start: the public export plus our own
-/// H200 runs (verified), so that the verified filter has rows to keep.
-struct Bundled {
-    server: Live,
-    _database: Database,
-}
-
-static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
-    let database = Database::sqlite();
-    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    Bundled { server, _database: database }
-});
 
 fn bundled_get(path: &str) -> Reply {
     BUNDLED.server.get(path)

@@ -3,23 +3,10 @@
 //! plus our own H200 runs): the external id, the reference's time, every statistic the manifest
 //! records, the samples and their artifact, labels in words, numbers through `ki_model::units`.
 
-use std::sync::LazyLock;
-
-use crate::serving::{Database, Live, Reply, serve};
+use crate::serving::{BUNDLED, Reply};
 use ki_model::units;
 use ki_server::model::{ReadModel, Row, text};
 use serde_json::Value;
-
-struct Bundled {
-    server: Live,
-    _database: Database,
-}
-
-static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
-    let database = Database::sqlite();
-    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    Bundled { server, _database: database }
-});
 
 fn html(path: &str) -> Reply {
     let reply = BUNDLED.server.get_with(path, &[("accept", "text/html")]);

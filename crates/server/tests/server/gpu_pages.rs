@@ -3,24 +3,12 @@
 //! first start: the public export plus our own H200 runs).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
-use crate::serving::{Database, Live, Reply, serve};
+use crate::serving::{BUNDLED, Reply};
 use ki_ranking::TrustLevel;
 use ki_server::model::{ReadModel, text};
 use ki_server::pages::evidence_meaning;
 use serde_json::Value;
-
-pub struct Bundled {
-    pub server: Live,
-    _database: Database,
-}
-
-pub static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
-    let database = Database::sqlite();
-    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    Bundled { server, _database: database }
-});
 
 const H200: &str = "NVIDIA H200";
 const SEED_OPERATION: &str = "gqa-paged-decode-h32-kv4-d128-ps1";

@@ -308,7 +308,7 @@ fn comparison_groups_with_a_verified_run_come_first_then_the_largest() {
     // A verified run's group outranks a larger unverified one.
     assert_eq!(view["leaderboard"]["comparisonKey"], groups[0]["comparisonKey"]);
     assert!(view["leaderboard"]["verifiedRuns"].as_u64().unwrap() > 0);
-    let model = crate::gpu_pages::BUNDLED.server.state.model();
+    let model = crate::serving::BUNDLED.server.state.model();
     for g in &groups {
         let cohort =
             model.judgement.cohorts.iter().find(|c| *c.comparison_key == *g["comparisonKey"].as_str().unwrap());
@@ -323,7 +323,8 @@ fn comparison_groups_with_a_verified_run_come_first_then_the_largest() {
 /// the facet's batch size; the swept axis is labelled with round numbers.
 #[test]
 fn a_sweep_holds_the_batch_size_and_each_value_is_a_facet() {
-    use crate::gpu_pages::{BUNDLED, html as bundled_html, json as bundled};
+    use crate::gpu_pages::{html as bundled_html, json as bundled};
+    use crate::serving::BUNDLED;
     let model = BUNDLED.server.state.model();
     let view = bundled(&format!("/api/v1/operations/{SEED}"));
     let sweeps = view["sweeps"].as_array().unwrap();

@@ -5,22 +5,9 @@
 //! without runs and the nearest measured one; every page that names a fastest run names the best
 //! deployable one beside it, and the native kernel is deployable with its install recipe.
 
-use std::sync::LazyLock;
-
 use serde_json::{Value, json};
 
-use crate::serving::{Database, Live, Reply, serve};
-
-struct Bundled {
-    server: Live,
-    _database: Database,
-}
-
-static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
-    let database = Database::sqlite();
-    let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    Bundled { server, _database: database }
-});
+use crate::serving::{BUNDLED, Reply};
 
 const KV4: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
 

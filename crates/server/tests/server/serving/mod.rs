@@ -128,6 +128,19 @@ pub fn serve_model(model: ReadModel, catalog: ki_catalog::Catalog, limits: Limit
 }
 
 /// Serves the catalog's own rows, as `ki serve --database URL` does.
+/// One server on the bundled catalog (as `ki serve` makes it on first start: the public
+/// export plus our own H200 runs), for the tests that only read it.
+pub struct Bundled {
+    pub server: Live,
+    _database: Database,
+}
+
+pub static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
+    let database = Database::sqlite();
+    let server = serve(database.open_with_bundle(), Limits::default());
+    Bundled { server, _database: database }
+});
+
 pub fn serve(catalog: ki_catalog::Catalog, limits: Limits) -> Live {
     let model = block_on(ki_server::model_from_catalog(&catalog)).expect("the catalog's read model");
     serve_model(model, catalog, limits)
