@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
-# Device call of issue 31 (2026-12-04): the smoke, the corpus, the two PR-221 r4 solutions and the
-# FlashInfer decode baseline through `ki-runner verify`,
-# then ncu kernel durations of the honest corpus and of the PR-221 solutions on the same workloads.
+# Device call of issue 31: the smoke, the corpus, the two PR-221 r4 solutions and the FlashInfer
+# decode baseline through `ki-runner verify`, then ncu kernel durations of the honest corpus and of
+# the PR-221 solutions on the same workloads, the per-kernel floor of both figures
+# (probe/memcpy_gate.py: a one-element kernel), and the native kernel's PyTorch launcher test.
 # Carry .carry/verify and .whl.
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
+T0=$(date +%s)
+# Seconds a stage may take: its own limit, or what is left of the call's 10 minutes (less a margin
+# for the logs), whichever is smaller; a stage with under 20 s left is skipped (timeout 1).
+budget() { local left=$(( 560 - ($(date +%s) - T0) )); (( left < 20 )) && left=1; echo $(( $1 < left ? $1 : left )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
 C=.carry/verify
 CORPUS=crates/runner/tests/fixtures/verify/corpus
 mkdir -p $OUT/x; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/x/smi.txt
-bash bench/verify/smoke.sh | tail -9
+BUILDS=/tmp/ki-builds timeout $(budget 200) bash bench/verify/smoke.sh | tail -12
 t=$(date +%s)
-timeout 260 $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
+timeout $(budget 260) $C/ki-runner verify $CORPUS/solutions/*.json crates/runner/tests/fixtures/verify/solutions/solution_hack_*.json \
   --definition $CORPUS/flashinfer_trace --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/corpus > $OUT/x/corpus.log 2>&1
 echo "corpus rc=$? in $(( $(date +%s) - t )) s"
 cp /tmp/corpus/runs.jsonl $OUT/corpus-runs.jsonl  # kept at once: a call cut short still returns it
 t=$(date +%s)
-timeout 150 $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
+timeout $(budget 150) $C/ki-runner verify $C/pr221/*.json --definition $C/flashinfer_trace --baseline --only gqa_paged_decode_h32_kv4_d128_ps1 \
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
 cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
-timeout 90 python3 bench/verify/probe/gqa_b64.py /tmp/ki-builds $C/flashinfer_trace/definitions/gqa_paged/gqa_paged_decode_h32_kv4_d128_ps1.json > $OUT/gqa-b64-probe.md 2>&1
-echo "gqa b64 probe rc=$?"; tail -50 $OUT/gqa-b64-probe.md
 NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
-timeout 90 $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
-timeout 90 $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
+timeout $(budget 90) $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
+timeout $(budget 90) $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.csv > $OUT/ncu-pr221.json; tail -c 600 $OUT/x/ncu-pr221.err
-cp $OUT/smoke*.* $OUT/x/ 2>/dev/null; rm -f $OUT/smoke.log $OUT/smoke-smi.txt
+timeout $(budget 40) python3 bench/verify/probe/memcpy_gate.py > $OUT/memcpy-gate.md 2>&1
+timeout $(budget 40) $NCU --log-file $OUT/x/ncu-floor.csv python3 bench/verify/probe/memcpy_gate.py ncu > /dev/null 2>&1
+python3 -c "
+import csv, statistics, sys
+rows = [r for r in csv.DictReader(l for l in open('$OUT/x/ncu-floor.csv') if l.startswith('\"'))]
+scale = {'nsecond': 1, 'usecond': 1e3}
+d = [float(r['Metric Value'].replace(',', '')) * scale.get(r['Metric Unit'], 1) for r in rows if r['Metric Name'] == 'gpu__time_duration.sum']
+print(f'one-element add_ kernel, ncu gpu__time_duration: median {statistics.median(d)} ns over {len(d)} (min {min(d)}, max {max(d)})')
+" | tee -a $OUT/memcpy-gate.md
+timeout $(budget 40) python3 -m unittest discover -s crates/kernels/python/tests > $OUT/kernels-launcher-test.txt 2>&1
+echo "native launcher test rc=$?"; tail -4 $OUT/kernels-launcher-test.txt
+cp $OUT/smoke*.* $OUT/x/ 2>/dev/null; rm -f $OUT/smoke.log $OUT/smoke-smi.txt $OUT/smoke-ncu*
 tar czf $OUT/logs.tgz -C /tmp corpus/logs pr221/logs corpus/samples pr221/samples corpus/session.json pr221/session.json smoke/runs.jsonl smoke/logs smoke/samples -C $OUT x 2>/dev/null; rm -rf $OUT/x
 python3 - <<'PY'
 import json

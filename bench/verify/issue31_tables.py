@@ -1,11 +1,14 @@
-"""Tables of issue 31's H200 runs (bench/verify/2026-12-04/): the corpus beside ncu, the final-tree
-smoke, the PR-221 solutions beside ncu. Usage: python3 bench/verify/issue31_tables.py"""
+"""Tables of one device call of issue 31 (a folder holding corpus-runs.jsonl, ncu-corpus.json,
+pr221-runs.jsonl, ncu-pr221.json): the corpus beside ncu, the PR-221 solutions beside ncu.
+Usage: python3 bench/verify/issue31_tables.py [FOLDER]   (default bench/verify/2026-12-05/call3-h100)"""
 
 import json
 import os
+import sys
 
-D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "2026-12-04")
-CORPUS = os.path.join(os.path.dirname(D), "..", "..", "crates/runner/tests/fixtures/verify/corpus")
+HERE = os.path.dirname(os.path.abspath(__file__))
+D = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "2026-12-05", "call3-h100")
+CORPUS = os.path.join(HERE, "..", "..", "crates/runner/tests/fixtures/verify/corpus")
 
 
 def label(r):
@@ -24,11 +27,11 @@ def main():
     for line in open(os.path.join(D, "corpus-runs.jsonl")):
         r = json.loads(line)
         runs[r["implementation"]] = r
-    print("| solution | language | expected | verdict (call 4) | ours µs | method | ncu µs | ours ÷ ncu | why |")
+    print("| solution | language | expected | verdict | ours µs | method | ncu µs | ours ÷ ncu | why |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, want in sorted(expected.items(), key=lambda kv: ("verdict" not in kv[1], kv[0])):
         key = name.replace("_", "-").replace("solution-hack", "rmsnorm-hack")
-        r = next((v for k, v in runs.items() if k.startswith(key)), None)
+        r = next((v for k, v in runs.items() if k.rsplit("-", 1)[0] == key), None)
         doc_path = os.path.join(CORPUS, "solutions", f"{name}.json")
         lang = json.load(open(doc_path))["spec"]["language"] if os.path.exists(doc_path) else "python"
         us = r["latency"]["median"] / 1e3 if r and r.get("latency") else None
@@ -39,7 +42,7 @@ def main():
               f"{(r or {}).get('method') or '-'} | {f'{n / 1e3:.2f}' if n else '-'} | {ratio} | {why(r) if r else ''} |")
     print()
     ncu2 = json.load(open(os.path.join(D, "ncu-pr221.json")))
-    print("| solution | workload | axes | verdict (call 4) | ours µs | method | ncu µs | ours ÷ ncu | why |")
+    print("| solution | workload | axes | verdict | ours µs | method | ncu µs | ours ÷ ncu | why |")
     print("|---|---|---|---|---|---|---|---|---|")
     for line in open(os.path.join(D, "pr221-runs.jsonl")):
         r = json.loads(line)

@@ -107,12 +107,15 @@ class GqaPagedDecode:
             for warps, stages in (SMALL, DEEP, FIVE):
                 options = ("-std=c++17", f"-DHEAD_DIM={head_dim}", f"-DPAGE_SIZE={page_size}", f"-DGROUP={self.group}",
                            f"-DNUM_KV_HEADS={num_kv_heads}", f"-DNSTAGE={stages}", f"-DWARPS={warps}", "-DCLUSTER_MERGE=0")
-                function = cupy.RawModule(code=source, options=options, backend="nvrtc").get_function(KERNEL_NAME)
+                kernel = cupy.RawModule(code=source, options=options, backend="nvrtc").get_function(KERNEL_NAME)
+                # get_function gives a RawKernel; the driver calls take its CUfunction (a
+                # cupy.cuda.Function's `ptr`), and the module must outlive it (kept in variants).
+                function = kernel.kernel
                 shared = warp_shared_bytes(head_dim, stages) * warps
                 cupy.cuda.driver.funcSetAttribute(function.ptr, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                   min(shared + IDX_CACHE_ENTRIES * 4, MAX_SMEM_PER_CTA))
                 ctas = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, 32 * warps, shared)
-                self.variants[(warps, stages)] = (function, max(ctas, 1))
+                self.variants[(warps, stages)] = (function, max(ctas, 1), kernel)
         self.workspaces = {}
 
     def tuning(self, batch, num_kv_indices):
@@ -198,7 +201,7 @@ class GqaPagedDecode:
                           partial_buffer.data_ptr(), counter_buffer.data_ptr(), sm_scale * math.log2(math.e), batch,
                           num_kv_indices, num_pages, chunk, 0, int(cache and kv_indices.data_ptr() % 16 == 0))
         params = (ctypes.c_void_p * 1)(ctypes.addressof(args))
-        function, _ = self.variants[tuning]
+        function, _, _ = self.variants[tuning]
         stream = torch.cuda.current_stream(self.device).cuda_stream
         with self.cupy.cuda.Device(self.device.index):
             self.cupy.cuda.driver.launchKernel(function.ptr, ctas, 1, 1, 32 * tuning[0], 1, 1, shared, stream,

@@ -49,6 +49,7 @@ _graph_replay = torch.cuda.CUDAGraph.replay
 _graph_context = torch.cuda.graph
 _synchronize = torch.cuda.synchronize
 _current_stream = torch.cuda.current_stream
+_set_stream = torch.cuda.set_stream
 _Stream = torch.cuda.Stream
 _stream_context = torch.cuda.stream
 _profile = torch.profiler.profile
@@ -81,11 +82,11 @@ def _marker():
 _GATE_CYCLES_PER_NS = None
 
 
-def _gate(ns):
-    """Holds the current stream for about `ns` (torch.cuda._sleep's spin kernel, ki_windows.GATE_NAME)."""
+def _calibrate_gate():
+    """The spin counts SM clock cycles: how many make a nanosecond here, measured once per process,
+    before any profile (its kernels inside a call's window would be counted as the call's work)."""
     global _GATE_CYCLES_PER_NS
     if _GATE_CYCLES_PER_NS is None:
-        # The spin counts SM clock cycles: how many make a nanosecond here, measured once.
         _sleep_cycles(1000)
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _event_record(start)
@@ -93,6 +94,11 @@ def _gate(ns):
         _event_record(end)
         _event_synchronize(end)
         _GATE_CYCLES_PER_NS = 2_000_000 / max(_elapsed_ns(start, end), 1.0)
+
+
+def _gate(ns):
+    """Holds the current stream for about `ns` (torch.cuda._sleep's spin kernel, ki_windows.GATE_NAME)."""
+    _calibrate_gate()
     _sleep_cycles(max(1, int(ns * _GATE_CYCLES_PER_NS)))
 
 
@@ -108,6 +114,7 @@ def bound_functions():
         ("torch.cuda.graph", _graph_context),
         ("torch.cuda.synchronize", _synchronize),
         ("torch.cuda.current_stream", _current_stream),
+        ("torch.cuda.set_stream", _set_stream),
         ("torch.cuda.Stream", _Stream),
         ("torch.cuda.stream", _stream_context),
         ("torch.profiler.profile", _profile),
@@ -219,8 +226,16 @@ def _warm_on_side_stream(call, indices):
 def capture(body):
     """A CUDA graph of whatever `body()` enqueues; raises if the work cannot be captured."""
     graph = _CUDAGraph()
-    with _graph_context(graph):
-        body()
+    caller = _current_stream()
+    try:
+        with _graph_context(graph):
+            body()
+    finally:
+        # When ending the capture fails (a synchronous copy or a device synchronize invalidated
+        # it), torch's graph context leaves its own capture stream current: every later call,
+        # gate and marker must run on the caller's stream again, or honest work on the legacy
+        # default stream looks unordered with it.
+        _set_stream(caller)
     _synchronize()
     return graph
 
@@ -306,13 +321,13 @@ def in_graph_samples(call, flush, calls_per_graph, replays):
 
 
 def _device_activities(prof):
-    """(name, start_ns, end_ns) of every device activity (kernel, copy, memset) in a profile."""
+    """(name, start_ns, end_ns, stream) of every device activity (kernel, copy, memset) in a profile."""
     out = []
     for event in prof.profiler.kineto_results.events():
         if event.device_type() != _DeviceType.CUDA:
             continue
         start = int(event.start_ns())
-        out.append((event.name(), start, start + int(event.duration_ns())))
+        out.append((event.name(), start, start + int(event.duration_ns()), event.device_resource_id()))
     return out
 
 
@@ -334,6 +349,7 @@ def cupti_samples(call, flush, iterations, first_index=0, warmups=1, prepare=_no
         call(index)
         after(index)
         index += 1
+    _calibrate_gate()
     _synchronize()
     with _profile(activities=[_ProfilerActivity.CUDA]) as prof:
         for _ in range(iterations):

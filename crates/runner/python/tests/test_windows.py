@@ -92,6 +92,23 @@ class WindowsTest(unittest.TestCase):
             call_windows(activities, 1)
         self.assertIn("does not wait", str(caught.exception))
 
+    def test_a_refusal_names_how_early_and_on_which_stream(self):
+        activities = [(*a, 7) for a in window(0, 100, [], 101, 110)] + [("independent", 5_000, 20_000, 13)]
+        activities = [(n, s * 1000, e * 1000, st) if n != "independent" else (n, s, e, st) for n, s, e, st in activities]
+        with self.assertRaises(UnorderedWork) as caught:
+            call_windows(activities, 1)
+        self.assertIn("started 95.0 µs before the gate ended", str(caught.exception))
+        self.assertIn("on stream 13; the caller's is stream 7", str(caught.exception))
+
+    def test_a_dependent_launch_on_the_caller_s_stream_is_ordered(self):
+        # A programmatic dependent launch starts as the gate's block exits, before its end is
+        # recorded; on the caller's stream that is stream order, not a race.
+        activities = [(*a, 7) for a in window(0, 100, [], 110, 120)] + [("pdl_kernel", 98, 105, 7)]
+        self.assertEqual(call_windows(activities, 1), [(7, 1, 7)])
+        moved = [(*a, 7) for a in window(0, 100, [], 110, 120)] + [("pdl_kernel", 98, 105, 13)]
+        with self.assertRaises(UnorderedWork):
+            call_windows(moved, 1)
+
     def test_only_the_first_gate_holds_the_stream(self):
         # A solution that sleeps on its own is work like any other.
         activities = window(0, 10, [(GATE_NAME, 10, 25)], 26, 30)
