@@ -26,7 +26,7 @@ timeout $(budget 150) $C/ki-runner verify $C/pr221/*.json --definition $C/flashi
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
 cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
-NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum --csv"
+NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_elapsed.avg.per_second --csv"
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
@@ -34,11 +34,14 @@ python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.cs
 timeout $(budget 40) python3 bench/verify/probe/memcpy_gate.py > $OUT/memcpy-gate.md 2>&1
 timeout $(budget 40) $NCU --log-file $OUT/x/ncu-floor.csv python3 bench/verify/probe/memcpy_gate.py ncu > /dev/null 2>&1
 python3 -c "
-import csv, statistics, sys
-rows = [r for r in csv.DictReader(l for l in open('$OUT/x/ncu-floor.csv') if l.startswith('\"'))]
-scale = {'nsecond': 1, 'usecond': 1e3}
-d = [float(r['Metric Value'].replace(',', '')) * scale.get(r['Metric Unit'], 1) for r in rows if r['Metric Name'] == 'gpu__time_duration.sum']
-print(f'one-element add_ kernel, ncu gpu__time_duration: median {statistics.median(d)} ns over {len(d)} (min {min(d)}, max {max(d)})')
+import statistics, sys
+sys.path.insert(0, 'bench/verify')
+from ncu_table import kernels
+k = [m for _, m in kernels('$OUT/x/ncu-floor.csv')]
+d = [m['gpu__time_duration.sum'] for m in k]
+c = [m['sm__cycles_active.max'] / m['sm__cycles_elapsed.avg.per_second'] * 1e9 for m in k]
+print(f'one-element add_ kernel, ncu gpu__time_duration: median {statistics.median(d):.0f} ns over {len(d)} (min {min(d):.0f}, max {max(d):.0f})')
+print(f'one-element add_ kernel, ncu sm__cycles_active.max / SM clock: median {statistics.median(c):.0f} ns over {len(c)} (min {min(c):.0f}, max {max(c):.0f})')
 " | tee -a $OUT/memcpy-gate.md
 timeout $(budget 40) python3 -m unittest discover -s crates/kernels/python/tests > $OUT/kernels-launcher-test.txt 2>&1
 echo "native launcher test rc=$?"; tail -4 $OUT/kernels-launcher-test.txt
