@@ -21,6 +21,7 @@ pub mod gpu;
 pub mod native;
 pub mod protocol;
 pub mod python;
+pub mod recorded;
 pub mod records;
 pub mod solution;
 pub mod verdict;

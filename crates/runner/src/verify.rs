@@ -100,6 +100,10 @@ pub struct VerifyArgs {
     /// The session seed (default: drawn from the OS; published with the records afterwards).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// An earlier session's runs.jsonl (repeatable): its recorded (implementation, workload) pairs
+    /// are not run again, nor are implementations it refused as dishonest (a run split over calls).
+    #[arg(long = "skip-recorded", value_name = "RUNS_JSONL")]
+    pub skip_recorded: Vec<PathBuf>,
 }
 
 /// Where definitions and workloads are found.
@@ -190,9 +194,16 @@ struct Implementation {
     key: String,
     definition: String,
     entry: Entry,
+    /// The workloads (uuids) this session runs it on: every one of its definition, or a spread
+    /// (`--solution-workloads`), less what earlier sessions recorded (`--skip-recorded`).
+    workloads: std::collections::BTreeSet<String>,
 }
 
 impl Implementation {
+    fn runs_on(&self, plans: &WorkloadPlans) -> bool {
+        self.workloads.contains(&plans.case.uuid)
+    }
+
     fn label(&self) -> String {
         match &self.entry {
             Entry::Solution { solution, .. } => solution.short_name(),
@@ -336,6 +347,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
                     key: solution.source_digest.clone(),
                     definition: solution.definition.clone(),
                     entry: Entry::Solution { solution: Box::new(solution), files: vec![file] },
+                    workloads: Default::default(),
                 });
             }
         }
@@ -360,7 +372,12 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
             }
             implementations.insert(
                 0,
-                Implementation { key: format!("baseline:{name}"), definition: name, entry: Entry::Baseline },
+                Implementation {
+                    key: format!("baseline:{name}"),
+                    definition: name,
+                    entry: Entry::Baseline,
+                    workloads: Default::default(),
+                },
             );
         }
     }
@@ -368,7 +385,9 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         eprintln!("nothing to verify ({} refused at intake); nothing written", refused.len());
         return Ok(ExitCode::FAILURE);
     }
+    let recorded = crate::recorded::Recorded::read(&args.skip_recorded)?;
     // 2. The session's folders and workers' files.
+    let out_existed = args.out.exists();
     std::fs::create_dir_all(&args.out)?;
     for sub in ["manifests", "samples", "artifacts", "logs"] {
         std::fs::create_dir_all(args.out.join(sub))?;
@@ -423,6 +442,37 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         let (definition, _) = &definitions[name];
         let file = dataset.workloads_file(name).ok_or_else(|| anyhow!("no workloads for {name}"))?;
         plans.insert(name.clone(), session.plan_definition(definition, &file)?);
+    }
+    // What earlier sessions recorded is not run again.
+    for i in &mut implementations {
+        let all = &plans[&i.definition];
+        let chosen: Vec<usize> = match (&i.entry, args.solution_workloads) {
+            (Entry::Solution { .. }, Some(n)) if n < all.len() => spread(all, n),
+            _ => (0..all.len()).collect(),
+        };
+        i.workloads = chosen
+            .into_iter()
+            .map(|k| all[k].case.uuid.clone())
+            .filter(|uuid| !recorded.is_done(&i.key, uuid))
+            .collect();
+    }
+    if !recorded.is_empty() {
+        let before = implementations.len();
+        implementations.retain(|i| !i.workloads.is_empty() && !recorded.refused_as_dishonest(&i.key));
+        eprintln!(
+            "resuming: {} runs recorded earlier are not run again; {} of {before} implementations have work left",
+            recorded.len(),
+            implementations.len()
+        );
+        order.retain(|n| implementations.iter().any(|i| &i.definition == n));
+        if implementations.is_empty() {
+            std::fs::remove_dir_all(&scratch).ok();
+            if !out_existed {
+                std::fs::remove_dir_all(&args.out).ok();
+            }
+            eprintln!("nothing left to verify: every run was recorded earlier; nothing written");
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     // 4. Builds and warm-ups in the background.
     let board: BuildBoard = Arc::new((Mutex::new(BTreeMap::new()), Condvar::new()));
@@ -927,7 +977,7 @@ impl Session {
         let dump = definition.op_type == "gqa_paged" && !definition.inputs.contains_key("qo_indptr");
         let started = Instant::now();
         let mut reference_failed: BTreeMap<String, String> = BTreeMap::new();
-        for w in plans {
+        for w in plans.iter().filter(|w| implementations.iter().any(|i| i.runs_on(w))) {
             for t in &w.trials {
                 let trial = t.json["trial"].as_u64().unwrap_or(0) as usize;
                 let path = self.scratch.join(format!("xcheck-{}-{trial}.safetensors", w.case.uuid));
@@ -975,7 +1025,7 @@ impl Session {
         plans: &[WorkloadPlans],
         reason: &str,
     ) {
-        for w in plans {
+        for w in plans.iter().filter(|w| implementation.runs_on(w)) {
             let verdict = Verdict::NotRun { reason: reason.to_string() };
             self.record(implementation, definition, w, verdict, None, None, String::new());
         }
@@ -992,6 +1042,8 @@ impl Session {
         board: &BuildBoard,
         reference_failed: &BTreeMap<String, String>,
     ) {
+        let all_plans = plans;
+        let plans: Vec<&WorkloadPlans> = all_plans.iter().filter(|w| implementation.runs_on(w)).collect();
         let label = implementation.label();
         let needs_build = match &implementation.entry {
             Entry::Baseline => true,
@@ -1004,12 +1056,12 @@ impl Session {
                     return self.not_run(
                         implementation,
                         definition,
-                        plans,
+                        all_plans,
                         "the session's deadline passed during its build",
                     );
                 }
                 Some(Built::Failed { verdict, log }) => {
-                    for w in plans {
+                    for &w in &plans {
                         self.record(implementation, definition, w, verdict.clone(), None, None, log.clone());
                     }
                     return;
@@ -1024,7 +1076,7 @@ impl Session {
                 let dir = self.scratch.join("sources").join(solution.source_digest.trim_start_matches("sha256:"));
                 if let Err(e) = solution.write_sources(&dir) {
                     let verdict = Verdict::RuntimeError { reason: format!("writing its sources: {e}") };
-                    for w in plans {
+                    for &w in &plans {
                         self.record(implementation, definition, w, verdict.clone(), None, None, String::new());
                     }
                     return;
@@ -1037,11 +1089,6 @@ impl Session {
                 })
             }
         };
-        let chosen: Vec<usize> = match (&implementation.entry, self.args.solution_workloads) {
-            (Entry::Solution { .. }, Some(n)) if n < plans.len() => spread(plans, n),
-            _ => (0..plans.len()).collect(),
-        };
-        let plans: Vec<&WorkloadPlans> = chosen.iter().map(|&i| &plans[i]).collect();
         let mut worker = worker;
         let mut crashes = 0;
         let mut timeouts = 0;

@@ -162,3 +162,52 @@ fn the_corpus_is_well_formed_and_every_solution_has_an_expected_verdict() {
     }
     assert!(honest >= 10 && dishonest >= 12, "{honest} honest, {dishonest} dishonest");
 }
+
+/// A run split over GPU calls (issue 32): runs an earlier session recorded are not run again, and
+/// when nothing is left the session writes nothing; a runs file that is not one is refused with
+/// its file and line, before anything is written.
+#[test]
+fn runs_recorded_earlier_are_not_run_again() {
+    let corpus = fixtures().join("corpus");
+    let solution_file = corpus.join("solutions/honest_triton_rmsnorm.json");
+    let key = Solution::read(&solution_file).unwrap().source_digest;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |runs: &std::path::Path, out: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_ki-runner"))
+            .arg("verify")
+            .arg(&solution_file)
+            .arg("--definition")
+            .arg(corpus.join("flashinfer_trace"))
+            .arg("--skip-recorded")
+            .arg(runs)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let runs = dir.path().join("runs.jsonl");
+    let line = |verdict: &str| {
+        format!(
+            r#"{{"implementation":"honest-triton-rmsnorm","implementationKey":"{key}","workload":"841b0afa-80fa-449a-9e1d-f294da92d02f","verdict":{{"verdict":"{verdict}"}}}}"#
+        )
+    };
+    std::fs::write(&runs, format!("{}\n{}\n", line("not_run"), line("passed"))).unwrap();
+    let out = dir.path().join("done");
+    let output = run(&runs, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 runs recorded earlier are not run again; 0 of 1 implementations have work left"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing left to verify"), "{stderr}");
+    assert!(!out.exists(), "a session with nothing left writes nothing");
+
+    std::fs::write(&runs, format!("{}\nnot json\n", line("passed"))).unwrap();
+    let out = dir.path().join("bad");
+    let output = run(&runs, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains(&format!("{}:2: not a run of `ki verify`'s runs.jsonl", runs.display())), "{stderr}");
+    assert!(!out.exists(), "a refused runs file writes nothing");
+}
