@@ -1,4 +1,4 @@
-//! The timing protocol `kernelindex-rerun-v2` (the repository's PROTOCOL-V2 conventions), in one
+//! The timing protocol `kernelindex-rerun-v2` (docs/PROTOCOL-V2.md), in one
 //! place so the Rust executor, the Python worker (which receives these numbers in its job and times
 //! through `python/ki_timing.py`) and the BenchmarkProtocol record agree.
 //!

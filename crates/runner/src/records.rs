@@ -902,7 +902,7 @@ impl RecordWriter {
 // `ki verify` (issue 13): protocol kernelindex-rerun-v2, third-party solutions, baselines, verdicts.
 // New functions beside the v1 writer above; they share its row, slug and digest helpers.
 
-/// The timing protocol of `ki verify` (PROTOCOL-V2.md), per input rule.
+/// The timing protocol of `ki verify` (docs/PROTOCOL-V2.md), per input rule.
 pub const PROTOCOL_V2_NAME: &str = "kernelindex-verify-v3";
 
 pub const PROTOCOL_V2_DESCRIPTION: &str = "kernelindex-verify-v3: each timed call's random inputs are rewritten on \
@@ -916,7 +916,7 @@ own inputs (first, eager, random and last graph replays, CUPTI); outputs poisone
 call; monkey patches, threads, child processes, side streams, lazy outputs, graphs that skip work refused; \
 times under 80% of the speed-of-light bound refused.";
 
-/// BenchmarkProtocol `kernelindex-rerun-v2-<rule>` (PROTOCOL-V2.md: the rule is part of the key).
+/// BenchmarkProtocol `kernelindex-rerun-v2-<rule>` (docs/PROTOCOL-V2.md: the rule is part of the key).
 pub fn protocol_manifest_v2(rule: &str, trials: usize, samples_per_trial: usize) -> Value {
     let notes: String = PROTOCOL_V2_DESCRIPTION.chars().take(1000).collect();
     json!({
