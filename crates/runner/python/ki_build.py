@@ -2,7 +2,7 @@
 
 Usage: python ki_build.py SOURCE_DIR BUILD_DIR MODULE_NAME
 Compiles every .cu/.cpp/.cc/.cxx file of SOURCE_DIR with torch's extension builder
-(torch.utils.cpp_extension.load, ninja, the host's nvcc) for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a) and
+(torch.utils.cpp_extension.load, ninja, the host's nvcc) for the device's architecture (TORCH_CUDA_ARCH_LIST, set by the runner from the device) and
 prints one JSON line: {"ok": true, "so_path": ...} or {"ok": false, "log": ...}. BUILD_DIR/ok marks a
 finished build: a second call returns at once.
 """

@@ -31,6 +31,34 @@ pub fn cuda_available() -> bool {
     driver && nvrtc && CudaContext::device_count().map(|n| n > 0).unwrap_or(false)
 }
 
+/// Device 0's compute capability (major, minor), read from the driver without creating a context.
+pub fn compute_capability() -> Result<(i32, i32)> {
+    if !cuda_available() {
+        bail!("no usable CUDA driver or device");
+    }
+    let device = cudarc::driver::result::device::get(0)?;
+    // SAFETY: `device` was returned by `device::get`.
+    let (major, minor) = unsafe {
+        (
+            cudarc::driver::result::device::get_attribute(
+                device,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            )?,
+            cudarc::driver::result::device::get_attribute(
+                device,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            )?,
+        )
+    };
+    Ok((major, minor))
+}
+
+/// The architecture nvcc builds solutions for (`TORCH_CUDA_ARCH_LIST`): the device's own, with the
+/// `a` suffix from Hopper on (sm_90a: wgmma and the bulk copy engine are only in the `a` targets).
+pub fn build_arch(major: i32, minor: i32) -> String {
+    if major >= 9 { format!("{major}.{minor}a") } else { format!("{major}.{minor}") }
+}
+
 const SUPPORT_SOURCE: &str = r#"
 // Writes every 16-byte word of the buffer. The value depends on the call, so no write can be skipped.
 extern "C" __global__ void ki_flush_l2(uint4* buffer, unsigned long long words, unsigned int salt) {
@@ -382,5 +410,15 @@ impl DeviceTensors {
             set.insert(name.clone(), HostTensor { dtype: shell.dtype, shape: shell.shape.clone(), bytes });
         }
         Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn builds_target_the_devices_own_architecture() {
+        assert_eq!(super::build_arch(9, 0), "9.0a");
+        assert_eq!(super::build_arch(10, 0), "10.0a");
+        assert_eq!(super::build_arch(8, 9), "8.9");
     }
 }

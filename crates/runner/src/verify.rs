@@ -400,6 +400,14 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         std::fs::write(python_dir.join(name), text)?;
     }
     let seed = args.seed.unwrap_or_else(os_seed);
+    let arch = match crate::gpu::compute_capability() {
+        Ok((major, minor)) => crate::gpu::build_arch(major, minor),
+        Err(error) => {
+            eprintln!("the device's architecture is unknown ({error:#}): builds target 9.0a");
+            "9.0a".to_string()
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let env = vec![
         ("PYTHONUNBUFFERED".to_string(), "1".to_string()),
         ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
@@ -407,8 +415,9 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
             "FLASHINFER_WORKSPACE_BASE".to_string(),
             std::env::var("KI_FLASHINFER_WORKSPACE").unwrap_or_else(|_| "/tmp/ki-flashinfer".into()),
         ),
-        ("TORCH_CUDA_ARCH_LIST".to_string(), "9.0a".to_string()),
-        ("MAX_JOBS".to_string(), "3".to_string()),
+        ("TORCH_CUDA_ARCH_LIST".to_string(), arch.clone()),
+        // nvcc's jobs per build, so that `--jobs` builds at a time share the host's cores.
+        ("MAX_JOBS".to_string(), (cores / args.jobs.max(1)).max(1).to_string()),
     ];
     let runs_file = std::fs::OpenOptions::new().create(true).append(true).open(args.out.join("runs.jsonl"))?;
     let mut session = Session {
@@ -788,7 +797,13 @@ impl Session {
 
     fn build_dir(&self, key: &str) -> PathBuf {
         let base = self.args.build_cache.clone().unwrap_or_else(|| self.scratch.join("builds"));
-        base.join(key.trim_start_matches("sha256:").chars().take(24).collect::<String>())
+        // The architecture is part of the key: a cache carried to another GPU is not reused.
+        let arch = self.env.iter().find(|(k, _)| k == "TORCH_CUDA_ARCH_LIST").map_or("", |(_, v)| v.as_str());
+        base.join(format!(
+            "sm{}-{}",
+            arch.replace('.', ""),
+            key.trim_start_matches("sha256:").chars().take(24).collect::<String>()
+        ))
     }
 
     /// Builds (CUDA solutions) and warm-ups (baselines: FlashInfer's JIT) on `--jobs` threads.
