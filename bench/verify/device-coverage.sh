@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 32, one GPU call of the coverage run: the baselines of every definition with workloads and the
+# 72 PR-221 solutions of those definitions, on every workload, three trials, through `ki-runner
+# verify`. Resumable: every runs.jsonl under .carry/verify/coverage/ (earlier calls' results, brought
+# back into bench/verify/coverage/ and copied there) is passed as --skip-recorded, so a call does only
+# what no earlier call recorded; --deadline stops starting work in time for the records to be
+# written inside the call. Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
+set -u -o pipefail
+OUT=${OUT:-/tmp/ki-out}
+C=.carry/verify
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/smi.txt
+SKIP=()
+for f in $C/coverage/*.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
+echo "earlier calls: ${#SKIP[@]} flags"
+start=$(date +%s)
+timeout 570 $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline \
+  --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
+  "${SKIP[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
+echo "ki-runner verify rc=$? in $(( $(date +%s) - start )) s"
+for f in runs.jsonl catalog-rows.jsonl results.md session.json; do cp /tmp/cov/$f $OUT/ 2>/dev/null; done
+tar czf $OUT/records.tgz -C /tmp/cov manifests samples logs 2>/dev/null
+python3 - <<'PY'
+import collections, json
+rows = [json.loads(l) for l in open("/tmp/cov/runs.jsonl")]
+by = collections.Counter((r["definition"], r["verdict"]["verdict"]) for r in rows)
+for (d, v), n in sorted(by.items()):
+    print(f"{d:60} {v:24} {n}")
+PY
+tail -5 $OUT/verify.log
