@@ -356,11 +356,6 @@ impl Catalog {
         self.rows_where("benchmark_runs", "comparisonKey", comparison_key).await
     }
 
-    /// A serving run (published or not) by its `id`.
-    pub async fn serving_run_by_id(&self, id: &str) -> Result<Option<Map<String, Value>>> {
-        self.one_where("serving_runs", "id", id).await
-    }
-
     /// A serving run (published or not) by its `runDigest`.
     pub async fn serving_run_by_digest(&self, digest: &str) -> Result<Option<Map<String, Value>>> {
         self.one_where("serving_runs", "runDigest", digest).await

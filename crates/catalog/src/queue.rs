@@ -319,11 +319,6 @@ impl JobState {
     pub fn parse(text: &str) -> Option<JobState> {
         JobState::ALL.into_iter().find(|state| state.as_str() == text)
     }
-
-    /// Done or parked: nothing more happens to it unless it is enqueued again.
-    pub fn is_final(self) -> bool {
-        matches!(self, JobState::Done | JobState::Parked)
-    }
 }
 
 /// How a verification ended (issue 13's verdicts).
@@ -1698,9 +1693,4 @@ async fn workers_where(session: &mut Session, condition: &str, params: &[SqlValu
             })
         })
         .collect()
-}
-
-/// The benchmark-run lines of a job's records, for callers that check what it published.
-pub fn run_lines(lines: &[ExportLine]) -> impl Iterator<Item = &ExportLine> {
-    lines.iter().filter(|line| line.table == "benchmark_runs")
 }

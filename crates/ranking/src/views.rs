@@ -582,25 +582,6 @@ impl Index {
             }
         }
     }
-
-    /// Stored record events since `since` (inclusive), oldest first, with their runs.
-    pub fn record_history(&self, since: Option<crate::time::Instant>) -> Vec<RecordView> {
-        let mut events: Vec<&crate::rows::RecordEventRow> =
-            self.record_events.iter().filter(|e| since.is_none_or(|since| e.at.instant >= since)).collect();
-        events.sort_by(|a, b| a.at.instant.cmp(&b.at.instant).then_with(|| a.run_id.cmp(&b.run_id)));
-        events
-            .into_iter()
-            .map(|event| RecordView {
-                event: event.clone(),
-                run: self.run_of(&event.run_id).map(|r| self.run_summary(r)),
-                previous_value: event
-                    .previous_run_id
-                    .as_ref()
-                    .and_then(|p| self.run_of(p))
-                    .and_then(|p| self.primary_value(p)),
-            })
-            .collect()
-    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

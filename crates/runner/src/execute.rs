@@ -3,7 +3,7 @@
 //! and summarize the timings.
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
@@ -318,10 +318,4 @@ pub fn run_workload(
             }
         })
         .collect()
-}
-
-/// Where a workload's scratch files go.
-pub fn workload_dir(root: &Path, workload: &WorkloadCase, index: usize) -> PathBuf {
-    let name = if workload.uuid.is_empty() { format!("workload{index}") } else { workload.uuid.clone() };
-    root.join(name)
 }

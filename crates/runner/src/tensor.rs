@@ -140,11 +140,6 @@ impl HostTensor {
         HostTensor { dtype: DType::I32, shape, bytes }
     }
 
-    /// A 0-dimensional float32 tensor, the form scalar inputs such as `sm_scale` take.
-    pub fn scalar_f32(value: f32) -> HostTensor {
-        HostTensor::from_f32(Vec::new(), &[value])
-    }
-
     pub fn to_bf16(&self) -> Option<Vec<bf16>> {
         (self.dtype == DType::BF16)
             .then(|| self.bytes.chunks_exact(2).map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect())

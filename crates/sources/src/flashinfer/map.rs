@@ -712,15 +712,6 @@ pub fn plan(dataset: &Dataset, options: &ImportOptions) -> ImportPlan {
 }
 
 impl ImportPlan {
-    /// The rows as export lines (numbered from 1 in plan order), the form the catalog imports.
-    pub fn export_lines(&self) -> Vec<ki_model::export::ExportLine> {
-        self.rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ki_model::export::ExportLine { line: i + 1, table: r.table.to_string(), row: r.row.clone() })
-            .collect()
-    }
-
     /// The rows of one table.
     pub fn table<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
         self.rows.iter().filter(move |r| r.table == table).map(|r| &r.row)
