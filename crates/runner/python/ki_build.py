@@ -67,7 +67,6 @@ def main():
     if os.path.exists(marker) and os.path.exists(so_path):
         print(json.dumps({"ok": True, "so_path": so_path, "cached": True, "seconds": 0.0}))
         return
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
     import torch.utils.cpp_extension as ext
 
     sources = []

@@ -6,10 +6,9 @@ impl Session {
     pub(super) fn build_dir(&self, key: &str) -> PathBuf {
         let base = self.args.build_cache.clone().unwrap_or_else(|| self.scratch.join("builds"));
         // The architecture is part of the key: a cache carried to another GPU is not reused.
-        let arch = self.env.iter().find(|(k, _)| k == "TORCH_CUDA_ARCH_LIST").map_or("", |(_, v)| v.as_str());
         base.join(format!(
             "sm{}-{}",
-            arch.replace('.', ""),
+            self.arch.replace('.', ""),
             key.trim_start_matches("sha256:").chars().take(24).collect::<String>()
         ))
     }

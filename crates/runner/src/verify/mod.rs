@@ -209,6 +209,8 @@ struct Session {
     seed: u64,
     started: Instant,
     env: Vec<(String, String)>,
+    /// What builds target (`TORCH_CUDA_ARCH_LIST`), part of the build cache's key.
+    arch: String,
     results: Vec<RunResult>,
     runs_file: std::fs::File,
     agreement: Arc<Mutex<BTreeMap<(String, usize), String>>>,
@@ -289,6 +291,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         seed,
         started: Instant::now(),
         env,
+        arch,
         results: Vec::new(),
         runs_file,
         agreement: Arc::new(Mutex::new(BTreeMap::new())),
