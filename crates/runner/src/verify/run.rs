@@ -563,9 +563,19 @@ impl Session {
             });
         }
         let cupti = samples(trials, "cupti_ns");
+        let method = if in_graph_trials == trials.len() { Method::InGraph } else { Method::Cupti };
+        let spread = match method {
+            Method::InGraph if !primary.is_empty() => {
+                let mut sorted = primary.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                crate::stats::quantile_sorted(&sorted, 0.9) - crate::stats::quantile_sorted(&sorted, 0.1)
+            }
+            _ => 0.0,
+        };
         let figures = Figures {
-            method: if in_graph_trials == trials.len() { Method::InGraph } else { Method::Cupti },
+            method,
             primary: median(primary),
+            primary_spread: spread,
             eager: median(&samples(trials, "eager_ns")),
             cupti: (!cupti.is_empty()).then(|| median(&cupti)),
             activities: median(&samples(trials, "kernels_per_call")),
