@@ -314,20 +314,6 @@ impl ReadModel {
     pub fn run_workload_label(&self, run: usize) -> &str {
         &self.workload_labels[self.judgement.run_workload(run)]
     }
-
-    pub fn full_implementation_row(&self, implementation: usize) -> Row {
-        with_manifest(&self.implementations.row(implementation), self.judgement.implementation_manifest(implementation))
-    }
-
-    pub fn full_operation_row(&self, operation: usize) -> Row {
-        with_manifest(&self.operations.rows[operation], self.judgement.operation_manifest(operation))
-    }
-}
-
-fn with_manifest(row: &Row, manifest: Value) -> Row {
-    let mut full = row.clone();
-    full.insert("manifest".into(), manifest);
-    full
 }
 
 /// What a run's page reads beyond the run's typed row ([`ReadModel::run_detail`]).
