@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 32, one GPU call of the coverage run: the baselines of every definition with workloads and the
 # 72 PR-221 solutions of those definitions, on every workload, three trials, through `ki-runner
-# verify`. Resumable: every runs.jsonl under .carry/verify/coverage/ (earlier calls' results, brought
-# back into bench/verify/coverage/ and copied there) is passed as --skip-recorded, so a call does only
+# verify`. Resumable: every .carry/verify/coverage/<call>/runs.jsonl (earlier calls' results, brought
+# back into bench/verify/coverage/<call>/ and copied there with their session.json, which names the
+# card: runs of another card are refused) is passed as --skip-recorded, so a call does only
 # what no earlier call recorded; --deadline stops starting work in time for the records to be
 # written inside the call. Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
 set -u -o pipefail
@@ -12,7 +13,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/smi.txt
 SKIP=()
-for f in $C/coverage/*.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
+for f in $C/coverage/*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
 echo "earlier calls: ${#SKIP[@]} flags"
 start=$(date +%s)
 timeout 570 $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline \

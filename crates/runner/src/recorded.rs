@@ -1,6 +1,8 @@
 //! Runs that earlier sessions already recorded (their `runs.jsonl`), so that a long verification
 //! split over several GPU calls resumes where it stopped: a recorded (implementation, workload)
 //! pair is not run again, nor is an implementation an earlier session refused as dishonest.
+//! Records are of one card: the `session.json` beside a runs file names the card it ran on, and a
+//! session on another card refuses to skip its runs (an H100's result does not stand for an H200).
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
@@ -10,6 +12,8 @@ use serde::Deserialize;
 
 /// The most a runs file may hold (a full coverage run writes a few MB).
 const MAX_BYTES: u64 = 256 << 20;
+/// The most a session.json may hold (its invalid-workload list makes it a few KB).
+const MAX_SESSION_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, Default)]
 pub struct Recorded {
@@ -17,6 +21,8 @@ pub struct Recorded {
     done: BTreeSet<(String, String)>,
     /// Implementation keys refused as dishonest.
     dishonest: BTreeSet<String>,
+    /// Each runs file and the card its session.json names (None: no session.json beside it).
+    cards: Vec<(String, Option<String>)>,
 }
 
 #[derive(Deserialize)]
@@ -47,8 +53,28 @@ impl Recorded {
                 bail!("{}: larger than {} MiB", path.display(), MAX_BYTES >> 20);
             }
             recorded.add(&text, &path.display().to_string())?;
+            recorded.cards.push((path.display().to_string(), session_card(path)?));
         }
         Ok(recorded)
+    }
+
+    /// Err when a runs file was recorded on another card than `here` (nvidia-smi's name of this
+    /// one; None when it cannot be told, as on a machine without a GPU).
+    pub fn check_card(&self, here: Option<&str>) -> Result<()> {
+        let Some(here) = here else { return Ok(()) };
+        for (file, card) in &self.cards {
+            match card {
+                Some(card) if card != here => bail!(
+                    "{file}: recorded on {card}, and this machine's card is {here}: a result of one card does not \
+                     stand for another; pass only runs of this card to --skip-recorded"
+                ),
+                Some(_) => {}
+                None => {
+                    eprintln!("{file}: no session.json beside it names its card; its runs are taken as this card's")
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Folds one runs file's text in. A run that did not happen (`not_run`) or that the harness
@@ -90,6 +116,25 @@ impl Recorded {
     }
 }
 
+/// The card named by the session.json beside a runs file (`machine.device`), if there is one.
+fn session_card(runs: &Path) -> Result<Option<String>> {
+    let path = runs.with_file_name("session.json");
+    let Ok(file) = std::fs::File::open(&path) else { return Ok(None) };
+    let mut text = String::new();
+    file.take(MAX_SESSION_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    if text.len() as u64 > MAX_SESSION_BYTES {
+        bail!("{}: larger than {} MiB", path.display(), MAX_SESSION_BYTES >> 20);
+    }
+    let session: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a `ki verify` session.json", path.display()))?;
+    match session.pointer("/machine/device") {
+        Some(serde_json::Value::String(card)) => Ok(Some(card.clone())),
+        _ => bail!("{}: /machine/device is not a string: not a `ki verify` session.json", path.display()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +143,24 @@ mod tests {
         format!(
             r#"{{"implementation":"x","implementationKey":"{key}","workload":"{workload}","verdict":{{"verdict":"{verdict}","reason":"r"}}}}"#
         )
+    }
+
+    #[test]
+    fn runs_of_another_card_are_refused_and_a_bad_session_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs.jsonl");
+        std::fs::write(&runs, line("sha256:a", "w1", "passed")).unwrap();
+        // No session.json: taken as this card's.
+        Recorded::read(&[&runs]).unwrap().check_card(Some("NVIDIA H200")).unwrap();
+        std::fs::write(dir.path().join("session.json"), r#"{"machine":{"device":"NVIDIA H100 80GB HBM3"}}"#).unwrap();
+        let recorded = Recorded::read(&[&runs]).unwrap();
+        recorded.check_card(Some("NVIDIA H100 80GB HBM3")).unwrap();
+        recorded.check_card(None).unwrap();
+        let error = recorded.check_card(Some("NVIDIA H200")).unwrap_err().to_string();
+        assert!(error.contains("recorded on NVIDIA H100 80GB HBM3") && error.contains("NVIDIA H200"), "{error}");
+        std::fs::write(dir.path().join("session.json"), r#"{"machine":{}}"#).unwrap();
+        let error = format!("{:#}", Recorded::read(&[&runs]).unwrap_err());
+        assert!(error.contains("session.json") && error.contains("/machine/device"), "{error}");
     }
 
     #[test]

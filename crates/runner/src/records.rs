@@ -95,7 +95,7 @@ pub struct SessionFacts {
     pub started_at: String,
 }
 
-fn nvidia_smi_facts() -> BTreeMap<String, String> {
+pub(crate) fn nvidia_smi_facts() -> BTreeMap<String, String> {
     let fields = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,persistence_mode,power.limit,temperature.gpu";
     let output = std::process::Command::new("nvidia-smi")
         .args([&format!("--query-gpu={fields}"), "--format=csv,noheader,nounits"])

@@ -249,6 +249,9 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let recorded = crate::recorded::Recorded::read(&args.skip_recorded)?;
+    if !recorded.is_empty() {
+        recorded.check_card(crate::records::nvidia_smi_facts().get("name").map(String::as_str))?;
+    }
     // 2. The session's folders and workers' files.
     let out_existed = args.out.exists();
     std::fs::create_dir_all(&args.out)?;
