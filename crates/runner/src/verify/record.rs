@@ -95,7 +95,7 @@ impl Session {
             checks,
             dps,
             reference_agreement: agreement,
-            seconds: 0.0,
+            seconds: answer.and_then(|a| a["requestSeconds"].as_f64()).unwrap_or(0.0),
             samples: json!({"trials": trials}),
             primary_samples: primary,
             log: (!log.is_empty()).then_some(log),

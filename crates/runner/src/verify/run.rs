@@ -413,13 +413,14 @@ impl Session {
             } else {
                 worker = Some(current);
             }
+            // The request's wall time goes into runs.jsonl with the rest of the run's record.
+            let mut verdict = verdict;
+            if let Some(fields) = verdict.as_object_mut() {
+                fields.insert("requestSeconds".into(), json!(seconds));
+            }
             let mut result = self.record(implementation, definition, w, v, Some(&verdict), dps_note.clone(), log);
-            result.seconds = seconds;
             if let Some(l) = &label_override {
                 result.implementation = l.clone();
-            }
-            if let Some(last) = self.results.last_mut() {
-                last.seconds = seconds;
             }
             if hack {
                 stop = Some(format!("refused as dishonest on workload {}", w.case.uuid));
