@@ -8,6 +8,67 @@
 //!
 //! The API is async (sqlx on tokio). A caller without a runtime can build one:
 //! `tokio::runtime::Runtime::new()?.block_on(Catalog::open(url))`.
+//!
+//! # Architecture notes
+//!
+//! Moved from ARCHITECTURE.md, which keeps the map; this is the detail.
+//!
+//! ## The crate
+//!
+//! `crates/catalog` — one storage layer over two backends with one set of migrations.
+//! Import is one transaction, all or nothing. `import_file` streams: a reader thread parses
+//! the file in parts (20,000 lines or 8 MiB), each part is checked, verified against compact
+//! facts of the rows before it (`ki_model::verify::Verifier`; stored parents looked up by id),
+//! classified by indexed `IN (…)` lookups (none for a table empty when the import began) and
+//! queued to a writer task holding the transaction (PostgreSQL takes the rows by `COPY`); rows
+//! whose parents come later wait for the end, and any problem in any part rolls everything back.
+//! A table empty when a file import began is loaded without its plain indexes (SQLite: the tables
+//! without manifests, whose scans are cheap; PostgreSQL: every table, and its foreign keys), which
+//! are made again from the database's own definitions (`sqlite_master`, `pg_get_indexdef`,
+//! `pg_get_constraintdef`) in the same transaction before the commit; on PostgreSQL the dropped
+//! objects lock those tables until the commit, so a reader of them waits for a first import.
+//! `new_file` (`Catalog::import_file_into_new`, what `ki catalog import` uses for a SQLite file
+//! that does not exist yet) runs the same import into a temporary file beside the target with no
+//! journal and no syncing over one connection (pages written once, not into the WAL and again at
+//! the checkpoint), syncs it and gives it its name with a no-clobber link: a failed import
+//! removes the file (`ki catalog import` drops the import on Ctrl-C, so an interrupt does too),
+//! and nothing ever sees a half-made catalog. `import_lines` (rows already in
+//! memory: publishing, the queue, sources) verifies before taking the writer lock, then goes
+//! through the same classifier and writer. Export writes the same format back. `retract_run` / `supersede_run` correct a run in one transaction with an
+//! audit entry (table `corrections`, not exported; `Catalog::corrections` lists it, and the
+//! server's read model gets it as rows of a `corrections` table) and the record events it
+//! requires. `state` holds the web's own state (migration 0004): `api_keys` (sha256 of the
+//! secret only), `attestations`, `submissions`; a quota-spending write checks its key,
+//! scope and quota inside the transaction that writes. Nothing lives beside the database:
+//! an older JSON-lines state file is migrated once (`Catalog::import_web_log`).
+//! `data/` holds what an empty catalog starts with: the public snapshot and our own
+//! verified runner rows, imported together. `queue` is the verification queue (see below).
+//! `contents` is the content store (migration 0006, table `artifact_contents`, not exported):
+//! the bytes of what rows name by digest — an implementation's source (`manifest.spec.source`),
+//! an artifact row, a run's raw samples — written only after the sha256 is recomputed and within
+//! 16 MiB each (`Catalog::put_contents`, one transaction, idempotent; `content`, `contents_held`).
+//! `Catalog::attach` (`ki catalog attach`) fills it from runner output folders (what their
+//! `catalog-rows.jsonl` names, relative to the folder, for rows the catalog holds) and from single
+//! files a row names; the bundle `data/artifacts-2026-12-01.jsonl.zst` (built by
+//! `cargo run -p ki-catalog --example bundle_contents`) is stored on first start.
+//!
+//! ## Code map
+//!
+//! `catalog` (`ki_catalog`) — `Catalog` (cheap to clone; one pool, SQLite or PostgreSQL).
+//! `schema::TABLES` (the table specs; `tests/catalog/typed_rows.rs` holds them to the typed rows),
+//! `import` (`import_lines`: verify, classify, write in one transaction), `new_file` (a new
+//! SQLite catalog from an export, written once), `export`,
+//! `corrections` (`retract_run`, `supersede_run`, audit table `corrections`), `ledger`
+//! (appends the record events ranking-v1 requires), `state` (`ApiKey`, `Attestation`,
+//! `Submission`, `Catalog::authorize` / `add_attestation` / `add_submission`).
+//! `contents` (`Content`, `Catalog::put_contents` / `content` / `attach`, `named_contents`).
+//! `search` (`Catalog::search(words)` → the `SearchKey`s of the entries whose text holds every
+//! word: one statement, SQLite FTS5 trigram or PostgreSQL pg_trgm `LIKE`, the same keys in the
+//! same order on both; `search_entries` is derived from the export tables in the import's
+//! transaction and not exported).
+//! **State lives here, and only here:** the export tables, `corrections`, `api_keys`,
+//! `attestations`, `submissions`, the queue's tables, `artifact_contents`, `search_entries`
+//! (migrations `0001`–`0007`, one pair of SQL files per version). A write is one transaction; readers never wait for it.
 
 use std::path::Path;
 

@@ -36,6 +36,86 @@
 //! `ki_ranking::reverify::plan` decides. The read side ([`Catalog::job`],
 //! [`Catalog::jobs`], [`Catalog::queue_summary`], [`Catalog::workers`]) is what `ki
 //! verify status` prints and the server's verification pages read.
+//!
+//! # The queue across crates
+//!
+//! Moved from ARCHITECTURE.md ("Verification at scale").
+//!
+//! State lives in the catalog, nowhere else: migration 0005 adds `verification_jobs`,
+//! `verification_attempts`, `verification_workers` and `verification_lanes` on both backends
+//! (the queue's own record, not exported). Key types: `ki_catalog::queue::{JobSpec, Job,
+//! Lease, ClaimedJob, Executor, run_worker}` and `ki_ranking::reverify::{plan,
+//! EnvironmentFacts}`; the commands are `ki verify --worker`, `ki verify --enqueue FILE`,
+//! `ki verify status [JOB]` and `ki verify reverify` (`crates/ki/src/cmd/verify.rs` registers
+//! them, `verify_queue.rs` holds them).
+//!
+//! - **Executors.** The worker loop is generic over `Executor`. The real one
+//!   (`crates/ki/src/cmd/queue_runner.rs`, `--executor runner`) runs each job as a child of the
+//!   same `ki` binary — `ki run` for a catalog implementation (native, FlashInfer), `ki verify`
+//!   for a FlashInfer-Bench Solution — in a job folder, and publishes the child's
+//!   `catalog-rows.jsonl` after checking that its runs are on the worker's GPU, under the job's
+//!   protocol, of the job's implementation revision. A child dies with its worker
+//!   (`PR_SET_PDEATHSIG`) and with a lost lease (kill on drop), so a killed worker never leaves
+//!   a kernel timing beside its successor; workers of one GPU take turns through a lock file
+//!   (`ki run --gpu-lock`: held from calibration to the last timing, so one worker's NVRTC
+//!   compile overlaps another's measurement; released by the kernel when a holder dies).
+//!   `fixture` is the queue's test executor: it re-issues catalog runs and measures nothing, and
+//!   exists only in builds with the `fixture-executor` feature (`ki-catalog` and `ki`), which
+//!   only tests enable (`.ci/run` passes `--features ki/fixture-executor`); a release build
+//!   has no such executor. A Verified run (reproduced by KernelIndex) is published through the
+//!   queue only with its environment manifest and a raw-samples reference (sha256) in its run
+//!   manifest, `hasRawEvidence` set; `Catalog::complete` refuses it otherwise, nothing written.
+//!
+//! - **A job** is a solution (carried whole) or a catalog implementation × a workload set × a
+//!   protocol × a requirement on the worker (GPU model, minimum driver / CUDA / library
+//!   versions) × for a re-verification its basis run. Its key is the digest of exactly that
+//!   (`JobSpec::key`): enqueuing it again does nothing while it is pending, running or done,
+//!   and re-opens it when parked. Its origin sets its priority: submissions before bulk
+//!   re-verification.
+//! - **Sources of jobs**: `ki verify --enqueue`, the re-verification plan, and a submission
+//!   whose bundle carries Solutions (`verify:` in `POST /api/v1/submissions`):
+//!   `Catalog::add_submission_with_jobs` writes the submission and its jobs in one
+//!   transaction, or neither.
+//! - **Every step is one short transaction**; nothing is locked across the work. A claim
+//!   writes a lease (a token and an expiry from the database's clock, so the hosts of a fleet
+//!   need not agree on the time); the worker renews it every third of its length while its
+//!   `Executor` runs. Completion checks, in the same write transaction that writes the job's
+//!   records through the import's writer (verify, then write, with the record events
+//!   ranking-v1 requires) and its verdict, that the token still holds the job: a worker whose
+//!   lease ran out and was taken over is refused and writes nothing, so each job is published
+//!   exactly once. A lease that runs out counts as an environment failure, as does an
+//!   executor's `EnvironmentFailure`; at the job's limit it is parked with the reason.
+//! - **Lanes.** The record-event ledger follows observation order and is only appended to, so
+//!   runs of one comparison group must be published in the order they were observed. Jobs
+//!   that share a lane (one workload under one protocol on one GPU model) therefore run one at
+//!   a time; a publication that would still rewrite history (jobs of different lanes whose
+//!   runs share a group) is given back and run again, not counted as a failure.
+//! - **One worker on a laptop** runs `ki verify --worker --database sqlite://…`: claims are
+//!   serialized by SQLite's `BEGIN IMMEDIATE` (readers are never blocked, WAL), and several
+//!   worker processes on one host share the file safely (the tests run three, one SIGKILLed).
+//!   **A fleet** runs the same binary on every GPU host with `--database postgres://…` on one
+//!   PostgreSQL: claimers read candidates without locks and lock them one at a time with
+//!   `FOR UPDATE SKIP LOCKED` (no claimer waits on another, and priority order holds across
+//!   them); lane rows are locked the same way; publication takes the catalog writer's advisory
+//!   lock, as every import does, so publications are serial while claims, renewals and the
+//!   runs themselves are not. The worker registers its GPU and software; a job is claimed
+//!   only by a worker that meets its requirement. What limits a fleet is publication: each
+//!   completion classifies its rows against the stored tables inside the writer lock, a cost
+//!   that grows with the catalog (the import's, shared with every writer).
+//! - **Re-verification** is a pure plan (`ki_ranking::reverify::plan`: the index, the
+//!   environments workers reported, a policy in; decisions out): a group's #1 Verified run and
+//!   its Verified runners-up go back to the queue when the #1 is older than a threshold or a
+//!   worker with the same GPU reports newer software. `Catalog::enqueue_reverification`
+//!   enqueues the decisions at the re-verification priority, requiring that newer software.
+//!   The re-runs land in the new environment's groups, where their record events follow;
+//!   planning again enqueues nothing for them.
+//! - **API boundary** for the server (`GET /api/v1/verifications/{id}`, the queue page, a
+//!   submission's jobs): `Catalog::job` (one job with its attempts and their workers),
+//!   `Catalog::jobs(&JobQuery)` (by state, submission or origin), `Catalog::queue_summary`,
+//!   `Catalog::workers`; a submission carrying a Solution enqueues with `Catalog::enqueue`
+//!   (`Origin::Submission`, its `submission_id`). All types are serde-serializable.
+//! - Architecture Invariant: the queue writes catalog rows only through the import's writer,
+//!   and only in the transaction that marks the job done under a held lease.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -1,6 +1,25 @@
 //! `ki`: the KernelIndex command line. Each command group lives in `cmd/<group>.rs`;
 //! this file only parses arguments and dispatches. Everything printed goes through [`term`],
 //! which sanitizes it; plain `print!` and friends are refused elsewhere.
+//!
+//! # Architecture notes
+//!
+//! Moved from ARCHITECTURE.md, which keeps the map; this is the detail.
+//!
+//! ## The crate
+//!
+//! `crates/ki` — `src/main.rs` parses arguments; `src/cmd/<group>.rs` holds each command. Every line
+//! it prints goes through `src/term.rs` (control and bidi characters shown escaped; plain `print!` is
+//! denied by lint), the libraries' `tracing` warnings too (a wait for a catalog's write lock). The read commands and `ki mcp` (`cmd/mcp.rs`, `cmd/mcp_tools.rs`) answer with the
+//! `/api/v1` JSON documents, from a catalog or a running index (`--api URL`): `src/reader.rs` makes
+//! them with the handlers' own library calls, `src/client.rs` asks over HTTP (bounded, with deadlines).
+//!
+//! ## Code map
+//!
+//! `ki` — `cmd/<group>.rs` per command group; `cmd/database.rs` has the one `DatabaseArgs`
+//! and the one runtime every command uses. Holds no logic of its own. The process allocator is
+//! jemalloc (`main.rs`: a background thread returns freed pages, so a read-model build's peak
+//! does not stay resident).
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 use std::process::ExitCode;
 

@@ -10,6 +10,96 @@
 //! Organised by page: [`pages`] has one module per page or API resource (`pages::run`,
 //! `pages::operation`, …), each holding its view model, its template and its handlers;
 //! [`routes`] is the route table that names them (and feeds the OpenAPI document).
+//!
+//! # Architecture notes
+//!
+//! Moved from ARCHITECTURE.md, which keeps the map; this is the detail.
+//!
+//! ## The crate
+//!
+//! `crates/server` — axum; server-rendered HTML plus a JSON twin for each page, organised
+//! by page: `pages/<page>.rs` (`run`, `operation`, `resolve`, `compare`, `records`,
+//! `project`, `implementation`, `gpus` (the list), `gpu` (one GPU model), `models`, `serving`,
+//! `submission`, `verifications`, `home`, `docs`, and the API-only `run_list`, `feed`,
+//! `exports`) each hold that page's view model, maud template and axum handlers; `pages/mod.rs` the layout and what pages share;
+//! `routes.rs` the route table: each route with its `RouteDoc` naming the query, body and
+//! answer types its handler uses, from which `openapi.rs` builds `/api/v1/openapi.json`
+//! (OpenAPI 3.1, JSON Schemas derived by `schemars` from those serde types, answers as serde
+//! writes them and requests as it reads them). `connections.rs` is the accept loop (hyper's
+//! HTTP/1 with a header-read deadline that also ends idle keep-alive connections, a cap on open
+//! connections that a connection holds only while it makes progress, in total and per peer (a
+//! newcomer evicts the connection idle or stalled longest), request bodies under a deadline and a
+//! minimum rate, a declared Content-Length over the limit answered 413 before the body, and
+//! problem bodies for what hyper refuses before routing); `pages/source.rs` is kernel source: the
+//! implementation page's highlighted listing (syntect grammars, class-based spans balanced per line
+//! so each line has an anchor, CUDA read as C++, no inline style), the raw text
+//! (`/implementations/{slug}/source`), its JSON (`/api/v1/implementations/{slug}/source`) and a
+//! revision's unified diff against the previous one (`similar`; lineage: `supersedesId`, else the
+//! latest earlier revision of the same project, operation and manifest name), all read from the
+//! content store per request; `http.rs` the middleware (request
+//! ids, security headers, every error as problem+json, a deadline per request, CORS for reads,
+//! ETag / 304). The run list and the feed are computed by `ki_ranking::feed` (pure, shared
+//! with the CLI). The read model is rebuilt when the catalog's revision moves (`ki admin`
+//! writes from outside).
+//!
+//! ## Code map
+//!
+//! `server` (`ki_server`) — `AppState` (the read model behind an `Arc` swapped on reload, and
+//! the `Catalog`), `model::ReadModel` (`tables` + the ranking's `judgement`). `model_from_catalog`
+//! builds it as the catalog's rows stream in (`model::ModelBuilder`, on a thread of its own fed by
+//! a short queue, so that jemalloc's arena of the model is not the one the rows are parsed and
+//! freed in; sharing one kept 171 MiB of free slots resident at 1M runs; the builder thread takes
+//! the next of two arenas kept for read models, so a rebuilt model is never placed among the
+//! allocations of the one it replaces): runs and measurements become
+//! the index's typed rows as they arrive, and pages read a run through `ReadModel::run` (no JSON
+//! map of runs is kept); the runs' details — manifests and measurement rows — stay in the catalog
+//! (`RunDetails::InCatalog`) and a page about one run reads them by indexed run id
+//! (`ReadModel::run_detail` → `RunDetail`); the CLI's reader builds the same model from a catalog;
+//! a model built from export rows (`ReadModel::build`: tests, `ki serve --export`, `--export`
+//! readers) holds them. The records ledger reads the index's typed record events in a newest-first
+//! order computed once (`Tables::records`, `RecordRef`).
+//! The index holds operation, workload and implementation manifests as compact JSON text, and the
+//! tables keep only the parts lists and search read, `model::list_parts`; implementations, the
+//! largest such table, are held as compact JSON rows parsed when read (`model::TextTable`); workloads are the
+//! index's alone (typed rows, axes, runs by workload), the tables keep only each one's label
+//! (`Tables::workload_labels`); the tables and the index hold the same operations, workloads and
+//! implementations in the same order, checked at build. `watch_catalog` rebuilds on a thread of its own at nice 19, with its own connection
+//! (`CatalogWatch::database_url`), and swaps the new model in; `pages::<page>` (view model + template + handlers per
+//! page; `pages::search::search_answer` is the one search, behind `/`, `/api/v1/search`,
+//! `ki search` and the MCP tool: the catalog's index finds each word, once per read model
+//! (`pages::search::WordMatches`, bounded; a query takes the entries all its words found), the
+//! read model's `SearchEntry`s — looked up by `search_by_key` — carry the run classes the filters
+//! test (`ReadModel::run_classes`: runs every run filter treats alike, one run of each tested once
+//! per query; only an implementation filter reads an entry's runs, `Tables::entry_runs`),
+//! and are scored and ranked there; `ki search --export` indexes the export in a scratch catalog once), `routes` (route table → router and OpenAPI), `http` (ids, security headers),
+//! `problem::Problem` (RFC 9457), `connections` (`Limits`, `Tracker`, `serve`). The run dossier
+//! (`pages::run::RunDossier`) shows every statistic a run's manifest records, in words and through
+//! `ki_model::units`; where the content store holds the run's raw samples, a histogram of their
+//! per-call times (`chart::histogram_svg`: median, p05 and p95 marked, a hover title per bar) beside
+//! the manifest's summary, and a link to the implementation's source when the store holds it. The operation
+//! page (`pages::operation`) states the constant axes once, leads with the picked group's leaderboard
+//! (groups with a verified run first, then the largest), draws one sweep per GPU with the few-valued
+//! axes held (`Sweep::held`; each of their values a facet, `?facet=batch_size=16`, so a line never
+//! joins batch sizes) and round or SI ticks (`chart::si_number`), and lists the comparison groups as
+//! a workload picker with a column per varying axis. Counts of verified runs
+//! (`ReadModel::counts_as`) and the GPU page's evidence mix take only runs that passed and stand
+//! (`ReadModel::stands`; the others are a row of their own), and a page with no ranked run says
+//! why (`ReadModel::why_none_eligible`: "4 runs, all refused: suspected_reward_hack"). Keys,
+//! attestations, corrections and the verification queue are read from the catalog per request.
+//! `pages::deployable_beside` is what every page naming a fastest run (search answer, resolve, the
+//! operation's leaderboard, GPU and model pages) says beside it: deployable, or the group's best deployable
+//! run (`Index::best_deployable_of`). The model page answers for a batch and context length
+//! (`models::CaseForm`: the measured workload nearest them per operation and GPU); the GPU list adds
+//! `gpus::KNOWN_GPUS` without runs, each with the nearest measured GPU of its vendor.
+//! `assets/site.css` is the one stylesheet (no script needed, none inline): type and spacing
+//! scales, evidence levels in colour through `pages::evidence_badge` / `evidence_class`, sticky
+//! table headers, and under 48rem one column with each wide table scrolling inside itself, except a
+//! leaderboard (`table.leaderboard`: `pages::runs_table`, the operation page's, the search answer's
+//! table of groups), which fits the
+//! screen: its secondary columns (`.opt`: run id, GPU, date) are hidden under 40rem;
+//! `docs/screenshots/run.sh` screenshots the main pages and runs axe-core over them.
+//! **API boundary:** `/api/v1/…`, described by `/api/v1/openapi.json`; the run list's and the
+//! feed's types are `ki_ranking::feed::{RunFilter, PageRequest, RunPage, FeedPage, FeedItem}`.
 
 // `Problem` is the error body every handler answers with (RFC 9457): it is rendered where it is
 // made, never carried far, so its size does not matter.

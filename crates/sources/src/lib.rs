@@ -5,6 +5,23 @@
 //! so that publishing goes through the catalog's own import path in one transaction: there is
 //! no second writer. Row ids are derived from content digests, so a re-import yields the same
 //! rows and the catalog can recognise them as unchanged.
+//!
+//! # Architecture notes
+//!
+//! Moved from ARCHITECTURE.md, which keeps the map; this is the detail.
+//!
+//! ## The crate
+//!
+//! `crates/sources` — importers. Each turns a source's files into export-format rows and
+//! hands them to `Catalog::import_lines` (through `publish::publish_rows`), so there is one
+//! writer and one verifier. `submission` maps a community submission's manifests (kernel
+//! and serving records) to rows.
+//!
+//! ## Code map
+//!
+//! `sources` (`ki_sources`) — producers of rows: `flashinfer` (`plan_import` → `ImportPlan`),
+//! `submission` (`plan`), `synthetic` (`generate`, behind `ki catalog generate`); all publish
+//! through `publish::publish_rows` → `Catalog::import_lines`.
 
 pub mod error;
 pub mod flashinfer;
