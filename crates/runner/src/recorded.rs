@@ -45,13 +45,7 @@ impl Recorded {
         for path in paths {
             let path = path.as_ref();
             let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-            let mut text = String::new();
-            file.take(MAX_BYTES + 1)
-                .read_to_string(&mut text)
-                .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-            if text.len() as u64 > MAX_BYTES {
-                bail!("{}: larger than {} MiB", path.display(), MAX_BYTES >> 20);
-            }
+            let text = read_bounded(file, path, MAX_BYTES)?;
             recorded.add(&text, &path.display().to_string())?;
             recorded.cards.push((path.display().to_string(), session_card(path)?));
         }
@@ -116,17 +110,21 @@ impl Recorded {
     }
 }
 
+/// A text file's contents, refused past `max` bytes.
+fn read_bounded(file: std::fs::File, path: &Path, max: u64) -> Result<String> {
+    let mut text = String::new();
+    file.take(max + 1).read_to_string(&mut text).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    if text.len() as u64 > max {
+        bail!("{}: larger than {} MiB", path.display(), max >> 20);
+    }
+    Ok(text)
+}
+
 /// The card named by the session.json beside a runs file (`machine.device`), if there is one.
 fn session_card(runs: &Path) -> Result<Option<String>> {
     let path = runs.with_file_name("session.json");
     let Ok(file) = std::fs::File::open(&path) else { return Ok(None) };
-    let mut text = String::new();
-    file.take(MAX_SESSION_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-    if text.len() as u64 > MAX_SESSION_BYTES {
-        bail!("{}: larger than {} MiB", path.display(), MAX_SESSION_BYTES >> 20);
-    }
+    let text = read_bounded(file, &path, MAX_SESSION_BYTES)?;
     let session: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not a `ki verify` session.json", path.display()))?;
     match session.pointer("/machine/device") {
