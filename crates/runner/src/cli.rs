@@ -79,7 +79,7 @@ pub fn reference(args: ReferenceArgs) -> Result<ExitCode> {
     let outputs = run_definition_reference(&definition, &inputs, &origin)?;
     let seconds = started.elapsed().as_secs_f64();
     outputs.write(&args.out)?;
-    eprintln!("reference {}: {origin} -> {} in {seconds:.3} s", definition.name, args.out.display());
+    say!("reference {}: {origin} -> {} in {seconds:.3} s", definition.name, args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -258,7 +258,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         None => None,
     };
     let calibration = session.calibrate(1 << 30)?;
-    eprintln!(
+    say!(
         "calibration: empty kernel {:.2} us eager / {:.2} us graph replay / {:.2} us per call in a graph; copy bandwidth {:.0} GB/s; protocol {}",
         calibration.empty_kernel_eager_ns / 1e3,
         calibration.empty_kernel_graph_ns / 1e3,
@@ -288,7 +288,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let command: Vec<String> = std::env::args().collect();
     writer.finish(&all_runs, &command.join(" "))?;
     let all_correct = all_runs.iter().all(|r| r.correct);
-    eprintln!("wrote {} runs to {}; all correct: {all_correct}", all_runs.len(), args.out.display());
+    say!("wrote {} runs to {}; all correct: {all_correct}", all_runs.len(), args.out.display());
     Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
@@ -398,9 +398,14 @@ fn run_once(
             expected,
             crate::compare::Tolerance::FLASHINFER_BENCH_DEFAULT,
         )?;
-        eprintln!(
+        say!(
             "{}: max abs {:.3e} max rel {:.3e} rel L2 {:.3e} matched {:.4} flashinfer_bench_eval {}",
-            c.name, c.max_abs_error, c.max_rel_error, c.relative_l2_error, c.matched_ratio, c.flashinfer_bench_pass
+            c.name,
+            c.max_abs_error,
+            c.max_rel_error,
+            c.relative_l2_error,
+            c.matched_ratio,
+            c.flashinfer_bench_pass
         );
     }
     Ok(ExitCode::SUCCESS)

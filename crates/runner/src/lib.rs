@@ -51,6 +51,21 @@
 //! `compare`, `records::RecordWriter` (the session's manifests and `catalog-rows.jsonl`,
 //! built with the typed-row constructors). `kernels` (`ki_kernels`) — `gqa_paged_decode`
 //! (`GqaPagedDecode`, `plan_launch`, `automatic_tuning`).
+// Every line the runner prints goes through `say!`: solution logs, definition names and paths
+// reach the terminal with their control and bidi characters escaped.
+#![deny(clippy::print_stderr, clippy::print_stdout)]
+
+/// Prints one line on stderr through the one escaper (`worker::sanitize`).
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::say_line(&format!($($arg)*)) };
+}
+
+/// One line on stderr, whitespace folded and every control and bidi character escaped.
+pub fn say_line(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{}", worker::sanitize(text));
+}
+
 pub mod compare;
 pub mod definition;
 pub mod materialize;

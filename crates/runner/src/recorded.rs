@@ -64,7 +64,7 @@ impl Recorded {
                 ),
                 Some(_) => {}
                 None => {
-                    eprintln!("{file}: no session.json beside it names its card; its runs are taken as this card's")
+                    say!("{file}: no session.json beside it names its card; its runs are taken as this card's")
                 }
             }
         }

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => ki_runner::verify::verify(args),
     };
     result.unwrap_or_else(|err| {
-        eprintln!("error: {err:#}");
+        ki_runner::say_line(&format!("error: {err:#}"));
         ExitCode::FAILURE
     })
 }

@@ -46,7 +46,7 @@ impl Session {
                 if let Ok(mut w) = Worker::spawn(&python, &[&script, "--pch", &dir_text], &env, &log, "pch") {
                     crate::worker::register(w.pid());
                     let reply = w.receive(Duration::from_secs(300));
-                    eprintln!(
+                    say!(
                         "precompiled torch header: {}",
                         if matches!(&reply, Reply::Line(v) if v["ok"] == true) { "ready" } else { "not made" }
                     );
@@ -96,7 +96,7 @@ impl Session {
                                     timeout,
                                 ),
                             };
-                            eprintln!(
+                            say!(
                                 "build {label}: {} in {:.0} s",
                                 if matches!(result, Built::Ready { .. }) { "ready" } else { "FAILED" },
                                 started.elapsed().as_secs_f64()

@@ -134,7 +134,7 @@ pub(super) fn intake(args: &VerifyArgs, dataset: &Dataset) -> Result<Intake> {
         }
     }
     for error in &refused {
-        eprintln!("refused at intake: {}", sanitize(&error.to_string()));
+        say!("refused at intake: {}", sanitize(&error.to_string()));
     }
     if args.baseline {
         let names: Vec<String> = if !args.only.is_empty() {

@@ -245,7 +245,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
     // 1. Intake: every document parsed and validated before anything is written.
     let Intake { mut implementations, definitions, refused } = intake(&args, &dataset)?;
     if implementations.is_empty() {
-        eprintln!("nothing to verify ({} refused at intake); nothing written", refused.len());
+        say!("nothing to verify ({} refused at intake); nothing written", refused.len());
         return Ok(ExitCode::FAILURE);
     }
     let recorded = crate::recorded::Recorded::read(&args.skip_recorded)?;
@@ -269,7 +269,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
     let arch = match crate::gpu::compute_capability() {
         Ok((major, minor)) => crate::gpu::build_arch(major, minor),
         Err(error) => {
-            eprintln!("the device's architecture is unknown ({error:#}): builds target 9.0a");
+            say!("the device's architecture is unknown ({error:#}): builds target 9.0a");
             "9.0a".to_string()
         }
     };
@@ -335,7 +335,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
     if !recorded.is_empty() {
         let before = implementations.len();
         implementations.retain(|i| !i.workloads.is_empty() && !recorded.refused_as_dishonest(&i.key));
-        eprintln!(
+        say!(
             "resuming: {} runs recorded earlier are not run again; {} of {before} implementations have work left",
             recorded.len(),
             implementations.len()
@@ -346,7 +346,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
             if !out_existed {
                 std::fs::remove_dir_all(&args.out).ok();
             }
-            eprintln!("nothing left to verify: every run was recorded earlier; nothing written");
+            say!("nothing left to verify: every run was recorded earlier; nothing written");
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -426,7 +426,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
     std::fs::remove_dir_all(&scratch).ok();
     let records = session.results.iter().filter(|r| r.verdict.is_record()).count();
     let passed = session.results.iter().filter(|r| r.verdict == Verdict::Passed).count();
-    eprintln!(
+    say!(
         "verify: {} runs recorded ({passed} passed), {} not run, {} refused at intake; records in {}",
         records,
         session.results.len() - records,
@@ -434,7 +434,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         args.out.display()
     );
     Ok(if records == 0 {
-        eprintln!("verify: nothing was verified");
+        say!("verify: nothing was verified");
         ExitCode::FAILURE
     } else if refused.is_empty() {
         ExitCode::SUCCESS
@@ -466,7 +466,7 @@ impl Session {
         let (definition, text) = &definitions[name];
         let before = session.results.len();
         if let Err(error) = session.run_definition(definition, text, &plans[name], &mine, board, machine, cross_check) {
-            eprintln!("definition {name}: {error:#}");
+            say!("definition {name}: {error:#}");
             if session.results.len() == before {
                 let reason = format!(
                     "the definition's judge failed: {}",

@@ -103,7 +103,7 @@ impl Session {
         };
         let line = serde_json::to_string(&result).unwrap_or_default();
         let _ = writeln!(self.runs_file, "{line}");
-        eprintln!(
+        say!(
             "  [{:.0}s] {} {} {}{}",
             self.started.elapsed().as_secs_f64(),
             result.implementation,

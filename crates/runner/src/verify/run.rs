@@ -108,7 +108,7 @@ impl Session {
             }
             return Ok(());
         }
-        eprintln!(
+        say!(
             "== [{:.0}s] {} ({} workloads, {} implementations)",
             self.started.elapsed().as_secs_f64(),
             definition.name,
@@ -167,7 +167,7 @@ impl Session {
                 }
             }
         }
-        eprintln!("references of {}: {:.1} s", definition.name, started.elapsed().as_secs_f64());
+        say!("references of {}: {:.1} s", definition.name, started.elapsed().as_secs_f64());
         let mut next: Option<Worker> = None;
         for (position, implementation) in implementations.iter().enumerate() {
             let worker = match next.take() {
