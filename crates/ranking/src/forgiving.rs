@@ -6,27 +6,10 @@
 //! runs; `batch 16` or `bs` is the operation's own `batch_size`; `bfloat16` is its `bf16`. What
 //! was read otherwise than written is said in [`ResolveResponse::read_as`]. Pure.
 
-use serde::Serialize;
-
 use crate::index::Index;
 use crate::query::{Filter, dtype_short};
-use crate::resolve::{ResolveRequest, ResolveResponse};
+use crate::resolve::{ReadAs, ResolveRequest, ResolveResponse};
 use crate::understand::{Lexicon, LexiconParts, OperationNames, axis_for, understand};
-
-/// A part of a request read as another name of the index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadAs {
-    /// `operation`, `hardware`, `axis` or `dtype`.
-    pub field: String,
-    /// As the request wrote it.
-    pub given: String,
-    /// As the index names it.
-    pub read: String,
-    /// Why, when there was a choice (other operations the words name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
 
 /// Most other operations an operation reading names.
 const MAX_OTHERS_NAMED: usize = 5;

@@ -126,7 +126,7 @@ pub struct ResolveResponse {
     /// Parts of the request read as the index names them (`H200` as `NVIDIA H200`, `gqa paged
     /// decode` as an operation); `request` is what was answered.
     #[serde(default)]
-    pub read_as: Vec<crate::forgiving::ReadAs>,
+    pub read_as: Vec<ReadAs>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, schemars::JsonSchema)]
@@ -485,4 +485,19 @@ impl Index {
         }
         Ok(requests.iter().map(|r| self.resolve(r)).collect())
     }
+}
+
+/// A part of a request read as another name of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadAs {
+    /// `operation`, `hardware`, `axis` or `dtype`.
+    pub field: String,
+    /// As the request wrote it.
+    pub given: String,
+    /// As the index names it.
+    pub read: String,
+    /// Why, when there was a choice (other operations the words name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

@@ -12,8 +12,6 @@ use std::collections::HashMap;
 use ki_catalog::{Catalog, CatalogError, ImportOptions, ImportReport};
 use serde_json::{Map, Value};
 
-use crate::flashinfer::ImportPlan;
-
 /// One catalog row in the export format, as an importer plans it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedRow {
@@ -93,24 +91,6 @@ async fn find_held(
     let Some(parent_id) = row.get(parent).and_then(Value::as_str) else { return Ok(None) };
     let siblings = catalog.rows_where(table, parent, parent_id).await?;
     Ok(siblings.into_iter().find(|held| same.iter().all(|column| held.get(*column) == row.get(*column))))
-}
-
-/// Publishes a FlashInfer-Bench plan in one transaction (or, with `dry_run`, reports
-/// what would happen): per table, rows new / unchanged / conflicting.
-pub async fn publish(
-    catalog: &Catalog,
-    plan: &ImportPlan,
-    dry_run: bool,
-    origin: &str,
-) -> Result<ImportReport, CatalogError> {
-    // Traces become runs with no record events of their own: append the ones ranking-v1 requires.
-    let options = ImportOptions {
-        dry_run,
-        origin: Some(origin.to_string()),
-        append_record_events: true,
-        ..ImportOptions::default()
-    };
-    publish_rows(catalog, &plan.rows, &options).await
 }
 
 /// Publishes planned rows through the catalog's import, after [`reconcile`]: the one

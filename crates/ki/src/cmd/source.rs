@@ -89,7 +89,7 @@ fn import_flashinfer(
     let url = database.shown();
     let report = block_on(async {
         let catalog = database.open().await?;
-        let report = ki_sources::publish::publish(&catalog, &plan, dry_run, &dir.display().to_string()).await;
+        let report = ki_sources::flashinfer::publish(&catalog, &plan, dry_run, &dir.display().to_string()).await;
         catalog.close().await;
         anyhow::Ok(report?)
     })??;

@@ -22,3 +22,21 @@ pub fn plan_import(dir: &Path, options: &ImportOptions) -> Result<ImportPlan, So
     let dataset = read::read_dataset(dir).map_err(SourceErrors)?;
     Ok(map::plan(&dataset, options))
 }
+
+/// Publishes a FlashInfer-Bench plan in one transaction (or, with `dry_run`, reports
+/// what would happen): per table, rows new / unchanged / conflicting.
+pub async fn publish(
+    catalog: &ki_catalog::Catalog,
+    plan: &ImportPlan,
+    dry_run: bool,
+    origin: &str,
+) -> Result<ki_catalog::ImportReport, ki_catalog::CatalogError> {
+    // Traces become runs with no record events of their own: append the ones ranking-v1 requires.
+    let options = ki_catalog::ImportOptions {
+        dry_run,
+        origin: Some(origin.to_string()),
+        append_record_events: true,
+        ..ki_catalog::ImportOptions::default()
+    };
+    crate::publish::publish_rows(catalog, &plan.rows, &options).await
+}

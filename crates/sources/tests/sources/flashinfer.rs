@@ -423,7 +423,7 @@ async fn published_traces_get_their_record_events() {
     let dir = tempfile::tempdir().unwrap();
     let catalog =
         ki_catalog::Catalog::open(&format!("sqlite://{}", dir.path().join("catalog.db").display())).await.unwrap();
-    let first = ki_sources::publish::publish(&catalog, &plan, false, "full data set").await.unwrap();
+    let first = ki_sources::flashinfer::publish(&catalog, &plan, false, "full data set").await.unwrap();
     assert!(!first.record_events.is_empty(), "{first:?}");
     let mut rows = ki_ranking::CatalogRows::new();
     for table in ki_ranking::rows::RANKING_TABLES {
@@ -433,7 +433,7 @@ async fn published_traces_get_their_record_events() {
     }
     let index = ki_ranking::Index::from_owned_rows(rows).unwrap();
     assert!(index.pending_ledger_events().is_empty(), "the stored ledger is complete");
-    let again = ki_sources::publish::publish(
+    let again = ki_sources::flashinfer::publish(
         &catalog,
         &plan_import(data.path(), &with_agents).unwrap(),
         false,

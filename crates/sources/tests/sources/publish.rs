@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{TimeZone, Utc};
 use ki_catalog::{Catalog, ImportReport};
-use ki_sources::flashinfer::{ImportOptions, plan_import};
-use ki_sources::publish::publish;
+use ki_sources::flashinfer::{ImportOptions, plan_import, publish};
 
 /// This repository's root: the tests read fixtures/ and data/ only.
 fn repository() -> PathBuf {
