@@ -4,7 +4,59 @@
 
 use std::fmt::Write;
 
-use crate::pages::operation::Sweep;
+use serde::Serialize;
+
+/// One point of a sweep: the best run at one axis value.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepPoint {
+    pub x: f64,
+    pub ns: f64,
+    pub run_href: String,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SweepSeries {
+    /// The implementation, and the other variable axes' values held fixed along the line.
+    pub label: String,
+    /// Sorted by axis value.
+    pub points: Vec<SweepPoint>,
+}
+
+/// One value of the held axes: what one sweep chart draws.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepFacet {
+    /// The held axes' values as the `facet` query takes them: `batch_size=16` (`a=1,b=2` for two).
+    pub key: String,
+    /// As people read it: `batch_size = 16`.
+    pub label: String,
+    /// Measured points (best run per implementation and value of the swept axis).
+    pub points: usize,
+    /// This operation's page with this facet drawn.
+    pub href: String,
+    pub selected: bool,
+}
+
+/// Latency against one axis on one GPU at one value of the held axes (the facet), one line
+/// per implementation: a line never joins workloads that differ in a held axis (batch sizes 1,
+/// 16 and 64 are three facets, not one line).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sweep {
+    pub axis: String,
+    pub metric: String,
+    pub hardware: String,
+    /// The axes held fixed along every line (few-valued axes not implied by the other held ones).
+    pub held: Vec<String>,
+    /// Every value of the held axes with a line of two points or more; one is drawn.
+    pub facets: Vec<SweepFacet>,
+    /// The drawn facet's lines, one per implementation.
+    pub series: Vec<SweepSeries>,
+    /// Lines with at least two points in the drawn facet before the chart kept the longest
+    /// [`crate::pages::operation::CHART_SERIES`].
+    pub series_total: usize,
+}
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 360.0;
@@ -222,7 +274,7 @@ pub fn sweep_svg(sweep: &Sweep, index: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pages::operation::{SweepPoint, SweepSeries};
+    use super::{SweepPoint, SweepSeries};
 
     fn point(x: f64, ns: f64) -> SweepPoint {
         SweepPoint { x, ns, run_href: format!("/runs/r-{x}") }

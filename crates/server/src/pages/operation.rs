@@ -20,6 +20,7 @@ use super::{
     Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
     pager, pages_for, scalar, section, trusted,
 };
+use crate::chart::{Sweep, SweepFacet, SweepPoint, SweepSeries};
 use crate::model::{ReadModel, RunRow, pointer, slugify, text};
 use crate::problem::Problem;
 
@@ -98,57 +99,6 @@ pub struct Leaderboard {
     pub best_deployable: Option<RunSummary>,
     /// This operation's page with this group's leaderboard.
     pub href: String,
-}
-
-/// One point of a sweep: the best run at one axis value.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SweepPoint {
-    pub x: f64,
-    pub ns: f64,
-    pub run_href: String,
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct SweepSeries {
-    /// The implementation, and the other variable axes' values held fixed along the line.
-    pub label: String,
-    /// Sorted by axis value.
-    pub points: Vec<SweepPoint>,
-}
-
-/// One value of the held axes: what one sweep chart draws.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SweepFacet {
-    /// The held axes' values as the `facet` query takes them: `batch_size=16` (`a=1,b=2` for two).
-    pub key: String,
-    /// As people read it: `batch_size = 16`.
-    pub label: String,
-    /// Measured points (best run per implementation and value of the swept axis).
-    pub points: usize,
-    /// This operation's page with this facet drawn.
-    pub href: String,
-    pub selected: bool,
-}
-
-/// Latency against one axis on one GPU at one value of the held axes (the facet), one line
-/// per implementation: a line never joins workloads that differ in a held axis (batch sizes 1,
-/// 16 and 64 are three facets, not one line).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Sweep {
-    pub axis: String,
-    pub metric: String,
-    pub hardware: String,
-    /// The axes held fixed along every line (few-valued axes not implied by the other held ones).
-    pub held: Vec<String>,
-    /// Every value of the held axes with a line of two points or more; one is drawn.
-    pub facets: Vec<SweepFacet>,
-    /// The drawn facet's lines, one per implementation.
-    pub series: Vec<SweepSeries>,
-    /// Lines with at least two points in the drawn facet before the chart kept the longest [`CHART_SERIES`].
-    pub series_total: usize,
 }
 
 /// A GPU this operation has runs on, as a choice of the page's GPU filter.
