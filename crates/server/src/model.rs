@@ -708,6 +708,15 @@ impl Tables {
             .copied()
     }
 
+    /// An implementation by slug or id (the implementation page and its source and diff pages).
+    pub fn find_implementation(&self, slug: &str) -> Result<usize, crate::problem::Problem> {
+        self.implementation_by_slug
+            .get(slug)
+            .copied()
+            .or_else(|| self.implementations.index_of(slug))
+            .ok_or_else(|| crate::problem::Problem::not_found(format!("no implementation {slug:?}")))
+    }
+
     /// The operation's human title (its manifest title, else its name).
     pub fn operation_title(&self, op: usize) -> &str {
         let row = &self.operations.rows[op];

@@ -125,20 +125,10 @@ pub fn render(v: &ImplementationView) -> Markup {
     )
 }
 
-/// An implementation by slug or id (the implementation page and its source and diff pages).
-pub(crate) fn find_implementation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {
-    model
-        .implementation_by_slug
-        .get(slug)
-        .copied()
-        .or_else(|| model.implementations.index_of(slug))
-        .ok_or_else(|| Problem::not_found(format!("no implementation {slug:?}")))
-}
-
 /// The view with its source read from the catalog's content store.
 async fn view(state: &crate::AppState, slug: &str) -> Result<ImplementationView, Problem> {
     let model = state.model();
-    let i = find_implementation(&model, slug)?;
+    let i = model.find_implementation(slug)?;
     let mut view = model.implementation_view(i);
     view.source = Some(super::source::source_of(state, &model, i).await?);
     Ok(view)

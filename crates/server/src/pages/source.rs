@@ -286,7 +286,7 @@ pub struct SourceQuery {
 /// The raw source: the stored bytes, or one file of a Solution, as UTF-8 text.
 pub async fn raw(State(state): State<Shared>, Path(slug): Path<String>, Query(q): Query<SourceQuery>) -> Answer {
     let model = state.model();
-    let view = source_of(&state, &model, super::implementation::find_implementation(&model, &slug)?).await?;
+    let view = source_of(&state, &model, model.find_implementation(&slug)?).await?;
     if !view.held {
         return Err(Problem::not_found(format!("the index holds no source of {slug:?}: {}", view.explanation)));
     }
@@ -308,7 +308,7 @@ pub async fn raw(State(state): State<Shared>, Path(slug): Path<String>, Query(q)
 /// The source as JSON: every file with its text.
 pub async fn api(State(state): State<Shared>, Path(slug): Path<String>) -> Answer {
     let model = state.model();
-    Ok(json_response(&source_of(&state, &model, super::implementation::find_implementation(&model, &slug)?).await?))
+    Ok(json_response(&source_of(&state, &model, model.find_implementation(&slug)?).await?))
 }
 
 // ---------- the revision diff ----------
@@ -406,7 +406,7 @@ pub fn file_diffs(old: &[SourceFile], new: &[SourceFile]) -> Vec<FileDiff> {
 
 async fn revision_diff(state: &AppState, slug: &str) -> Result<RevisionDiff, Problem> {
     let model = state.model();
-    let i = super::implementation::find_implementation(&model, slug)?;
+    let i = model.find_implementation(slug)?;
     let revision = opt_text(&model.implementations.row(i), "sourceRevision").map(str::to_string);
     let mut diff = RevisionDiff {
         implementation: link_of(&model, i),
