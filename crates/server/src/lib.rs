@@ -67,7 +67,7 @@
 //! (`CatalogWatch::database_url`), and swaps the new model in; `pages::<page>` (view model + template + handlers per
 //! page; `pages::search::search_answer` is the one search, behind `/`, `/api/v1/search`,
 //! `ki search` and the MCP tool: the catalog's index finds each word, once per read model
-//! (`pages::search::WordMatches`, bounded; a query takes the entries all its words found), the
+//! (`model::WordMatches`, bounded; a query takes the entries all its words found), the
 //! read model's `SearchEntry`s — looked up by `search_by_key` — carry the run classes the filters
 //! test (`ReadModel::run_classes`: runs every run filter treats alike, one run of each tested once
 //! per query; only an implementation filter reads an entry's runs, `Tables::entry_runs`),

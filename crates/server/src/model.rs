@@ -3,6 +3,9 @@
 //! only does hash lookups and rendering, never a database query.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use ki_ranking::understand::Lexicon;
 
 use ki_model::search_text::{self, SearchKind};
 use serde_json::{Map, Value};
@@ -211,7 +214,7 @@ pub struct Tables {
     pub search_by_key: HashMap<(SearchKind, String), usize>,
     /// The entries the catalog's search index found for each word asked since this model was
     /// built.
-    pub search_matches: crate::pages::search::WordMatches,
+    pub search_matches: WordMatches,
 }
 
 /// The tables plus the ranking's judgement on them. Run indexes agree between the two:
@@ -487,7 +490,7 @@ impl Tables {
             .iter()
             .map(|w| {
                 let operation = model.operations.get(text(w, "operationId"));
-                crate::pages::workload_label(w, operation).into_boxed_str()
+                workload_label(w, operation).into_boxed_str()
             })
             .collect();
         for (i, imp) in model.implementations.iter().enumerate() {
@@ -598,58 +601,58 @@ impl Tables {
         for (i, op) in self.operations.rows.iter().enumerate() {
             let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
             let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            let run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Operation.as_str(), i).collect();
+            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Operation.as_str(), i).collect();
             let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
             out.push(SearchEntry {
                 kind: SearchKind::Operation.as_str(),
                 label: self.operation_title(i).to_string(),
                 detail: text(op, "family").to_string(),
                 href: format!("/operations/{}", text(op, "slug")),
-                runs: run_list.len(),
-                gpus: gpus_of(&run_list),
+                runs: entry_run_list.len(),
+                gpus: gpus_of(&entry_run_list),
                 key: text(op, "id").to_string(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: Some(i),
                 of: i,
-                classes: classes_of(&mut run_list.into_iter()),
+                classes: classes_of(&mut entry_run_list.into_iter()),
             });
         }
         for (i, imp) in self.implementations.iter().enumerate() {
             let imp = &imp;
-            let run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Implementation.as_str(), i).collect();
+            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Implementation.as_str(), i).collect();
             let found = search_text::implementation(text(imp, "slug"), text(imp, "title"));
             out.push(SearchEntry {
                 kind: SearchKind::Implementation.as_str(),
                 label: text(imp, "slug").to_string(),
                 detail: text(imp, "title").to_string(),
                 href: format!("/implementations/{}", text(imp, "slug")),
-                runs: run_list.len(),
-                gpus: gpus_of(&run_list),
+                runs: entry_run_list.len(),
+                gpus: gpus_of(&entry_run_list),
                 key: text(imp, "id").to_string(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: None,
                 of: i,
-                classes: classes_of(&mut run_list.into_iter()),
+                classes: classes_of(&mut entry_run_list.into_iter()),
             });
         }
         for (i, p) in self.projects.rows.iter().enumerate() {
-            let run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Project.as_str(), i).collect();
+            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Project.as_str(), i).collect();
             let found = search_text::project(text(p, "name"), text(p, "slug"));
             out.push(SearchEntry {
                 kind: SearchKind::Project.as_str(),
                 label: text(p, "name").to_string(),
                 detail: text(p, "slug").to_string(),
                 href: format!("/projects/{}", text(p, "slug")),
-                runs: run_list.len(),
-                gpus: gpus_of(&run_list),
+                runs: entry_run_list.len(),
+                gpus: gpus_of(&entry_run_list),
                 key: text(p, "id").to_string(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: None,
                 of: i,
-                classes: classes_of(&mut run_list.into_iter()),
+                classes: classes_of(&mut entry_run_list.into_iter()),
             });
         }
         for (i, (gpu, runs)) in self.runs_by_gpu.iter().enumerate() {
@@ -788,4 +791,93 @@ fn run_classes(judgement: &ki_ranking::Index) -> (Vec<u32>, Vec<u32>) {
         })
         .collect();
     (class_of_run, representatives)
+}
+
+/// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".
+pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
+    let axes = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
+    let variable = |name: &str| {
+        operation
+            .and_then(|op| op.get("manifest"))
+            .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
+            .and_then(Value::as_str)
+            .is_none_or(|role| role != "constant")
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(axes) = axes {
+        for (name, value) in axes {
+            if variable(name) {
+                parts.push(format!("{name} = {}", scalar(value)));
+            }
+        }
+    }
+    if let Some(dtypes) = workload.get("dtypes").and_then(Value::as_array) {
+        let names: Vec<&str> = dtypes.iter().filter_map(Value::as_str).collect();
+        if !names.is_empty() {
+            parts.push(names.join("/"));
+        }
+    }
+    parts.join(" · ")
+}
+
+pub fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// What the search keeps per read model: each query word's search entries (indexes into
+/// [`crate::model::Tables::search`], ascending) as the catalog's search index found them (a
+/// word is looked up in the database once per read model, and a query takes the entries all its
+/// words found), and the [`Lexicon`] the words are read with, built on first use. A new model
+/// (after any write) starts empty, so neither outlives the entries and names it was made from.
+/// Bounded: the word lists are emptied when they hold too many words or entries.
+#[derive(Debug, Default)]
+pub struct WordMatches {
+    words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
+    pub(crate) lexicon: OnceLock<Lexicon>,
+}
+
+/// Most words and most entries (over all words) [`WordMatches`] holds: a few MiB at most.
+const MAX_CACHED_WORDS: usize = 4096;
+const MAX_CACHED_ENTRIES: usize = 1 << 20;
+
+impl WordMatches {
+    pub(crate) fn get(&self, word: &str) -> Option<Arc<[u32]>> {
+        self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(word).cloned()
+    }
+
+    pub(crate) fn insert(&self, word: &str, entries: Arc<[u32]>) {
+        let mut words = self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held: usize = words.values().map(|e| e.len()).sum();
+        if words.len() >= MAX_CACHED_WORDS || held + entries.len() > MAX_CACHED_ENTRIES {
+            words.clear();
+        }
+        words.insert(word.to_string(), entries);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_word_lists_stay_within_their_bound() {
+        let matches = WordMatches::default();
+        matches.insert("gemm", vec![1, 2, 3].into());
+        assert_eq!(matches.get("gemm").as_deref(), Some(&[1, 2, 3][..]));
+        assert_eq!(matches.get("gem"), None);
+        let big: Arc<[u32]> = (0..MAX_CACHED_ENTRIES as u32 - 1).collect();
+        matches.insert("synthetic", big);
+        assert_eq!(matches.get("gemm"), None, "over the bound, the earlier words are let go");
+        assert_eq!(matches.get("synthetic").map(|e| e.len()), Some(MAX_CACHED_ENTRIES - 1));
+        for word in 0..MAX_CACHED_WORDS + 1 {
+            matches.insert(&format!("w{word}"), vec![0].into());
+        }
+        assert!(matches.words.lock().unwrap().len() <= MAX_CACHED_WORDS);
+    }
 }

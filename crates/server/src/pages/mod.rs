@@ -17,7 +17,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::AppState;
-use crate::model::{ReadModel, Row, RunRow, pointer, text};
+use crate::model::{ReadModel, RunRow, text};
+pub use crate::model::{scalar, workload_label};
 use crate::problem::Problem;
 use ki_catalog::{CatalogError, KeyRefusal};
 
@@ -457,43 +458,6 @@ pub fn hardware_label(run: &RunRow) -> String {
         (Some(model), Some(arch)) => format!("{model} ({arch})"),
         (Some(model), None) => model.to_string(),
         _ => "unknown".into(),
-    }
-}
-
-/// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".
-pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
-    let axes = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
-    let variable = |name: &str| {
-        operation
-            .and_then(|op| op.get("manifest"))
-            .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
-            .and_then(Value::as_str)
-            .is_none_or(|role| role != "constant")
-    };
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(axes) = axes {
-        for (name, value) in axes {
-            if variable(name) {
-                parts.push(format!("{name} = {}", scalar(value)));
-            }
-        }
-    }
-    if let Some(dtypes) = workload.get("dtypes").and_then(Value::as_array) {
-        let names: Vec<&str> = dtypes.iter().filter_map(Value::as_str).collect();
-        if !names.is_empty() {
-            parts.push(names.join("/"));
-        }
-    }
-    parts.join(" · ")
-}
-
-pub fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Null => "null".into(),
-        other => other.to_string(),
     }
 }
 

@@ -13,8 +13,8 @@
 //! then operations, implementations, projects and GPUs with their run counts and GPUs, scored:
 //! whole-word and exact-name matches first, then the most-run.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use ki_catalog::{Catalog, CatalogError};
 use ki_ranking::lead::Lead;
@@ -79,37 +79,6 @@ pub struct RunHit {
     pub label: String,
     pub hardware: String,
     pub href: String,
-}
-
-/// What the search keeps per read model: each query word's search entries (indexes into
-/// [`crate::model::Tables::search`], ascending) as the catalog's search index found them (a
-/// word is looked up in the database once per read model, and a query takes the entries all its
-/// words found), and the [`Lexicon`] the words are read with, built on first use. A new model
-/// (after any write) starts empty, so neither outlives the entries and names it was made from.
-/// Bounded: the word lists are emptied when they hold too many words or entries.
-#[derive(Debug, Default)]
-pub struct WordMatches {
-    words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
-    lexicon: OnceLock<Lexicon>,
-}
-
-/// Most words and most entries (over all words) [`WordMatches`] holds: a few MiB at most.
-const MAX_CACHED_WORDS: usize = 4096;
-const MAX_CACHED_ENTRIES: usize = 1 << 20;
-
-impl WordMatches {
-    fn get(&self, word: &str) -> Option<Arc<[u32]>> {
-        self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(word).cloned()
-    }
-
-    fn insert(&self, word: &str, entries: Arc<[u32]>) {
-        let mut words = self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let held: usize = words.values().map(|e| e.len()).sum();
-        if words.len() >= MAX_CACHED_WORDS || held + entries.len() > MAX_CACHED_ENTRIES {
-            words.clear();
-        }
-        words.insert(word.to_string(), entries);
-    }
 }
 
 /// The values `lists` (each ascending) all hold, ascending.
@@ -933,21 +902,5 @@ mod tests {
         assert_eq!(common_entries(vec![list(&[1, 2]), list(&[])]), [] as [u32; 0]);
         assert_eq!(common_entries(vec![list(&[3, 5])]), [3, 5]);
         assert_eq!(common_entries(Vec::new()), [] as [u32; 0]);
-    }
-
-    #[test]
-    fn the_word_lists_stay_within_their_bound() {
-        let matches = WordMatches::default();
-        matches.insert("gemm", vec![1, 2, 3].into());
-        assert_eq!(matches.get("gemm").as_deref(), Some(&[1, 2, 3][..]));
-        assert_eq!(matches.get("gem"), None);
-        let big: Arc<[u32]> = (0..MAX_CACHED_ENTRIES as u32 - 1).collect();
-        matches.insert("synthetic", big);
-        assert_eq!(matches.get("gemm"), None, "over the bound, the earlier words are let go");
-        assert_eq!(matches.get("synthetic").map(|e| e.len()), Some(MAX_CACHED_ENTRIES - 1));
-        for word in 0..MAX_CACHED_WORDS + 1 {
-            matches.insert(&format!("w{word}"), vec![0].into());
-        }
-        assert!(matches.words.lock().unwrap().len() <= MAX_CACHED_WORDS);
     }
 }
