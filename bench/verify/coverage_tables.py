@@ -5,11 +5,12 @@ Usage: python3 bench/verify/coverage_tables.py CALL_FOLDER... [--pr PR221_DIR]
 (each folder holds runs.jsonl or runs.jsonl.zst as device-coverage.sh wrote it)."""
 
 import collections
-import glob
 import json
 import os
 import subprocess
 import sys
+
+import make_results
 
 
 def lines(folder):
@@ -20,14 +21,9 @@ def lines(folder):
 
 
 def claims(pr_dir):
-    """slug of a PR solution name -> Counter of its trace statuses."""
-    out = collections.defaultdict(collections.Counter)
-    for path in glob.glob(os.path.join(pr_dir, "**", "traces", "**", "*.jsonl"), recursive=True):
-        for line in open(path):
-            if line.strip():
-                t = json.loads(line)
-                out[t["solution"].replace("_", "-").replace(".", "-").lower()][(t.get("evaluation") or {}).get("status")] += 1
-    return out
+    """slug of a PR solution name -> Counter of its trace statuses (make_results.claims, counted)."""
+    return {name.replace("_", "-").replace(".", "-").lower(): collections.Counter(status for status, _ in traces)
+            for name, traces in make_results.claims(pr_dir).items()}
 
 
 def why(r):

@@ -134,7 +134,7 @@ pub(super) fn intake(args: &VerifyArgs, dataset: &Dataset) -> Result<Intake> {
         }
     }
     for error in &refused {
-        say!("refused at intake: {}", sanitize(&error.to_string()));
+        say!("refused at intake: {error}");
     }
     if args.baseline {
         let names: Vec<String> = if !args.only.is_empty() {

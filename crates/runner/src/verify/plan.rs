@@ -37,7 +37,7 @@ impl Session {
                 Ok(plans) => all.push(plans),
                 Err(error) => {
                     let reason = format!("{error:#}");
-                    say!("workload {} of {}: not run: {}", case.uuid, definition.name, sanitize(&reason));
+                    say!("workload {} of {}: not run: {}", case.uuid, definition.name, reason);
                     self.invalid.lock().unwrap().push((definition.name.clone(), case.uuid.clone(), reason));
                 }
             }

@@ -418,10 +418,7 @@ impl Session {
             if let Some(fields) = verdict.as_object_mut() {
                 fields.insert("requestSeconds".into(), json!(seconds));
             }
-            let mut result = self.record(implementation, definition, w, v, Some(&verdict), dps_note.clone(), log);
-            if let Some(l) = &label_override {
-                result.implementation = l.clone();
-            }
+            self.record(implementation, definition, w, v, Some(&verdict), dps_note.clone(), log);
             if hack {
                 stop = Some(format!("refused as dishonest on workload {}", w.case.uuid));
             } else if timeouts >= 2 {
