@@ -294,23 +294,30 @@ class InGraph:
         _synchronize()
 
     def samples(self, replays, warmups=1, before=_nothing, after=_nothing):
+        """Per-call samples: (calls replay - flushes replay) / N for each pair. An untimed replay of
+        the flushes precedes each pair, so neither timed replay starts on a device that idled while
+        `before` ran on the host, and the order within a pair alternates: the first replay after
+        idle time ran slower, which made small kernels' figures negative (H100, 2026-12-06)."""
         for _ in range(warmups):
             _graph_replay(self.flushes)
             _graph_replay(self.calls)
         marks = [_Event(enable_timing=True) for _ in range(3 * replays)]
         for r in range(replays):
             before(r)
-            _event_record(marks[3 * r])
             _graph_replay(self.flushes)
+            order = (self.flushes, self.calls) if r % 2 == 0 else (self.calls, self.flushes)
+            _event_record(marks[3 * r])
+            _graph_replay(order[0])
             _event_record(marks[3 * r + 1])
-            _graph_replay(self.calls)
+            _graph_replay(order[1])
             _event_record(marks[3 * r + 2])
             after(r)
         _synchronize()
         out = []
         for r in range(replays):
-            flushes = _elapsed_ns(marks[3 * r], marks[3 * r + 1])
-            both = _elapsed_ns(marks[3 * r + 1], marks[3 * r + 2])
+            first = _elapsed_ns(marks[3 * r], marks[3 * r + 1])
+            second = _elapsed_ns(marks[3 * r + 1], marks[3 * r + 2])
+            flushes, both = (first, second) if r % 2 == 0 else (second, first)
             out.append((both - flushes) / self.n)
         return out
 
