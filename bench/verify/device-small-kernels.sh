@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Device call after the in-graph noise fix (2026-12-06): the smoke, then the baselines whose small
 # kernels the coverage run (bench/verify/coverage/2026-12-06-call{2,3}-h100/) could not time in a
-# graph: gemm_n2048_k4096 and gemm_n256_k7168 (small M), rmsnorm_h128, four workloads each.
+# graph: gemm_n2048_k4096 and gemm_n256_k7168 (small M), rmsnorm_h128, four workloads each; then
+# qwen3.5's rmsnorm_h4096 r10 (it exits the process when cudaDeviceSynchronize fails under capture:
+# the runner must run it again without the graph method, timed by CUPTI).
 # Carry .carry/verify and .whl. Env: BUDGET (s the whole call may take, default 260).
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
@@ -16,6 +18,11 @@ timeout $left $C/ki-runner verify --definition $C/flashinfer_trace --baseline --
   --limit 4 --trials 3 --timeout 60 --jobs 6 --deadline $(( left - 20 )) --build-cache /tmp/ki-builds --out /tmp/small > $OUT/small.log 2>&1
 echo "small kernels rc=$? in $(( $(date +%s) - T0 )) s"
 cp /tmp/small/runs.jsonl $OUT/small-runs.jsonl
+left=$(( BUDGET - ($(date +%s) - T0) - 10 ))
+timeout $left $C/ki-runner verify $C/pr221-all/fib_qwen_all_defs_20260317_142645__Qwen3.5-27B_rmsnorm_h4096_cuda_optimized_r10_c0.json \
+  --definition $C/flashinfer_trace --solution-workloads 3 --trials 2 --timeout 60 --deadline $(( left - 20 )) \
+  --build-cache /tmp/ki-builds --out /tmp/capture-exit > $OUT/capture-exit.log 2>&1
+echo "capture-exit rc=$?"; cat /tmp/capture-exit/runs.jsonl >> /tmp/small/runs.jsonl
 python3 - <<'PY'
 import json
 for line in open("/tmp/small/runs.jsonl"):

@@ -632,20 +632,30 @@ def run_trial(plan, protocol, flush, snap, ledger):
     #    whether the callable's work was captured at all, then two random replays and the last are
     #    checked, one random call of each.
     graph = None
-    try:
-        for i in range(n):
-            caller.prepare(i)
-        graph = ki_timing.InGraph(caller, flush, n, refill=lambda i: caller.slots[i % caller.k].refill(),
-                                  before_capture=lambda: [caller.poison(i) for i in range(n)])
-        # What one captured call left in its outputs while capturing (poisoned just before): only
-        # work that escaped the capture (ran at once, on the legacy default stream say) writes there.
-        k0 = pick(range(n), 1)[0]
-        after_capture = ([t.clone() for t in caller.outputs(k0, check=False)], caller.slots[k0].seed)
-    except Exception as error:
-        record["graph_error"] = f"{type(error).__name__}: {error}"[:500]
-        clear_cuda_error()
-        if not context_alive():
-            raise Failed("runtime_error", f"the CUDA context failed while capturing a graph: {record['graph_error']}", fatal=True) from error
+    if not protocol.get("graph", True):
+        # A worker of this solution ended while capturing (the runner saw it between the two
+        # stage lines): its calls are timed by CUPTI only.
+        record["graph_error"] = "a worker of this solution ended while capturing a graph: not capturable, timed by CUPTI"
+    else:
+        # The runner is told when capture starts and ends, so that a process that dies in between
+        # (a solution that exits when a call it makes fails under capture) is not blamed for it.
+        send({"stage": "capture"})
+        try:
+            for i in range(n):
+                caller.prepare(i)
+            graph = ki_timing.InGraph(caller, flush, n, refill=lambda i: caller.slots[i % caller.k].refill(),
+                                      before_capture=lambda: [caller.poison(i) for i in range(n)])
+            # What one captured call left in its outputs while capturing (poisoned just before): only
+            # work that escaped the capture (ran at once, on the legacy default stream say) writes there.
+            k0 = pick(range(n), 1)[0]
+            after_capture = ([t.clone() for t in caller.outputs(k0, check=False)], caller.slots[k0].seed)
+        except Exception as error:
+            record["graph_error"] = f"{type(error).__name__}: {error}"[:500]
+            clear_cuda_error()
+            if not context_alive():
+                raise Failed("runtime_error", f"the CUDA context failed while capturing a graph: {record['graph_error']}", fatal=True) from error
+        finally:
+            send({"stage": "captured"})
     integrity(snap)
 
     def before_replay(_r):

@@ -262,7 +262,12 @@ impl Session {
         let mut dps_note: Option<String> = None;
         let mut label_override: Option<String> = None;
         let mut stop: Option<String> = None;
-        for &w in &plans {
+        // Set once a worker of this solution died while capturing a graph (a callable that
+        // synchronizes inside and exits when that fails under capture): from then on its calls are
+        // not captured, and the workload it died on is run again, timed by CUPTI.
+        let mut graph = true;
+        let mut queue: std::collections::VecDeque<&WorkloadPlans> = plans.iter().copied().collect();
+        while let Some(w) = queue.pop_front() {
             if let Some(reason) = &stop {
                 self.record(
                     implementation,
@@ -369,8 +374,20 @@ impl Session {
                 }
             }
             let started = Instant::now();
-            let outcome = self.run_workload(&mut current, judge, w);
+            let outcome = self.run_workload(&mut current, judge, w, graph);
             let seconds = started.elapsed().as_secs_f64();
+            if let (WorkloadOutcome::EndedCapturing(why), true) = (&outcome, graph) {
+                say!(
+                    "  {label} {}: the worker ended while capturing a graph ({}); run again without the graph method",
+                    w.case.uuid.chars().take(8).collect::<String>(),
+                    why.chars().take(200).collect::<String>()
+                );
+                graph = false;
+                judge.request(&json!({"op": "close", "exchange": current.pid().to_string()}), Duration::from_secs(30));
+                current.kill();
+                queue.push_front(w);
+                continue;
+            }
             let (verdict, done, keep) = match outcome {
                 WorkloadOutcome::Final(v) => {
                     let fatal = v["fatal"] == true;
@@ -380,7 +397,7 @@ impl Session {
                     current.kill();
                     (json!({"verdict": "timeout", "seconds": d.as_secs()}), true, false)
                 }
-                WorkloadOutcome::Ended(why) => (
+                WorkloadOutcome::Ended(why) | WorkloadOutcome::EndedCapturing(why) => (
                     json!({"verdict": "runtime_error", "reason": format!("the worker process ended: {why}")}),
                     true,
                     false,
@@ -437,8 +454,11 @@ impl Session {
         worker: &mut Worker,
         judge: &mut Worker,
         plans: &WorkloadPlans,
+        graph: bool,
     ) -> WorkloadOutcome {
-        let job = json!({"op": "workload", "trials": plans.trials.iter().map(|t| t.json.clone()).collect::<Vec<_>>(), "protocol": timing_protocol()});
+        let mut protocol = timing_protocol();
+        protocol["graph"] = json!(graph);
+        let job = json!({"op": "workload", "trials": plans.trials.iter().map(|t| t.json.clone()).collect::<Vec<_>>(), "protocol": protocol});
         let deadline = Instant::now() + Duration::from_secs(self.args.timeout);
         if let Err(e) = worker.send(&job) {
             return WorkloadOutcome::Ended(format!("{e:#}"));
@@ -447,12 +467,19 @@ impl Session {
         let mut worst: BTreeMap<String, OutputComparison> = BTreeMap::new();
         // The seeds of the calls this runner itself asked the judge about (the ledger's other side).
         let mut relayed: Vec<u64> = Vec::new();
+        // Between the worker's "capture" and "captured" lines.
+        let mut capturing = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match worker.receive(left) {
                 Reply::Timeout(_) => return WorkloadOutcome::Timeout(Duration::from_secs(self.args.timeout)),
+                Reply::Ended(why) if capturing => return WorkloadOutcome::EndedCapturing(why),
                 Reply::Ended(why) => return WorkloadOutcome::Ended(why),
                 Reply::Line(line) => {
+                    if let Some(stage) = line.get("stage").and_then(Value::as_str) {
+                        capturing = stage == "capture";
+                        continue;
+                    }
                     if line.get("final").is_some() {
                         let mut line = line;
                         line["worst"] =
@@ -596,6 +623,8 @@ pub(super) enum WorkloadOutcome {
     Final(Value),
     Timeout(Duration),
     Ended(String),
+    /// The worker ended while capturing a graph of the solution's calls.
+    EndedCapturing(String),
 }
 
 pub(super) fn expect_ok(reply: Reply, what: &str) -> Result<Value> {
