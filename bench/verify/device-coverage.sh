@@ -15,6 +15,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 SKIP=()
 for f in $C/coverage/*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
 echo "earlier calls: ${#SKIP[@]} flags"
+rm -rf /tmp/cov  # a warm machine keeps the last call's folder: start clean
 start=$(date +%s)
 timeout 570 $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
