@@ -5,8 +5,12 @@
 //! * Query lengths (prefill): `total_q` split as evenly as possible (the first `total_q mod batch`
 //!   sequences one longer).
 //! * KV lengths: decode, `num_kv_indices` (or `total_kv`) split the same way; prefill, each sequence's
-//!   query length plus an even share of the KV tokens beyond `total_q` (when there are fewer KV tokens
-//!   than queries, an even split of them).
+//!   query length plus an even share of the KV tokens beyond `total_q`. When there are fewer KV tokens
+//!   than queries, the first sequence holds every KV token and as many queries (at most what leaves
+//!   one query to each other sequence), the others split the remaining queries and hold no KV: a
+//!   causal query that sees no key has no defined output (the reference's softmax over nothing is
+//!   NaN), while a sequence without KV is one the reference answers (zeros), so no sequence may
+//!   hold fewer KV tokens than queries and more than none.
 //! * Page ids (paged definitions): `num_kv_indices` distinct ids below `num_pages`, a partial
 //!   Fisher–Yates shuffle (`materialize::synthesize_page_table`, seeded by the trial); for page size
 //!   > 1, `kv_last_page_len` as that function draws it.
@@ -37,21 +41,33 @@ fn indptr(lengths: &[usize]) -> Result<Vec<i32>, MaterializeError> {
 
 /// (query lengths, kv lengths) per sequence under the `even` rule.
 pub fn lengths(definition: &Definition, axes: &BTreeMap<String, usize>) -> (Vec<usize>, Vec<usize>) {
+    sequence_lengths(definition.inputs.contains_key("qo_indptr"), axes)
+}
+
+fn sequence_lengths(prefill: bool, axes: &BTreeMap<String, usize>) -> (Vec<usize>, Vec<usize>) {
     let axis = |n: &str| axes.get(n).copied();
     let batch = axis("batch_size").unwrap_or_else(|| axis("len_indptr").unwrap_or(1).saturating_sub(1));
     let kv_total = axis("num_kv_indices").or(axis("total_kv")).unwrap_or(0);
-    let prefill = definition.inputs.contains_key("qo_indptr");
     if !prefill {
         return (vec![1; batch], even_split(kv_total, batch));
     }
     let total_q = axis("total_q").unwrap_or(0);
-    let q = even_split(total_q, batch);
-    let kv = if kv_total >= total_q {
+    if kv_total >= total_q {
+        let q = even_split(total_q, batch);
         let extra = even_split(kv_total - total_q, batch);
-        q.iter().zip(extra).map(|(a, b)| a + b).collect()
-    } else {
-        even_split(kv_total, batch)
-    };
+        let kv = q.iter().zip(extra).map(|(a, b)| a + b).collect();
+        return (q, kv);
+    }
+    if batch <= 1 {
+        // One sequence with fewer KV tokens than queries: its first queries see no key, whatever
+        // the split (the reference leaves their rows undefined).
+        return (vec![total_q; batch], vec![kv_total; batch]);
+    }
+    let first = kv_total.min(total_q.saturating_sub(batch - 1));
+    let mut q = vec![first];
+    q.extend(even_split(total_q - first, batch - 1));
+    let mut kv = vec![0; batch];
+    kv[0] = kv_total;
     (q, kv)
 }
 
@@ -114,4 +130,46 @@ pub fn bound(definition: &Definition, axes: &BTreeMap<String, usize>, synthesize
     let (hq, hkv, d) = (axis("num_qo_heads"), axis("num_kv_heads"), axis("head_dim"));
     let bytes = total_q * hq * d * bf16 * 2.0 + tokens * hkv * d * bf16 * 2.0 + total_q * hq * 4.0;
     Bound { bytes, flops: 4.0 * hq * d * evaluated }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axes(len_indptr: usize, total_q: usize, num_kv_indices: usize) -> BTreeMap<String, usize> {
+        [("len_indptr", len_indptr), ("total_q", total_q), ("num_kv_indices", num_kv_indices)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    /// Workloads of FlashInfer-Bench's prefill lists (2026-12-07 H100 coverage call) whose KV tokens
+    /// are fewer than their queries, and ordinary ones.
+    #[test]
+    fn no_prefill_sequence_has_a_query_that_sees_no_key() {
+        for (len_indptr, total_q, kv_total) in
+            [(29, 12383, 1), (16, 14823, 16), (2, 1210, 1), (2, 5, 1), (3, 14, 2), (64, 9277, 117), (2, 16, 2), (17, 300, 9000), (5, 3, 1), (1, 0, 0)]
+        {
+            let (q, kv) = sequence_lengths(true, &axes(len_indptr, total_q, kv_total));
+            assert_eq!((q.len(), kv.len()), (len_indptr - 1, len_indptr - 1));
+            if len_indptr < 2 {
+                continue;
+            }
+            assert_eq!((q.iter().sum::<usize>(), kv.iter().sum::<usize>()), (total_q, kv_total), "{q:?} {kv:?}");
+            for (nq, nk) in q.iter().zip(&kv) {
+                // One sequence cannot hold its queries elsewhere.
+                let single = len_indptr == 2;
+                assert!(single || *nk == 0 || nk >= nq, "{len_indptr} {total_q} {kv_total}: {nq} queries, {nk} keys");
+            }
+            assert!(total_q < len_indptr - 1 || q.iter().all(|&n| n >= 1), "{q:?}");
+        }
+    }
+
+    #[test]
+    fn decode_splits_the_kv_tokens_evenly() {
+        let decode = Definition::builtin("gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
+        let axes = [("batch_size", 3), ("num_kv_indices", 10)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(lengths(&decode, &axes), (vec![1, 1, 1], vec![4, 3, 3]));
+        assert_eq!(sequence_lengths(true, &axes), (vec![0, 0, 0], vec![4, 3, 3]));
+    }
 }
