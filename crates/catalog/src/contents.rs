@@ -120,7 +120,7 @@ fn check(contents: &[Content]) -> Result<()> {
 pub(crate) async fn put(pool: &Pool, contents: &[Content]) -> Result<PutReport> {
     check(contents)?;
     let mut session = Session::begin(pool, true).await?;
-    let stored_at = crate::migrate::now_utc();
+    let stored_at = ki_model::utc::now_millis();
     let mut report = PutReport::default();
     let mut seen = HashSet::new();
     for content in contents {

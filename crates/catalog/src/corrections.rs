@@ -170,7 +170,7 @@ pub(crate) async fn retract(pool: &Pool, reference: &str, reason: &str, actor: &
         let previous = text(&run, "retractionReason").unwrap_or("no reason recorded").to_string();
         return Err(CatalogError::Refused(Refusal::AlreadyRetracted { run: id, at: at.to_string(), reason: previous }));
     }
-    let at = crate::migrate::now_utc();
+    let at = ki_model::utc::now_millis();
     update_run(
         &mut session,
         &[("retracted_at", Kind::Timestamp, text_param(&at)), ("retraction_reason", Kind::Text, text_param(&reason))],
@@ -242,7 +242,7 @@ pub(crate) async fn supersede(
         by_run_id: Some(new_id),
         reason,
         actor,
-        at: crate::migrate::now_utc(),
+        at: ki_model::utc::now_millis(),
     };
     finish(session, correction, &old_run).await
 }

@@ -158,7 +158,7 @@ async fn pending_for_key(session: &mut Session, key: &str) -> Result<Vec<LedgerE
 /// the caller's transaction; returns what was appended (nothing when up to date).
 pub(crate) async fn append_pending(session: &mut Session, keys: &BTreeSet<String>) -> Result<Vec<AppendedEvent>> {
     let spec = table("record_events")?;
-    let created_at = crate::migrate::now_utc();
+    let created_at = ki_model::utc::now_millis();
     let mut appended = Vec::new();
     for key in keys {
         for event in pending_for_key(session, key).await? {

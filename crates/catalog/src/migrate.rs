@@ -146,7 +146,7 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
                     SqlValue::Int(Some(migration.version)),
                     SqlValue::Text(Some(migration.name.to_string())),
                     SqlValue::Text(Some(migration.checksum(backend))),
-                    SqlValue::Text(Some(now_utc())),
+                    SqlValue::Text(Some(ki_model::utc::now_millis())),
                 ],
             )
             .await
@@ -155,9 +155,4 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<Vec<i64>> {
     }
     session.commit().await.context(|| "cannot commit migrations".into())?;
     Ok(newly_applied)
-}
-
-/// The current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub(crate) fn now_utc() -> String {
-    ki_model::utc::now_millis()
 }

@@ -438,7 +438,7 @@ async fn active_key(session: &mut Session, presented: &str) -> Result<Option<Api
 /// Writes `key` made today (UTC), attestations and submissions together.
 async fn writes_today(session: &mut Session, key_id: &str) -> Result<u64> {
     let backend = session.backend();
-    let day_start = format!("{}T00:00:00.000Z", &crate::migrate::now_utc()[..10]);
+    let day_start = ki_model::utc::today_start();
     let (id, at) = (placeholder(backend, 1, Kind::Uuid), placeholder(backend, 2, Kind::Text));
     let sql = format!(
         "SELECT (SELECT COUNT(*) FROM attestations WHERE key_id = {id} AND created_at >= {at}) \
@@ -471,7 +471,7 @@ pub(crate) async fn insert_submission(
         documents,
         submitter: key.label,
         key_id: key.id,
-        created_at: crate::migrate::now_utc(),
+        created_at: ki_model::utc::now_millis(),
         published_at: None,
     };
     let sql = insert_sql(session.backend(), "submissions", &SUBMISSION_COLUMNS, false);
@@ -518,7 +518,7 @@ impl Catalog {
             label: label.to_string(),
             scopes: unique,
             daily_quota,
-            created_at: crate::migrate::now_utc(),
+            created_at: ki_model::utc::now_millis(),
             revoked: false,
         };
         let mut session = begin_state_write(&self.pool).await?;
@@ -555,7 +555,7 @@ impl Catalog {
             placeholder(backend, 2, Kind::Uuid)
         );
         session
-            .execute(&sql, &[text(crate::migrate::now_utc()), text(&key.id)])
+            .execute(&sql, &[text(ki_model::utc::now_millis()), text(&key.id)])
             .await
             .context(|| "cannot revoke the API key".into())?;
         session.commit().await.context(|| "cannot commit the revocation".into())?;
@@ -606,7 +606,7 @@ impl Catalog {
             note: new.note,
             attester: key.label,
             key_id: key.id,
-            created_at: crate::migrate::now_utc(),
+            created_at: ki_model::utc::now_millis(),
         };
         let sql = insert_sql(session.backend(), "attestations", &ATTESTATION_COLUMNS, false);
         session
@@ -722,7 +722,7 @@ impl Catalog {
             placeholder(backend, 2, Kind::Uuid)
         );
         session
-            .execute(&sql, &[text(crate::migrate::now_utc()), text(id)])
+            .execute(&sql, &[text(ki_model::utc::now_millis()), text(id)])
             .await
             .context(|| "cannot mark the submission published".into())?;
         session.commit().await.context(|| "cannot commit the publication".into())?;
@@ -758,7 +758,7 @@ impl Catalog {
         let mut session = begin_state_write(&self.pool).await?;
         let backend = session.backend();
         let mut counts = WebLogImport::default();
-        let now = crate::migrate::now_utc();
+        let now = ki_model::utc::now_millis();
         for entry in entries {
             let (sql, params, count): (String, Vec<SqlValue>, &mut u64) = match entry {
                 Entry::Key(mut key) => {

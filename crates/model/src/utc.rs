@@ -25,6 +25,21 @@ pub fn now_millis() -> String {
     format!("{:.3}", Timestamp::now())
 }
 
+/// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn now_seconds() -> String {
+    format!("{:.0}", Timestamp::now())
+}
+
+/// The current time in nanoseconds since the Unix epoch (saturating past year 2262).
+pub fn now_nanos() -> i64 {
+    i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
+}
+
+/// The start of today (UTC) as `YYYY-MM-DDT00:00:00.000Z`.
+pub fn today_start() -> String {
+    from_unix_millis(today().saturating_mul(SECONDS_PER_DAY * 1000))
+}
+
 /// Nanoseconds since the Unix epoch of an RFC 3339 timestamp with an offset (`Z`,
 /// `+02:00`, or PostgreSQL's text form `2026-08-15 02:02:57.44+00`); the error names the text.
 pub fn parse_nanos(text: &str) -> Result<i64, String> {
@@ -72,6 +87,17 @@ pub fn add_days(timestamp: &str, days: i64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_agrees_with_itself() {
+        let (day, text, nanos, start) = (today(), now_millis(), now_nanos(), today_start());
+        assert!((nanos - parse_nanos(&text).unwrap()).abs() < 60_000_000_000, "{text} vs {nanos}");
+        // Read around midnight, `today` may be the day before `start`'s.
+        assert!(
+            start.ends_with("T00:00:00.000Z") && day_of(&start).is_some_and(|d| d == day || d == day + 1),
+            "{start}"
+        );
+    }
 
     #[test]
     fn known_instants() {

@@ -12,6 +12,11 @@ impl Instant {
     pub fn parse(text: &str) -> Result<Instant, String> {
         ki_model::utc::parse_nanos(text).map(Instant)
     }
+
+    /// Now, as resolve answers judge stale evidence against it.
+    pub fn now() -> Instant {
+        Instant(ki_model::utc::now_nanos())
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
 use ki_model::rows::{BenchmarkRunRow, MeasurementRow, Row, RunFacts};
@@ -28,17 +27,6 @@ use crate::stats::SampleSummary;
 
 const API_VERSION: &str = "kernelindex.dev/v1alpha1";
 const HARNESS_REPOSITORY: &str = "https://github.com/SamMausberg/KernelIndex";
-
-/// `YYYY-MM-DDTHH:MM:SSZ` for now (UTC), without a date library: days since the epoch to a civil
-/// date by Howard Hinnant's algorithm.
-pub fn utc_now() -> String {
-    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    utc_from_unix(seconds)
-}
-
-pub fn utc_from_unix(seconds: i64) -> String {
-    ki_model::utc::from_unix_seconds(seconds)
-}
 
 /// See [`RecordWriter::entity_created_at`]: when KernelIndex's runner first wrote records.
 const ENTITY_CREATED_AT: &str = "2026-11-30T00:00:00Z";
@@ -124,7 +112,7 @@ impl SessionFacts {
             operating_system: os,
             kernel,
             worker,
-            started_at: utc_now(),
+            started_at: ki_model::utc::now_seconds(),
         })
     }
 
@@ -573,7 +561,7 @@ impl RecordWriter {
             "protocolDigest": self.protocol_digest,
             "environmentDigest": self.environment_digest,
             "status": status,
-            "observedAt": utc_now(),
+            "observedAt": ki_model::utc::now_seconds(),
             "evidence": {"rawSamples": samples_ref.clone()}
         });
         if !run.worst.is_empty() {
@@ -1138,7 +1126,7 @@ pub fn verify_run_manifest(facts: &VerifyRunFacts<'_>) -> Value {
         "protocolDigest": facts.protocol_digest,
         "environmentDigest": facts.environment_digest,
         "status": facts.status,
-        "observedAt": utc_now(),
+        "observedAt": ki_model::utc::now_seconds(),
     });
     if !facts.worst.is_empty() {
         let max_abs = facts.worst.iter().map(|c| c.max_abs_error).fold(0.0, f64::max);

@@ -147,9 +147,18 @@ mod tests {
     /// are fewer than their queries, and ordinary ones.
     #[test]
     fn no_prefill_sequence_has_a_query_that_sees_no_key() {
-        for (len_indptr, total_q, kv_total) in
-            [(29, 12383, 1), (16, 14823, 16), (2, 1210, 1), (2, 5, 1), (3, 14, 2), (64, 9277, 117), (2, 16, 2), (17, 300, 9000), (5, 3, 1), (1, 0, 0)]
-        {
+        for (len_indptr, total_q, kv_total) in [
+            (29, 12383, 1),
+            (16, 14823, 16),
+            (2, 1210, 1),
+            (2, 5, 1),
+            (3, 14, 2),
+            (64, 9277, 117),
+            (2, 16, 2),
+            (17, 300, 9000),
+            (5, 3, 1),
+            (1, 0, 0),
+        ] {
             let (q, kv) = sequence_lengths(true, &axes(len_indptr, total_q, kv_total));
             assert_eq!((q.len(), kv.len()), (len_indptr - 1, len_indptr - 1));
             if len_indptr < 2 {

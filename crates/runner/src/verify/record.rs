@@ -430,7 +430,7 @@ impl Session {
         records::write_manifest(
             &out.join("session.json"),
             &json!({
-                "command": command.join(" "), "startedAt": records::utc_now(), "seconds": self.started.elapsed().as_secs_f64(),
+                "command": command.join(" "), "startedAt": ki_model::utc::now_seconds(), "seconds": self.started.elapsed().as_secs_f64(),
                 "seed": self.seed, "machine": machine, "trials": self.args.trials, "timingProtocol": timing_protocol(),
                 "protocolDescription": records::PROTOCOL_V2_DESCRIPTION,
                 "invalidWorkloads": self.invalid.lock().unwrap().iter().map(|(d, w, r)| json!({"definition": d, "workload": w, "reason": r})).collect::<Vec<_>>(),
@@ -446,7 +446,7 @@ impl Session {
         md.push_str(&format!(
             "# ki verify on {}\n\nDate (UTC): {}. GPU: {} ({} SMs, {} GiB). Driver {}, CUDA {}, nvcc {}, torch {}, FlashInfer {}. Seed {}. Trials {}.\n\n",
             machine.device,
-            records::utc_now(),
+            ki_model::utc::now_seconds(),
             machine.device,
             machine.sm_count,
             machine.memory_bytes >> 30,

@@ -11,7 +11,7 @@ use ki_runner::gpu::{Calibration, DeviceProperties, TrialTiming};
 use ki_runner::materialize::LengthRule;
 use ki_runner::materialize::read_workloads;
 use ki_runner::protocol::{InputRule, PerCallMethod, TimingProtocol};
-use ki_runner::records::{RecordWriter, SessionFacts, utc_from_unix};
+use ki_runner::records::{RecordWriter, SessionFacts};
 use ki_runner::stats::summarize;
 use serde_json::Value;
 
@@ -40,13 +40,6 @@ fn facts() -> SessionFacts {
         worker: Some(serde_json::json!({"flashinfer": "0.5.3", "torch": "2.11.0"})),
         started_at: "2026-11-30T05:00:00Z".into(),
     }
-}
-
-#[test]
-fn utc_dates() {
-    assert_eq!(utc_from_unix(0), "1970-01-01T00:00:00Z");
-    assert_eq!(utc_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-    assert_eq!(utc_from_unix(1_795_000_000), "2026-11-18T11:06:40Z");
 }
 
 #[test]

@@ -40,11 +40,6 @@ impl ResolveForm {
     }
 }
 
-/// The time resolve answers are given at: stale evidence is judged against it.
-pub fn now() -> ki_ranking::Instant {
-    ki_ranking::Instant::parse(&ki_model::utc::now_millis()).unwrap_or(ki_ranking::Instant(0))
-}
-
 /// How fast a run is next to #1 of its group, as a fraction in (0, 1]: #1's value over this
 /// run's for lower-is-better metrics, this run's over #1's for higher-is-better ones.
 pub fn speed_fraction(value: Option<f64>, first: Option<f64>, direction: ki_ranking::Direction) -> Option<f64> {
@@ -216,7 +211,7 @@ pub async fn page(State(state): State<Shared>, Query(form): Query<ResolveForm>) 
     if let Err(err) = request.cohort_limit() {
         return Ok(html_response(render(&form, None, Some(&err.to_string()))));
     }
-    let answer = model.judgement.resolve_read_at(&request, model.lexicon(), now());
+    let answer = model.judgement.resolve_read_at(&request, model.lexicon(), ki_ranking::Instant::now());
     Ok(html_response(render(&form, Some(&answer), None)))
 }
 
@@ -224,7 +219,7 @@ pub async fn api(State(state): State<Shared>, body: Bytes) -> Answer {
     let request: ki_ranking::ResolveRequest = parse_json(&body, "a resolve request")?;
     request.cohort_limit().map_err(|e| Problem::bad_request(e.to_string()))?;
     let model = state.model();
-    Ok(json_response(&model.judgement.resolve_read_at(&request, model.lexicon(), now())))
+    Ok(json_response(&model.judgement.resolve_read_at(&request, model.lexicon(), ki_ranking::Instant::now())))
 }
 
 impl crate::model::ReadModel {
@@ -262,7 +257,8 @@ pub async fn api_batch(State(state): State<Shared>, body: Bytes) -> Answer {
         request.cohort_limit().map_err(|e| Problem::bad_request(format!("/requests/{at}/limit: {e}")))?;
     }
     let model = state.model();
-    let answers =
-        model.resolve_batch_read_at(&input.requests, now()).map_err(|e| Problem::bad_request(e.to_string()))?;
+    let answers = model
+        .resolve_batch_read_at(&input.requests, ki_ranking::Instant::now())
+        .map_err(|e| Problem::bad_request(e.to_string()))?;
     Ok(json_response(&BatchAnswer { responses: answers }))
 }

@@ -225,7 +225,7 @@ fn resolve_shows_the_caveats_of(cohort: &ki_ranking::Cohort) {
 
     // The same caveats as ki_ranking's own list (what `ki resolve` prints as `caveat:` lines).
     let request: ki_ranking::ResolveRequest = serde_json::from_value(request_for(first)).unwrap();
-    let local = index.resolve_at(&request, ki_server::pages::resolve::now());
+    let local = index.resolve_at(&request, ki_ranking::Instant::now());
     let local_view = local.cohorts.iter().find(|c| c.comparison_key == cohort.comparison_key).unwrap();
     let ours: Vec<&str> = local_view.caveats.iter().map(|c| c.message.as_str()).collect();
     assert_eq!(ours, messages);

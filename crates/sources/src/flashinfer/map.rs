@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use chrono::{DateTime, TimeZone, Utc};
+use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::read::{Axis, Dataset, Definition, Evaluation, InputData, Solution, Trace, Workload};
@@ -34,7 +34,7 @@ pub struct ImportOptions {
     pub revision: Option<String>,
     pub repository: String,
     /// Stamped on new rows as createdAt / publishedAt.
-    pub imported_at: DateTime<Utc>,
+    pub imported_at: Timestamp,
 }
 
 impl Default for ImportOptions {
@@ -43,7 +43,7 @@ impl Default for ImportOptions {
             authors: Vec::new(),
             revision: None,
             repository: DEFAULT_REPOSITORY.to_string(),
-            imported_at: Utc::now(),
+            imported_at: Timestamp::now(),
         }
     }
 }
@@ -70,8 +70,8 @@ pub struct ImportPlan {
 }
 
 /// When FlashInfer-Bench replaced its timer (CUDA events, mean) with CUPTI (median of trials).
-pub fn timer_change() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 2, 24, 0, 0, 0).single().expect("a valid date")
+pub fn timer_change() -> Timestamp {
+    "2026-02-24T00:00:00Z".parse().expect("a valid date")
 }
 
 /// A row id derived from what identifies the row, so a re-import produces the same id.
@@ -79,8 +79,8 @@ pub fn row_id(table: &str, key: &str) -> String {
     crate::row_id(SOURCE_SLUG, table, key)
 }
 
-fn timestamp(t: &DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+fn timestamp(t: &Timestamp) -> String {
+    format!("{t:.3}")
 }
 
 fn manifest(kind: &str, metadata: Value, spec: Value) -> Value {
@@ -285,7 +285,7 @@ pub fn implementation_manifest(
 
 /// The two FlashInfer-Bench timing protocols: before the timer change (CUDA events, mean;
 /// identical to the protocol the public index holds) and after it (CUPTI, median of trials).
-pub fn protocol_manifest(observed: &DateTime<Utc>) -> Value {
+pub fn protocol_manifest(observed: &Timestamp) -> Value {
     let harness =
         json!({ "name": "flashinfer-bench", "repository": "https://github.com/flashinfer-ai/flashinfer-bench" });
     let correctness =

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 
 use super::constraint::{self, Check};
@@ -110,7 +110,7 @@ pub struct Evaluation {
     pub performance: Option<Performance>,
     pub hardware: String,
     pub libs: Vec<(String, String)>,
-    pub timestamp: DateTime<Utc>,
+    pub timestamp: Timestamp,
 }
 
 #[derive(Debug, Clone)]
@@ -776,14 +776,12 @@ fn map_status(status: &str) -> Option<&'static str> {
 }
 
 /// An ISO 8601 timestamp; one without an offset is taken as UTC (the harness writes UTC).
-pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Some(t.with_timezone(&Utc));
+pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
+    if let Ok(t) = text.parse::<Timestamp>() {
+        return Some(t);
     }
-    NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"))
-        .ok()
-        .map(|naive| naive.and_utc())
+    let civil: jiff::civil::DateTime = text.parse().ok()?;
+    jiff::tz::Offset::UTC.to_timestamp(civil).ok()
 }
 
 fn parse_evaluation(origin: &Origin, pointer: &str, value: &Value) -> Result<Evaluation, SourceError> {
@@ -849,4 +847,21 @@ fn parse_evaluation(origin: &Origin, pointer: &str, value: &Value) -> Result<Eva
         origin.error(format!("{pointer}/timestamp"), format!("{stamp:?} is not an ISO 8601 timestamp"))
     })?;
     Ok(Evaluation { status, log, correctness, performance, hardware, libs, timestamp })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_timestamp;
+
+    #[test]
+    fn timestamps_with_an_offset_or_none_are_utc() {
+        let utc = |text: &str| parse_timestamp(text).map(|t| format!("{t:.3}"));
+        assert_eq!(utc("2026-03-17T14:19:30.123456Z").as_deref(), Some("2026-03-17T14:19:30.123Z"));
+        assert_eq!(utc("2026-03-17T16:19:30+02:00").as_deref(), Some("2026-03-17T14:19:30.000Z"));
+        // The harness writes UTC without an offset, with a `T` or a space.
+        assert_eq!(utc("2026-03-17T14:19:30.5").as_deref(), Some("2026-03-17T14:19:30.500Z"));
+        assert_eq!(utc("2026-03-17 14:19:30").as_deref(), Some("2026-03-17T14:19:30.000Z"));
+        assert_eq!(utc("17 March 2026"), None);
+        assert_eq!(utc(""), None);
+    }
 }

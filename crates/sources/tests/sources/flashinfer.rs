@@ -5,7 +5,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use chrono::{TimeZone, Utc};
 use ki_model::export::ExportLine;
 use ki_model::identity;
 use ki_sources::flashinfer::{ImportOptions, ImportPlan, plan_import};
@@ -37,7 +36,10 @@ fn export_rows(table: &str) -> impl Iterator<Item = &'static Map<String, Value>>
 }
 
 fn options() -> ImportOptions {
-    ImportOptions { imported_at: Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(), ..ImportOptions::default() }
+    ImportOptions {
+        imported_at: "2026-11-30T00:00:00Z".parse::<jiff::Timestamp>().unwrap(),
+        ..ImportOptions::default()
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -208,7 +210,7 @@ fn a_plan_is_reproducible() {
     first_options.authors = vec!["gpt-5.2".into()];
     let first = plan_import(dir.path(), &first_options).unwrap();
     let mut later = first_options.clone();
-    later.imported_at = Utc.with_ymd_and_hms(2027, 1, 1, 12, 0, 0).unwrap();
+    later.imported_at = "2027-01-01T12:00:00Z".parse::<jiff::Timestamp>().unwrap();
     let second = plan_import(dir.path(), &later).unwrap();
     assert_eq!(first.rows.len(), second.rows.len());
     for (a, b) in first.rows.iter().zip(&second.rows) {

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::{TimeZone, Utc};
 use ki_catalog::{Catalog, ImportReport};
 use ki_sources::flashinfer::{ImportOptions, plan_import, publish};
 
@@ -18,7 +17,10 @@ fn samples() -> PathBuf {
 }
 
 fn options() -> ImportOptions {
-    ImportOptions { imported_at: Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap(), ..ImportOptions::default() }
+    ImportOptions {
+        imported_at: "2026-11-30T00:00:00Z".parse::<jiff::Timestamp>().unwrap(),
+        ..ImportOptions::default()
+    }
 }
 
 fn counts(report: &ImportReport, table: &str) -> (u64, u64, u64) {
@@ -34,8 +36,7 @@ struct Scratch {
 
 impl Scratch {
     async fn create() -> Scratch {
-        let name =
-            format!("ki_sources_{}_{}", std::process::id(), Utc::now().timestamp_nanos_opt().unwrap_or_default());
+        let name = format!("ki_sources_{}_{}", std::process::id(), ki_model::utc::now_nanos());
         let pool = sqlx::PgPool::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432 (database test)");
         // The name is built from our pid and the clock: digits and letters only.
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}"))).execute(&pool).await.unwrap();
@@ -68,7 +69,7 @@ async fn import_twice(catalog: &Catalog) {
 
     // Planned again at another time: same records, nothing new.
     let mut later = options();
-    later.imported_at = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
+    later.imported_at = "2027-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap();
     let again = plan_import(&samples(), &later).unwrap();
     let second = publish(catalog, &again, false, "samples").await.unwrap();
     assert_eq!(second.inserted(), 0, "{second:?}");
