@@ -42,6 +42,20 @@ pub struct OutputComparison {
     pub non_finite_mismatches: usize,
 }
 
+impl OutputComparison {
+    /// Folds another comparison of the same output into this one, keeping the worst of each figure.
+    pub fn fold_worst(&mut self, other: &OutputComparison) {
+        self.max_abs_error = self.max_abs_error.max(other.max_abs_error);
+        self.max_rel_error = self.max_rel_error.max(other.max_rel_error);
+        self.relative_l2_error = self.relative_l2_error.max(other.relative_l2_error);
+        self.matched_ratio = self.matched_ratio.min(other.matched_ratio);
+        self.sol_execbench_matched_ratio = self.sol_execbench_matched_ratio.min(other.sol_execbench_matched_ratio);
+        self.flashinfer_bench_pass &= other.flashinfer_bench_pass;
+        self.sol_execbench_pass &= other.sol_execbench_pass;
+        self.non_finite_mismatches += other.non_finite_mismatches;
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("output `{name}`: {message}")]
 pub struct CompareError {

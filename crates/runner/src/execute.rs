@@ -139,19 +139,7 @@ fn per_call_of(records: &[TrialRecord]) -> (Option<SampleSummary>, Option<PerCal
 fn worst_of(trials: &[TrialRecord]) -> Vec<OutputComparison> {
     let mut worst: BTreeMap<String, OutputComparison> = BTreeMap::new();
     for c in trials.iter().flat_map(|t| &t.comparisons) {
-        worst
-            .entry(c.name.clone())
-            .and_modify(|w| {
-                w.max_abs_error = w.max_abs_error.max(c.max_abs_error);
-                w.max_rel_error = w.max_rel_error.max(c.max_rel_error);
-                w.relative_l2_error = w.relative_l2_error.max(c.relative_l2_error);
-                w.matched_ratio = w.matched_ratio.min(c.matched_ratio);
-                w.sol_execbench_matched_ratio = w.sol_execbench_matched_ratio.min(c.sol_execbench_matched_ratio);
-                w.flashinfer_bench_pass &= c.flashinfer_bench_pass;
-                w.sol_execbench_pass &= c.sol_execbench_pass;
-                w.non_finite_mismatches += c.non_finite_mismatches;
-            })
-            .or_insert_with(|| c.clone());
+        worst.entry(c.name.clone()).and_modify(|w| w.fold_worst(c)).or_insert_with(|| c.clone());
     }
     worst.into_values().collect()
 }

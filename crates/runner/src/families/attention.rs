@@ -10,7 +10,8 @@
 //!   one query to each other sequence), the others split the remaining queries and hold no KV: a
 //!   causal query that sees no key has no defined output (the reference's softmax over nothing is
 //!   NaN), while a sequence without KV is one the reference answers (zeros), so no sequence may
-//!   hold fewer KV tokens than queries and more than none.
+//!   hold fewer KV tokens than queries and more than none. One sequence with fewer KV tokens than
+//!   queries has no such split: the workload is not run, with its numbers.
 //! * Page ids (paged definitions): `num_kv_indices` distinct ids below `num_pages`, a partial
 //!   Fisher–Yates shuffle (`materialize::synthesize_page_table`, seeded by the trial); for page size
 //!   > 1, `kv_last_page_len` as that function draws it.
@@ -77,6 +78,9 @@ pub fn synthesize(
     seed: u64,
 ) -> Result<TensorSet, MaterializeError> {
     let (q, kv) = lengths(definition, axes);
+    if definition.inputs.contains_key("qo_indptr") {
+        check_every_query_sees_a_key(&q, &kv)?;
+    }
     let mut out = TensorSet::new();
     out.insert("qo_indptr", i32_tensor(&indptr(&q)?));
     out.insert("kv_indptr", i32_tensor(&indptr(&kv)?));
@@ -92,6 +96,21 @@ pub fn synthesize(
         out.insert("kv_last_page_len", i32_tensor(&table.kv_last_page_len));
     }
     Ok(out)
+}
+
+/// A causal query that sees no key has no defined output (the reference's softmax over nothing is
+/// NaN), so no verdict could be given on the workload; `lengths` avoids such queries wherever the
+/// axes allow, which they do not for one sequence with fewer KV tokens than queries.
+fn check_every_query_sees_a_key(q: &[usize], kv: &[usize]) -> Result<(), MaterializeError> {
+    match q.iter().zip(kv).find(|&(&nq, &nk)| nk > 0 && nk < nq) {
+        Some((nq, nk)) => Err(MaterializeError(format!(
+            "a sequence of {nq} queries and {nk} KV tokens (the axes allow no other split): its first {} queries \
+             see no key under the causal mask, where the reference's output is undefined (NaN), so no output \
+             could be checked there",
+            nq - nk
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Query–key pairs a causal (prefill) or full (decode) attention evaluates.
@@ -172,6 +191,15 @@ mod tests {
             }
             assert!(total_q < len_indptr - 1 || q.iter().all(|&n| n >= 1), "{q:?}");
         }
+    }
+
+    #[test]
+    fn a_workload_with_undefined_queries_is_refused_with_its_numbers() {
+        let (q, kv) = sequence_lengths(true, &axes(2, 1210, 1));
+        let error = check_every_query_sees_a_key(&q, &kv).unwrap_err().to_string();
+        assert!(error.contains("1210 queries and 1 KV tokens") && error.contains("first 1209 queries"), "{error}");
+        let (q, kv) = sequence_lengths(true, &axes(29, 12383, 1));
+        assert!(check_every_query_sees_a_key(&q, &kv).is_ok());
     }
 
     #[test]

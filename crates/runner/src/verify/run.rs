@@ -662,11 +662,10 @@ impl<'a> DefinitionView<'a> {
 
 /// Folds one output's comparison into the worst case seen for that output.
 pub(super) fn fold_worst(worst: &mut BTreeMap<String, OutputComparison>, cmp: OutputComparison) {
-    let entry = worst.entry(cmp.name.clone()).or_insert_with(|| cmp.clone());
-    entry.max_abs_error = entry.max_abs_error.max(cmp.max_abs_error);
-    entry.max_rel_error = entry.max_rel_error.max(cmp.max_rel_error);
-    entry.relative_l2_error = entry.relative_l2_error.max(cmp.relative_l2_error);
-    entry.matched_ratio = entry.matched_ratio.min(cmp.matched_ratio);
-    entry.flashinfer_bench_pass &= cmp.flashinfer_bench_pass;
-    entry.non_finite_mismatches += cmp.non_finite_mismatches;
+    match worst.get_mut(&cmp.name) {
+        Some(entry) => entry.fold_worst(&cmp),
+        None => {
+            worst.insert(cmp.name.clone(), cmp);
+        }
+    }
 }

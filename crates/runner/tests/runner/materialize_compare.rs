@@ -159,6 +159,17 @@ fn comparators_on_known_values() {
 }
 
 #[test]
+fn the_worst_of_several_comparisons_counts_each_once() {
+    let tol = Tolerance::FLASHINFER_BENCH_DEFAULT;
+    let mut worst = compare_values("o", &[f32::NAN, 1.0], &[1.0, 1.0], tol).unwrap();
+    let second = compare_values("o", &[1.0, 3.0], &[1.0, 1.0], tol).unwrap();
+    worst.fold_worst(&second);
+    assert_eq!(worst.non_finite_mismatches, 1);
+    assert_eq!((worst.max_abs_error, worst.matched_ratio, worst.sol_execbench_matched_ratio), (2.0, 0.5, 0.5));
+    assert!(!worst.flashinfer_bench_pass && !worst.sol_execbench_pass);
+}
+
+#[test]
 fn statistics_on_known_samples() {
     assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
     assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
