@@ -87,7 +87,7 @@ impl Reader {
         match self {
             Reader::Api(api) => api.post(&["resolve", "kernel"], &serde_json::to_value(request)?),
             Reader::Catalog(catalog) => {
-                let now = ki_server::pages::resolve::now();
+                let now = ki_ranking::Instant::now();
                 if catalog.kept_model()?.is_none() {
                     // One operation's rows when the request names it exactly; else (plain words)
                     // the whole read model, whose lexicon reads them as the search does.
@@ -108,7 +108,7 @@ impl Reader {
             Reader::Api(api) => api.post(&["resolve", "kernel", "batch"], &json!({ "requests": requests })),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                let answers = model.resolve_batch_read_at(requests, ki_server::pages::resolve::now())?;
+                let answers = model.resolve_batch_read_at(requests, ki_ranking::Instant::now())?;
                 Ok(json!({ "responses": answers }))
             }
         }
