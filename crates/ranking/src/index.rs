@@ -1008,7 +1008,12 @@ impl Index {
     }
 
     pub fn project_of(&self, run: usize) -> &ProjectRow {
-        &self.projects[self.implementation_project[self.run_implementation(run)]]
+        &self.projects[self.project_index_of(run)]
+    }
+
+    /// The run's project as its place in [`Index::projects`].
+    pub fn project_index_of(&self, run: usize) -> usize {
+        self.implementation_project[self.run_implementation(run)]
     }
 
     pub fn workload_of(&self, run: usize) -> &WorkloadRow {

@@ -155,6 +155,29 @@ pub struct SearchEntry {
     /// The run classes ([`ReadModel::run_classes`]) of the runs behind the entry, ascending.
     #[serde(skip)]
     pub classes: Vec<u32>,
+    /// `gpus` as places in [`Tables::runs_by_gpu`].
+    #[serde(skip)]
+    pub gpu_ids: Vec<u32>,
+    /// The projects of the runs behind the entry, as places in the ranking's projects, ascending.
+    #[serde(skip)]
+    pub project_ids: Vec<u32>,
+    /// The entry's place when entries score alike: operations first, then the most-run, then by
+    /// label, kind and key (fixed when the model is built, so a search sorts integers).
+    #[serde(skip)]
+    pub order: u32,
+}
+
+/// What the `gpu:`, `source:` and `project:` filters read of a run class, as places (in
+/// `runs_by_gpu`, the sources table and the ranking's projects), so a search compares integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassPlaces {
+    pub gpu: u32,
+    pub source: u32,
+    pub project: u32,
+}
+
+impl ClassPlaces {
+    pub const NONE: u32 = u32::MAX;
 }
 
 /// A record event of the ranking index (`Index::record_events[event]`) and its new holder's run.
@@ -210,6 +233,10 @@ pub struct Tables {
     /// dtypes). A search tests each class once, not each run: at a million runs, testing
     /// every run behind every entry took 400 ms for `flashinfer h200`.
     pub run_classes: Vec<u32>,
+    /// Each run's class (a place in `run_classes`).
+    pub class_of_run: Vec<u32>,
+    /// What the `gpu:`, `source:` and `project:` filters read of each class, as places.
+    pub class_places: Vec<ClassPlaces>,
     /// Search entries by the catalog search index's kind and key.
     pub search_by_key: HashMap<(SearchKind, String), usize>,
     /// The entries the catalog's search index found for each word asked since this model was
@@ -544,8 +571,10 @@ impl Tables {
             .collect();
         model.check_aligned(&workloads, judgement)?;
         let (class_of_run, run_classes) = run_classes(judgement);
+        model.class_places = model.class_places(judgement, &run_classes);
         model.run_classes = run_classes;
-        model.search = model.build_search(judgement, &class_of_run);
+        model.search = model.build_search(judgement, &class_of_run, &model.class_places);
+        model.class_of_run = class_of_run;
         model.search_by_key = model
             .search
             .iter()
@@ -579,7 +608,12 @@ impl Tables {
         Ok(())
     }
 
-    fn build_search(&self, judgement: &ki_ranking::Index, class_of_run: &[u32]) -> Vec<SearchEntry> {
+    fn build_search(
+        &self,
+        judgement: &ki_ranking::Index,
+        class_of_run: &[u32],
+        class_places: &[ClassPlaces],
+    ) -> Vec<SearchEntry> {
         let classes_of = |runs: &mut dyn Iterator<Item = u32>| {
             let mut classes: Vec<u32> = runs.map(|r| class_of_run[r as usize]).collect();
             classes.sort_unstable();
@@ -616,6 +650,9 @@ impl Tables {
                 operation: Some(i),
                 of: i,
                 classes: classes_of(&mut entry_run_list.into_iter()),
+                gpu_ids: Vec::new(),
+                project_ids: Vec::new(),
+                order: 0,
             });
         }
         for (i, imp) in self.implementations.iter().enumerate() {
@@ -635,6 +672,9 @@ impl Tables {
                 operation: None,
                 of: i,
                 classes: classes_of(&mut entry_run_list.into_iter()),
+                gpu_ids: Vec::new(),
+                project_ids: Vec::new(),
+                order: 0,
             });
         }
         for (i, p) in self.projects.rows.iter().enumerate() {
@@ -653,10 +693,14 @@ impl Tables {
                 operation: None,
                 of: i,
                 classes: classes_of(&mut entry_run_list.into_iter()),
+                gpu_ids: Vec::new(),
+                project_ids: Vec::new(),
+                order: 0,
             });
         }
         for (i, (gpu, runs)) in self.runs_by_gpu.iter().enumerate() {
             let found = search_text::hardware(gpu);
+            let gpu_id = u32::try_from(i).expect("fewer than 2^32 GPUs");
             out.push(SearchEntry {
                 kind: SearchKind::Hardware.as_str(),
                 label: gpu.clone(),
@@ -670,9 +714,57 @@ impl Tables {
                 operation: None,
                 of: i,
                 classes: classes_of(&mut runs.iter().copied()),
+                gpu_ids: vec![gpu_id],
+                project_ids: Vec::new(),
+                order: 0,
             });
         }
+        let gpu_place: HashMap<&str, u32> =
+            self.runs_by_gpu.iter().enumerate().map(|(i, (gpu, _))| (gpu.as_str(), i as u32)).collect();
+        for entry in &mut out {
+            entry.gpu_ids = entry.gpus.iter().filter_map(|gpu| gpu_place.get(gpu.as_str()).copied()).collect();
+            let mut projects: Vec<u32> = entry.classes.iter().map(|&c| class_places[c as usize].project).collect();
+            projects.sort_unstable();
+            projects.dedup();
+            entry.project_ids = projects;
+        }
+        let mut by_order: Vec<usize> = (0..out.len()).collect();
+        by_order.sort_by(|&a, &b| {
+            let (a, b) = (&out[a], &out[b]);
+            (a.kind != "operation")
+                .cmp(&(b.kind != "operation"))
+                .then(b.runs.cmp(&a.runs))
+                .then(a.label.cmp(&b.label))
+                .then(a.kind.cmp(b.kind))
+                .then(a.key.cmp(&b.key))
+        });
+        for (order, entry) in by_order.into_iter().enumerate() {
+            out[entry].order = u32::try_from(order).expect("fewer than 2^32 search entries");
+        }
         out
+    }
+
+    /// Each class's GPU, source and project as places in `runs_by_gpu`, `sources` and the
+    /// ranking's projects (`NONE` where the run names none).
+    fn class_places(&self, judgement: &ki_ranking::Index, representatives: &[u32]) -> Vec<ClassPlaces> {
+        let gpus: HashMap<&str, u32> =
+            self.runs_by_gpu.iter().enumerate().map(|(i, (gpu, _))| (gpu.as_str(), i as u32)).collect();
+        let sources: HashMap<&str, u32> =
+            self.sources.rows.iter().enumerate().map(|(i, row)| (text(row, "id"), i as u32)).collect();
+        representatives
+            .iter()
+            .map(|&run| {
+                let row = &judgement.runs[run as usize];
+                let place = |map: &HashMap<&str, u32>, key: Option<&str>| {
+                    key.and_then(|k| map.get(k).copied()).unwrap_or(ClassPlaces::NONE)
+                };
+                ClassPlaces {
+                    gpu: place(&gpus, row.hardware_model.as_deref()),
+                    source: place(&sources, row.source_id.as_deref()),
+                    project: u32::try_from(judgement.project_index_of(run as usize)).expect("fewer than 2^32 projects"),
+                }
+            })
+            .collect()
     }
 
     /// The runs behind a search entry of this kind and row (`SearchEntry::of`).

@@ -104,16 +104,20 @@ fn contains(have: &str, wanted: &str) -> bool {
     have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
 }
 
-/// What the `gpu:`, `source:` and `project:` filters name, found once per query: GPU models,
-/// source ids and project ids.
-struct KnownMatches<'a> {
-    gpus: Option<HashSet<&'a str>>,
-    sources: Option<HashSet<&'a str>>,
-    projects: Option<HashSet<&'a str>>,
+/// What the `gpu:`, `source:` and `project:` filters name, found once per query: per GPU (a
+/// place in `runs_by_gpu`), source (in the sources table) and project (in the ranking's
+/// projects), whether the filter takes it.
+struct KnownMatches {
+    gpus: Option<Vec<bool>>,
+    sources: Option<Vec<bool>>,
+    projects: Option<Vec<bool>>,
     /// Per run class (`ReadModel::run_classes`), whether its runs pass every run filter but
     /// the implementation's, decided when first asked (a query's words find few entries; only
     /// their classes are tested); none when the query has no run filter.
     classes: Option<Vec<std::cell::Cell<ClassVerdict>>>,
+    /// The query's run filters are all `gpu:` ones, or all `project:` ones: an entry's own GPUs
+    /// or projects (`entry_matches`) decide whether some run of it passes, with no class tested.
+    entry_places_decide: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -176,14 +180,10 @@ fn whole_word_in(text: &str, word: &str) -> bool {
 
 impl ReadModel {
     /// The GPUs and sources the query's `gpu:` and `source:` filters name, found once per query.
-    fn known_matches(&self, request: &SearchRequest) -> KnownMatches<'_> {
+    fn known_matches(&self, request: &SearchRequest) -> KnownMatches {
         let named = |filter: Filter| request.values(filter).next().is_some();
         let gpus = named(Filter::Gpu).then(|| {
-            self.runs_by_gpu
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .filter(|name| request.values(Filter::Gpu).all(|g| contains(name, g)))
-                .collect()
+            self.runs_by_gpu.iter().map(|(name, _)| request.values(Filter::Gpu).all(|g| contains(name, g))).collect()
         });
         let projects = named(Filter::Project).then(|| {
             let projects = &self.judgement.projects;
@@ -206,23 +206,31 @@ impl ReadModel {
                         .collect()
                 })
                 .reduce(|a, b| a.intersection(&b).copied().collect())
+                .map(|ids| projects.iter().map(|p| ids.contains(p.id.as_str())).collect())
                 .unwrap_or_default()
         });
         let sources = named(Filter::Source).then(|| {
             self.sources
                 .rows
                 .iter()
-                .filter(|src| {
+                .map(|src| {
                     request
                         .values(Filter::Source)
                         .all(|s| contains(text(src, "slug"), s) || contains(text(src, "name"), s))
                 })
-                .map(|src| text(src, "id"))
                 .collect()
         });
         let run_filters = request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model));
         let classes = run_filters.then(|| vec![std::cell::Cell::new(ClassVerdict::Untested); self.run_classes.len()]);
-        KnownMatches { gpus, sources, projects, classes }
+        let run_filter_kinds: BTreeSet<&str> = request
+            .filters
+            .iter()
+            .filter(|f| !matches!(f.filter, Filter::Family | Filter::Model))
+            .map(|f| f.filter.name())
+            .collect();
+        let entry_places_decide = run_filter_kinds.len() == 1
+            && (run_filter_kinds.contains(Filter::Gpu.name()) || run_filter_kinds.contains(Filter::Project.name()));
+        KnownMatches { gpus, sources, projects, classes, entry_places_decide }
     }
 
     /// Whether the runs of a class pass every run filter but the implementation's.
@@ -230,29 +238,34 @@ impl ReadModel {
         let Some(classes) = &known.classes else { return true };
         let verdict = &classes[class as usize];
         if verdict.get() == ClassVerdict::Untested {
-            let passes = self.run_matches_class(self.run_classes[class as usize] as usize, request, known);
+            let passes =
+                self.run_matches_class(class as usize, self.run_classes[class as usize] as usize, request, known);
             verdict.set(if passes { ClassVerdict::Passes } else { ClassVerdict::Fails });
         }
         verdict.get() == ClassVerdict::Passes
     }
 
     /// A run passes the query's run filters (GPU, architecture, source, trust, licence,
-    /// language, installable, dtype), read from the ranking's typed rows.
+    /// language, installable, dtype, implementation), read from the ranking's typed rows.
     fn run_matches(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
         let implementation = |i: &str| self.judgement.implementation_of(run).slug.to_lowercase().contains(i);
-        self.run_matches_class(run, request, known) && request.values(Filter::Implementation).all(implementation)
+        self.class_passes(self.class_of_run[run], request, known)
+            && request.values(Filter::Implementation).all(implementation)
     }
 
-    /// A run passes every run filter but the implementation's: what all runs of its class share.
-    fn run_matches_class(&self, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
+    /// A class's runs pass every run filter but the implementation's (tested on `class`'s
+    /// representative `run`).
+    fn run_matches_class(&self, class: usize, run: usize, request: &SearchRequest, known: &KnownMatches) -> bool {
         let index = &self.judgement;
         let row = &index.runs[run];
+        let places = self.class_places[class];
+        let takes = |allowed: &Option<Vec<bool>>, place: u32| {
+            allowed.as_ref().is_none_or(|allowed| allowed.get(place as usize).copied().unwrap_or(false))
+        };
         let all = |filter: Filter, test: &dyn Fn(&str) -> bool| request.values(filter).all(test);
-        known.gpus.as_ref().is_none_or(|gpus| row.hardware_model.as_deref().is_some_and(|m| gpus.contains(m)))
-            && known
-                .sources
-                .as_ref()
-                .is_none_or(|sources| row.source_id.as_deref().is_some_and(|s| sources.contains(s)))
+        takes(&known.gpus, places.gpu)
+            && takes(&known.sources, places.source)
+            && takes(&known.projects, places.project)
             && all(Filter::Arch, &|a| row.hardware_architecture.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(a)))
             && all(Filter::Trust, &|t| {
                 TRUST_NAMES
@@ -271,7 +284,6 @@ impl ReadModel {
                 let wanted = dtype_short(d);
                 index.workload_of(run).dtypes.iter().any(|x| dtype_short(x).starts_with(&wanted))
             })
-            && known.projects.as_ref().is_none_or(|projects| projects.contains(index.project_of(run).id.as_str()))
     }
 
     /// An entry passes the query's filters: its own (family, model) and, when the query has
@@ -298,7 +310,13 @@ impl ReadModel {
         }
         // No run on a GPU the filter names: nothing to test run by run.
         if let Some(gpus) = &known.gpus
-            && !entry.gpus.iter().any(|gpu| gpus.contains(gpu.as_str()))
+            && !entry.gpu_ids.iter().any(|&gpu| gpus[gpu as usize])
+        {
+            return false;
+        }
+        // Nor in a project the filter names.
+        if let Some(projects) = &known.projects
+            && !entry.project_ids.iter().any(|&project| projects[project as usize])
         {
             return false;
         }
@@ -308,7 +326,7 @@ impl ReadModel {
     /// Some run behind the entry passes every run filter: one run of each of its classes is
     /// tested, and only with an implementation filter the runs of the entry themselves.
     fn some_run_matches(&self, entry: &SearchEntry, request: &SearchRequest, known: &KnownMatches) -> bool {
-        if known.classes.is_none() {
+        if known.classes.is_none() || known.entry_places_decide {
             return true;
         }
         if !entry.classes.iter().any(|&c| self.class_passes(c, request, known)) {
@@ -423,14 +441,8 @@ impl ReadModel {
                 (s + if fits { 10 } else { 0 }, e)
             })
             .collect();
-        scored.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then((a.1.kind != "operation").cmp(&(b.1.kind != "operation")))
-                .then(b.1.runs.cmp(&a.1.runs))
-                .then(a.1.label.cmp(&b.1.label))
-                .then(a.1.kind.cmp(b.1.kind))
-                .then(a.1.key.cmp(&b.1.key))
-        });
+        // `order` is operations first, the most-run, then label, kind and key (`SearchEntry::order`).
+        scored.sort_unstable_by_key(|(score, entry)| (std::cmp::Reverse(*score), entry.order));
         Ok(scored)
     }
 
@@ -846,13 +858,17 @@ mod tests {
             "arch:sm_100",
             "implementation:gpt h200",
             "implementation:native trust:verified",
+            "project:flashinfer",
+            "project:flashinfer gpu:h200",
+            "gpu:b200",
         ] {
             let request = understand(query, model.lexicon()).request;
             let known = model.known_matches(&request);
             assert!(known.classes.is_some(), "{query}: no run filter read");
             let (mut passed, mut refused) = (0, 0);
             for entry in &model.search {
-                let by_class = model.some_run_matches(entry, &request, &known);
+                // None of these queries has a family or model filter: an entry matches when some run does.
+                let by_class = model.entry_matches(entry, &request, &known);
                 let by_run = model
                     .entry_runs(&model.judgement, entry.kind, entry.of)
                     .any(|r| model.run_matches(r as usize, &request, &known));
