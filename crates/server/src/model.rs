@@ -927,11 +927,21 @@ pub fn scalar(value: &Value) -> String {
 /// word is looked up in the database once per read model, and a query takes the entries all its
 /// words found), and the [`Lexicon`] the words are read with, built on first use. A new model
 /// (after any write) starts empty, so neither outlives the entries and names it was made from.
-/// Bounded: the word lists are emptied when they hold too many words or entries.
+/// Each query term (a word and the common names it stands for) keeps its entries with their
+/// weight, so a repeated query scores integers instead of searching each entry's text.
+/// Bounded: the lists are emptied when they hold too many words or entries.
 #[derive(Debug, Default)]
 pub struct WordMatches {
     words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
+    terms: std::sync::Mutex<HashMap<String, Arc<[TermHit]>>>,
     pub(crate) lexicon: OnceLock<Lexicon>,
+}
+
+/// A search entry that holds a query term, and how well: 3 for a whole word, 1 for part of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TermHit {
+    pub entry: u32,
+    pub weight: u8,
 }
 
 /// Most words and most entries (over all words) [`WordMatches`] holds: a few MiB at most.
@@ -944,13 +954,25 @@ impl WordMatches {
     }
 
     pub(crate) fn insert(&self, word: &str, entries: Arc<[u32]>) {
-        let mut words = self.words.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let held: usize = words.values().map(|e| e.len()).sum();
-        if words.len() >= MAX_CACHED_WORDS || held + entries.len() > MAX_CACHED_ENTRIES {
-            words.clear();
-        }
-        words.insert(word.to_string(), entries);
+        bounded_insert(&self.words, word, entries);
     }
+
+    pub(crate) fn term(&self, term: &str) -> Option<Arc<[TermHit]>> {
+        self.terms.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(term).cloned()
+    }
+
+    pub(crate) fn insert_term(&self, term: &str, hits: Arc<[TermHit]>) {
+        bounded_insert(&self.terms, term, hits);
+    }
+}
+
+fn bounded_insert<T>(map: &std::sync::Mutex<HashMap<String, Arc<[T]>>>, key: &str, list: Arc<[T]>) {
+    let mut map = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let held: usize = map.values().map(|e| e.len()).sum();
+    if map.len() >= MAX_CACHED_WORDS || held + list.len() > MAX_CACHED_ENTRIES {
+        map.clear();
+    }
+    map.insert(key.to_string(), list);
 }
 
 #[cfg(test)]

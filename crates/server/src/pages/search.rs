@@ -24,7 +24,7 @@ use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
 use maud::{Markup, html};
 use serde::Serialize;
 
-use crate::model::{ReadModel, SearchEntry, slugify, text};
+use crate::model::{ReadModel, SearchEntry, TermHit, slugify, text};
 
 /// What the search found.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -81,11 +81,21 @@ pub struct RunHit {
     pub href: String,
 }
 
-/// The values `lists` (each ascending) all hold, ascending.
-fn common_entries(mut lists: Vec<Arc<[u32]>>) -> Vec<u32> {
+/// The entries every list (each ascending by entry) holds, ascending, with their weights summed.
+fn common_entries(mut lists: Vec<Arc<[TermHit]>>) -> Vec<(u32, u32)> {
     lists.sort_by_key(|list| list.len());
     let Some((shortest, rest)) = lists.split_first() else { return Vec::new() };
-    shortest.iter().copied().filter(|entry| rest.iter().all(|list| list.binary_search(entry).is_ok())).collect()
+    shortest
+        .iter()
+        .filter_map(|hit| {
+            let mut weight = u32::from(hit.weight);
+            for list in rest {
+                let at = list.binary_search_by_key(&hit.entry, |h| h.entry).ok()?;
+                weight += u32::from(list[at].weight);
+            }
+            Some((hit.entry, weight))
+        })
+        .collect()
 }
 
 /// Runs listed for an id prefix that several runs share.
@@ -141,16 +151,18 @@ impl<'a> Words<'a> {
         Words { terms, phrase: first.join(" ").replace(['_', '-'], " ") }
     }
 
-    /// How well an entry's text matches the terms: 3 per whole word, 1 per part of a word (the
-    /// best of a term's alternatives), 20 more when the words are exactly one of its names, 2
-    /// when one of its names starts with them; None when a term is missing.
-    fn score(&self, entry: &SearchEntry) -> Option<u32> {
-        let mut score = 0;
-        for term in self.terms {
-            // Most entries miss a word: test that before splitting the text into words.
-            let found = term.iter().filter(|w| entry.haystack.contains(w.as_str()));
-            score += found.map(|w| if whole_word_in(&entry.haystack, w) { 3 } else { 1 }).max()?;
-        }
+    /// How well an entry's text holds one term: 3 for a whole word, 1 for part of a word (the
+    /// best of the term's alternatives); 0 when it holds none.
+    fn weight(term: &[String], entry: &SearchEntry) -> u8 {
+        // Most entries miss a word: test that before splitting the text into words.
+        let found = term.iter().filter(|w| entry.haystack.contains(w.as_str()));
+        found.map(|w| if whole_word_in(&entry.haystack, w) { 3 } else { 1 }).max().unwrap_or(0)
+    }
+
+    /// An entry's score: the terms' weights (`weights`, summed), 20 more when the words are
+    /// exactly one of its names, 2 when one of its names starts with them.
+    fn score(&self, weights: u32, entry: &SearchEntry) -> u32 {
+        let mut score = weights;
         if !self.terms.is_empty() && entry.names.contains(&self.phrase) {
             score += 20;
         } else if !self.terms.is_empty()
@@ -160,7 +172,7 @@ impl<'a> Words<'a> {
             // `fused add rmsnorm h7168`) is closer than one that only holds them.
             score += 2;
         }
-        Some(score)
+        score
     }
 }
 
@@ -415,26 +427,21 @@ impl ReadModel {
     ) -> Result<Vec<(u32, &SearchEntry)>, CatalogError> {
         let known = self.known_matches(request);
         let words = Words::new(terms);
-        let found: Vec<u32> = if terms.is_empty() {
-            (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).collect()
+        let found: Vec<(u32, u32)> = if terms.is_empty() {
+            (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).map(|e| (e, 0)).collect()
         } else {
             let mut lists = Vec::with_capacity(terms.len());
             for term in terms {
-                // A term's entries: those any of its words found.
-                let mut entries: Vec<u32> = Vec::new();
-                for word in term {
-                    entries.extend(self.word_entries(catalog, word).await?.iter().copied());
-                }
-                entries.sort_unstable();
-                entries.dedup();
-                lists.push(Arc::from(entries));
+                lists.push(self.term_hits(catalog, term).await?);
             }
             common_entries(lists)
         };
         let mut scored: Vec<(u32, &SearchEntry)> = found
             .into_iter()
-            .map(|entry| &self.search[entry as usize])
-            .filter_map(|e| words.score(e).map(|s| (s, e)))
+            .map(|(entry, weights)| {
+                let entry = &self.search[entry as usize];
+                (words.score(weights, entry), entry)
+            })
             .filter(|(_, e)| self.entry_matches(e, request, &known))
             .map(|(s, e)| {
                 let fits = !request.axes.is_empty() && e.operation.is_some_and(|op| self.fits_axes(op, request));
@@ -444,6 +451,29 @@ impl ReadModel {
         // `order` is operations first, the most-run, then label, kind and key (`SearchEntry::order`).
         scored.sort_unstable_by_key(|(score, entry)| (std::cmp::Reverse(*score), entry.order));
         Ok(scored)
+    }
+
+    /// The entries that hold a term (a word or one of the common names it stands for): those the
+    /// catalog's search index found for any of its words whose text holds one, with the weight
+    /// of the best; ascending by entry.
+    async fn term_hits(&self, catalog: &Catalog, term: &[String]) -> Result<Arc<[TermHit]>, CatalogError> {
+        let key = term.join("\n");
+        if let Some(hits) = self.search_matches.term(&key) {
+            return Ok(hits);
+        }
+        let mut entries: Vec<u32> = Vec::new();
+        for word in term {
+            entries.extend(self.word_entries(catalog, word).await?.iter().copied());
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        let hits: Arc<[TermHit]> = entries
+            .into_iter()
+            .map(|entry| TermHit { entry, weight: Words::weight(term, &self.search[entry as usize]) })
+            .filter(|hit| hit.weight > 0)
+            .collect();
+        self.search_matches.insert_term(&key, hits.clone());
+        Ok(hits)
     }
 
     /// The entries the catalog's search index finds for one word (those this model holds).
@@ -913,10 +943,13 @@ mod tests {
 
     #[test]
     fn a_query_takes_the_entries_every_word_found() {
-        let list = |entries: &[u32]| -> Arc<[u32]> { entries.into() };
-        assert_eq!(common_entries(vec![list(&[1, 4, 7, 9]), list(&[0, 4, 9, 12]), list(&[4, 9])]), [4, 9]);
-        assert_eq!(common_entries(vec![list(&[1, 2]), list(&[])]), [] as [u32; 0]);
-        assert_eq!(common_entries(vec![list(&[3, 5])]), [3, 5]);
-        assert_eq!(common_entries(Vec::new()), [] as [u32; 0]);
+        let list = |entries: &[(u32, u8)]| -> Arc<[TermHit]> {
+            entries.iter().map(|&(entry, weight)| TermHit { entry, weight }).collect()
+        };
+        let lists = vec![list(&[(1, 1), (4, 3), (7, 1), (9, 1)]), list(&[(0, 3), (4, 1), (9, 3), (12, 1)]), list(&[(4, 3), (9, 1)])];
+        assert_eq!(common_entries(lists), [(4, 7), (9, 5)]);
+        assert_eq!(common_entries(vec![list(&[(1, 3), (2, 3)]), list(&[])]), []);
+        assert_eq!(common_entries(vec![list(&[(3, 1), (5, 3)])]), [(3, 1), (5, 3)]);
+        assert_eq!(common_entries(Vec::new()), []);
     }
 }
