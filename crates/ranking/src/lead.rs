@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::index::Index;
-use crate::resolve::{DEFAULT_TOP_RUNS, ResolveResponse};
+use crate::resolve::{DEFAULT_TOP_RUNS, ResolveRequest, ResolveResponse, Shape};
 use crate::views::{CohortView, RunSummary};
 
 pub use crate::resolve::AxisDifference;
@@ -53,43 +53,65 @@ impl Index {
         Some(shaped)
     }
 
-    /// The groups that pass, verified first, then the most eligible runs, then by GPU and key.
-    fn lead_groups(
+    /// Of the groups resolve picked, those with a run that `keep` passes (None: every group),
+    /// verified first, then the most eligible runs, then by GPU and key; at most `limit`, made
+    /// views with their leaders taken from the runs that pass; and how many more passed.
+    pub(crate) fn lead_views(
         &self,
-        views: Vec<CohortView>,
+        picked: Vec<usize>,
         keep: Option<&dyn Fn(usize) -> bool>,
         limit: usize,
     ) -> (Vec<CohortView>, usize) {
-        let mut kept: Vec<CohortView> = match keep {
-            Some(keep) => views.iter().filter_map(|v| self.kept_view(v, keep)).collect(),
-            None => views,
-        };
-        kept.sort_by(|a, b| {
-            b.best_verified
-                .is_some()
-                .cmp(&a.best_verified.is_some())
-                .then(b.eligible_runs.cmp(&a.eligible_runs))
-                .then(a.hardware.cmp(&b.hardware))
-                .then(a.comparison_key.cmp(&b.comparison_key))
-        });
-        let omitted = kept.len().saturating_sub(limit);
-        kept.truncate(limit);
-        (kept, omitted)
+        let mut ordered: Vec<(bool, usize, Option<&str>, &str, usize)> = picked
+            .into_iter()
+            .filter_map(|c| {
+                let cohort = &self.cohorts[c];
+                let eligible = cohort.ranking.iter().map(|e| e.run).filter(|&run| keep.is_none_or(|keep| keep(run)));
+                let (mut passing, mut verified) = (0, false);
+                for run in eligible {
+                    passing += 1;
+                    verified |= self.facts[run].trust.is_verified();
+                }
+                // The view's GPU is its first eligible run's (`cohort_view`).
+                let sample = cohort.ranking.first().map(|e| e.run).unwrap_or(cohort.runs[0]);
+                let hardware = self.runs[sample].hardware_model.as_deref();
+                (passing > 0 || keep.is_none()).then_some((
+                    !verified,
+                    passing,
+                    hardware,
+                    cohort.comparison_key.as_str(),
+                    c,
+                ))
+            })
+            .collect();
+        ordered.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(b.3)));
+        let omitted = ordered.len().saturating_sub(limit);
+        ordered.truncate(limit);
+        let views = ordered
+            .into_iter()
+            .filter_map(|(.., c)| {
+                let view = self.cohort_view(c, DEFAULT_TOP_RUNS);
+                match keep {
+                    Some(keep) => self.kept_view(&view, keep),
+                    None => Some(view),
+                }
+            })
+            .collect();
+        (views, omitted)
     }
 
-    /// Shapes a resolve answer (asked with a `limit` of as many groups as may be filtered out)
-    /// into what a search leads with, listing at most `limit` groups; `keep` tells the runs that
-    /// pass the query's evidence filters (None: every run). When the workload asked was never
-    /// measured, the nearest measured case (the smallest relative difference; below on a tie)
-    /// becomes the answer's groups and [`Lead::differs`] names its axis.
-    pub fn lead(&self, response: &mut ResolveResponse, keep: Option<&dyn Fn(usize) -> bool>, limit: usize) -> Lead {
-        let omitted_before = response.omitted_cohorts;
-        let (cohorts, omitted) = self.lead_groups(std::mem::take(&mut response.cohorts), keep, limit);
-        response.cohorts = cohorts;
-        response.omitted_cohorts = omitted + omitted_before;
-        for case in &mut response.nearest {
-            case.cohorts = self.lead_groups(std::mem::take(&mut case.cohorts), keep, limit).0;
-        }
+    /// What a search leads with: `request` resolved (asked with a `limit` of as many groups as
+    /// may be filtered out), listing at most `limit` groups; `keep` tells the runs that pass the
+    /// query's evidence filters (None: every run). When the workload asked was never measured,
+    /// the nearest measured case (the smallest relative difference; below on a tie) becomes the
+    /// answer's groups and [`Lead::differs`] names its axis.
+    pub fn resolve_lead(
+        &self,
+        request: &ResolveRequest,
+        keep: Option<&dyn Fn(usize) -> bool>,
+        limit: usize,
+    ) -> (ResolveResponse, Lead) {
+        let mut response = self.resolve_shaped(request, Shape::Lead { keep, limit });
         response.nearest.retain(|case| !case.cohorts.is_empty());
         let mut lead = Lead::default();
         if response.cohorts.is_empty() {
@@ -120,6 +142,6 @@ impl Index {
             lead.fastest = fastest.filter(|f| lead.leader.as_ref().is_none_or(|l| l.run_id != f.run_id));
             lead.best_deployable = first.best_deployable.clone();
         }
-        lead
+        (response, lead)
     }
 }

@@ -46,7 +46,7 @@
 //! dtypes, loose axes and common names into the same `SearchRequest`, each as a removable `Chip`,
 //! typos corrected per word against the whole lexicon with `strsim`), `forgiving` (`Index::read_request`,
 //! `Index::resolve_read_at`: a resolve request's operation words, GPU, axis names and dtypes read with that
-//! lexicon, what was read as what in `ResolveResponse::read_as`; `Index::lexicon` for a partial index), `lead` (`Index::lead`: what
+//! lexicon, what was read as what in `ResolveResponse::read_as`; `Index::lexicon` for a partial index), `lead` (`Index::resolve_lead`: what
 //! a search's answer leads with — evidence filters applied, verified groups first, the nearest
 //! measured workload). **Architecture invariant:** pure; depends only on `model`.
 

@@ -135,6 +135,15 @@ pub struct BatchSizeError {
     pub given: usize,
 }
 
+/// How resolve makes views of the groups it picked: all of them in its readable order, or as a
+/// search's lead shapes them (`Index::resolve_lead`: the runs `keep` passes, verified groups
+/// first, at most `limit`), so that groups the lead drops are never made views.
+#[derive(Clone, Copy)]
+pub(crate) enum Shape<'a> {
+    Readable,
+    Lead { keep: Option<&'a dyn Fn(usize) -> bool>, limit: usize },
+}
+
 /// Numbers compare by value (16 and 16.0 are one case); everything else exactly.
 fn axis_equal(a: &Value, b: &Value) -> bool {
     match (a.as_f64(), b.as_f64()) {
@@ -174,7 +183,7 @@ impl Index {
         }
     }
 
-    fn cohort_views(&self, cohorts: Vec<usize>, limit: usize) -> (Vec<CohortView>, usize) {
+    fn cohort_views(&self, cohorts: Vec<usize>, limit: usize, shape: Shape<'_>) -> (Vec<CohortView>, usize) {
         // Groups are not comparable with each other; list them in a stable, readable order:
         // by hardware, the largest first, then by key (keys are unique, so the order is total).
         // Each group's key is read once: an operation browsed without axes has thousands.
@@ -192,14 +201,25 @@ impl Index {
         }
         keyed.truncate(limit);
         keyed.sort_unstable();
-        let views = keyed.into_iter().map(|(.., c)| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect();
-        (views, omitted)
+        let picked: Vec<usize> = keyed.into_iter().map(|(.., c)| c).collect();
+        match shape {
+            Shape::Readable => (picked.into_iter().map(|c| self.cohort_view(c, DEFAULT_TOP_RUNS)).collect(), omitted),
+            Shape::Lead { keep, limit } => {
+                let (views, dropped) = self.lead_views(picked, keep, limit);
+                (views, omitted + dropped)
+            }
+        }
     }
 
     /// The answer to `request`, listing as many comparison groups as it asks (a `limit` out of
     /// range lists the most, [`MAX_COHORTS_PER_ANSWER`]; callers refuse it first with
     /// [`ResolveRequest::cohort_limit`]).
     pub fn resolve(&self, request: &ResolveRequest) -> ResolveResponse {
+        self.resolve_shaped(request, Shape::Readable)
+    }
+
+    /// [`Index::resolve`], its groups made views as `shape` says.
+    pub(crate) fn resolve_shaped(&self, request: &ResolveRequest, shape: Shape<'_>) -> ResolveResponse {
         let limit = request.cohort_limit().unwrap_or(MAX_COHORTS_PER_ANSWER);
         let mut response = ResolveResponse {
             request: request.clone(),
@@ -264,7 +284,7 @@ impl Index {
                     missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
                 ));
             }
-            (response.cohorts, response.omitted_cohorts) = self.cohort_views(exact_cohorts, limit);
+            (response.cohorts, response.omitted_cohorts) = self.cohort_views(exact_cohorts, limit, shape);
             return response;
         }
 
@@ -297,9 +317,9 @@ impl Index {
                 response.notes.push(format!("It was measured on {}.", hardware.join(", ")));
             }
         }
-        response.nearest = self.nearest_cases(op, request, limit);
+        response.nearest = self.nearest_cases(op, request, limit, shape);
         if response.nearest.is_empty() {
-            response.nearest = self.nearest_cases_differing_more(op, request, limit);
+            response.nearest = self.nearest_cases_differing_more(op, request, limit, shape);
         }
         if !response.nearest.is_empty() {
             response.mode = ResolveMode::Browse;
@@ -311,7 +331,13 @@ impl Index {
     /// measured workloads (under the request's filters and dtypes) that agree with it on every
     /// non-numeric axis and differ in the fewest numeric ones, the nearest (summed |ln ratio|)
     /// below and above the request along the axis that differs most in the nearest of them.
-    fn nearest_cases_differing_more(&self, op: usize, request: &ResolveRequest, limit: usize) -> Vec<NearestCase> {
+    fn nearest_cases_differing_more(
+        &self,
+        op: usize,
+        request: &ResolveRequest,
+        limit: usize,
+        shape: Shape<'_>,
+    ) -> Vec<NearestCase> {
         struct Candidate {
             differs: Vec<AxisDifference>,
             distance: f64,
@@ -390,7 +416,7 @@ impl Index {
                 requested,
                 measured,
                 differs,
-                cohorts: self.cohort_views(nearest.cohorts.clone(), limit).0,
+                cohorts: self.cohort_views(nearest.cohorts.clone(), limit, shape).0,
             });
         }
         out
@@ -398,7 +424,7 @@ impl Index {
 
     /// For each requested numeric axis, the closest measured values below and above,
     /// taken only from cases that agree with the request on every other requested axis.
-    fn nearest_cases(&self, op: usize, request: &ResolveRequest, limit: usize) -> Vec<NearestCase> {
+    fn nearest_cases(&self, op: usize, request: &ResolveRequest, limit: usize, shape: Shape<'_>) -> Vec<NearestCase> {
         // axis -> side -> (measured value, cohorts)
         let mut best: BTreeMap<(String, u8), (f64, Value, Vec<usize>)> = BTreeMap::new();
         for &workload in &self.workloads_by_operation[op] {
@@ -451,7 +477,7 @@ impl Index {
                 axis,
                 side: if side == 0 { Side::Below } else { Side::Above },
                 measured,
-                cohorts: self.cohort_views(cohorts, limit).0,
+                cohorts: self.cohort_views(cohorts, limit, shape).0,
             })
             .collect()
     }

@@ -161,6 +161,9 @@ pub struct SearchEntry {
     /// The projects of the runs behind the entry, as places in the ranking's projects, ascending.
     #[serde(skip)]
     pub project_ids: Vec<u32>,
+    /// The best evidence among the runs behind the entry (none: no run).
+    #[serde(skip)]
+    pub best_trust: Option<ki_ranking::TrustLevel>,
     /// The entry's place when entries score alike: operations first, then the most-run, then by
     /// label, kind and key (fixed when the model is built, so a search sorts integers).
     #[serde(skip)]
@@ -652,6 +655,7 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                best_trust: None,
                 order: 0,
             });
         }
@@ -674,6 +678,7 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                best_trust: None,
                 order: 0,
             });
         }
@@ -695,6 +700,7 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                best_trust: None,
                 order: 0,
             });
         }
@@ -716,6 +722,7 @@ impl Tables {
                 classes: classes_of(&mut runs.iter().copied()),
                 gpu_ids: vec![gpu_id],
                 project_ids: Vec::new(),
+                best_trust: None,
                 order: 0,
             });
         }
@@ -723,6 +730,8 @@ impl Tables {
             self.runs_by_gpu.iter().enumerate().map(|(i, (gpu, _))| (gpu.as_str(), i as u32)).collect();
         for entry in &mut out {
             entry.gpu_ids = entry.gpus.iter().filter_map(|gpu| gpu_place.get(gpu.as_str()).copied()).collect();
+            entry.best_trust =
+                entry.classes.iter().map(|&c| judgement.facts[self.run_classes[c as usize] as usize].trust).max();
             let mut projects: Vec<u32> = entry.classes.iter().map(|&c| class_places[c as usize].project).collect();
             projects.sort_unstable();
             projects.dedup();

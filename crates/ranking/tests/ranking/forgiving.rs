@@ -155,9 +155,11 @@ fn a_case_never_measured_answers_the_nearest_cases_on_either_side() {
 
     // The search's lead takes the nearest of them by relative difference (the one below:
     // 0.5 + 0.30 against 1.0 + 0.01), naming both axes.
-    let mut answer =
-        index.resolve(&request(KV4, Some("NVIDIA H200"), &[("batch_size", 32), ("num_kv_indices", 32768)]));
-    let lead = index.lead(&mut answer, None, 10);
+    let (answer, lead) = index.resolve_lead(
+        &request(KV4, Some("NVIDIA H200"), &[("batch_size", 32), ("num_kv_indices", 32768)]),
+        None,
+        10,
+    );
     let differs: Vec<(&str, serde_json::Value)> =
         lead.differs.iter().map(|d| (d.axis.as_str(), d.measured.clone())).collect();
     assert_eq!(differs, [("batch_size", json!(16)), ("num_kv_indices", json!(23079))]);

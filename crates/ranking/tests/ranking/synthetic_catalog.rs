@@ -475,7 +475,7 @@ fn an_answer_lists_ten_groups_unless_the_request_asks_for_between_one_and_fifty(
     assert_eq!(serde_json::to_value(ResolveRequest::default()).unwrap().get("limit"), None, "absent stays absent");
 }
 
-/// What a search leads with (`Index::lead`): groups with a verified run first, whatever their
+/// What a search leads with (`Index::resolve_lead`): groups with a verified run first, whatever their
 /// size; the evidence filters applied to each group's runs (a group none pass is dropped); the
 /// leader is the first group's fastest verified run, else its #1; and when the workload asked
 /// was not measured, the nearest one, naming the axis that differs.
@@ -499,34 +499,32 @@ fn a_search_leads_with_verified_groups_filtered_runs_and_the_nearest_workload() 
         ..Default::default()
     };
 
-    let mut answer = index.resolve(&request);
-    let lead = index.lead(&mut answer, None, 10);
+    let (answer, lead) = index.resolve_lead(&request, None, 10);
     assert_eq!(answer.cohorts[0].hardware.as_deref(), Some("NVIDIA H200"), "the verified group leads, though smaller");
     assert_eq!(id(&lead.leader), "h200-verified");
     assert_eq!(id(&lead.fastest), "h200-reported", "the faster reported run is named beside it");
     assert!(lead.differs.is_empty());
 
     // Only reported runs pass: no group has a verified run, so the larger leads.
-    let mut answer = index.resolve(&request);
     let reported = |run: usize| !index.facts[run].trust.is_verified();
-    let lead = index.lead(&mut answer, Some(&reported), 10);
+    let (answer, lead) = index.resolve_lead(&request, Some(&reported), 10);
     assert_eq!(answer.cohorts.len(), 2);
     assert_eq!(answer.cohorts[0].hardware.as_deref(), Some("NVIDIA B200"));
     assert_eq!((id(&lead.leader), lead.fastest.is_none()), ("b200-fast".to_string(), true));
     assert_eq!(answer.cohorts[1].eligible_runs, 1, "the H200 group counts the runs that pass");
 
     // `trust:verified`: the B200 group has none and is dropped; the H200 one keeps its verified run.
-    let mut answer = index.resolve(&request);
     let verified = |run: usize| index.facts[run].trust.is_verified();
-    let lead = index.lead(&mut answer, Some(&verified), 10);
+    let (answer, lead) = index.resolve_lead(&request, Some(&verified), 10);
     assert_eq!(answer.cohorts.len(), 1);
     assert_eq!(answer.cohorts[0].fastest.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["h200-verified"]);
     assert_eq!(id(&lead.leader), "h200-verified");
 
     // n = 2000 was never measured: the nearest workload (n = 1024) leads, saying so.
-    let mut answer = index.resolve(&ResolveRequest { axes: [("n".into(), json!(2000))].into(), ..request.clone() });
+    let unmeasured = ResolveRequest { axes: [("n".into(), json!(2000))].into(), ..request.clone() };
+    let answer = index.resolve(&unmeasured);
     assert!(answer.cohorts.is_empty() && !answer.nearest.is_empty());
-    let lead = index.lead(&mut answer, None, 1);
+    let (answer, lead) = index.resolve_lead(&unmeasured, None, 1);
     assert_eq!(lead.differs.len(), 1);
     assert_eq!(
         (lead.differs[0].axis.as_str(), &lead.differs[0].asked, &lead.differs[0].measured),

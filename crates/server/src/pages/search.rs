@@ -125,8 +125,9 @@ struct KnownMatches {
     /// the implementation's, decided when first asked (a query's words find few entries; only
     /// their classes are tested); none when the query has no run filter.
     classes: Option<Vec<std::cell::Cell<ClassVerdict>>>,
-    /// The query's run filters are all `gpu:` ones, or all `project:` ones: an entry's own GPUs
-    /// or projects (`entry_matches`) decide whether some run of it passes, with no class tested.
+    /// The query's run filters are all `gpu:` ones, all `project:` ones or all `trust:` ones: an
+    /// entry's own GPUs, projects or best evidence (`entry_matches`) decide whether some run of
+    /// it passes, with no class tested.
     entry_places_decide: bool,
 }
 
@@ -241,7 +242,7 @@ impl ReadModel {
             .map(|f| f.filter.name())
             .collect();
         let entry_places_decide = run_filter_kinds.len() == 1
-            && (run_filter_kinds.contains(Filter::Gpu.name()) || run_filter_kinds.contains(Filter::Project.name()));
+            && [Filter::Gpu, Filter::Project, Filter::Trust].iter().any(|f| run_filter_kinds.contains(f.name()));
         KnownMatches { gpus, sources, projects, classes, entry_places_decide }
     }
 
@@ -330,6 +331,14 @@ impl ReadModel {
         if let Some(projects) = &known.projects
             && !entry.project_ids.iter().any(|&project| projects[project as usize])
         {
+            return false;
+        }
+        // Nor with evidence as good as the trust filter asks.
+        let trusted = |t: &str| {
+            let least = TRUST_NAMES.iter().find(|(name, _)| *name == t).map(|(_, least)| *least);
+            least.is_some_and(|least| entry.best_trust.is_some_and(|best| best >= least))
+        };
+        if !request.values(Filter::Trust).all(trusted) {
             return false;
         }
         !run_filters || self.some_run_matches(entry, request, known)
@@ -630,22 +639,21 @@ impl ReadModel {
     }
 
     /// The answer a search leads with on one operation: resolve under the query's GPU, axes and
-    /// dtypes, shaped by the ranking (`Index::lead`) with the query's evidence filters.
+    /// dtypes, shaped by the ranking (`Index::resolve_lead`) with the query's evidence filters.
     fn lead_answer(&self, op: usize, request: &SearchRequest) -> (ResolveResponse, Lead) {
         let (resolve, ignored) = self.resolve_request(op, request);
-        let mut answer = self.judgement.resolve(&resolve);
+        let evidence =
+            request.filters.iter().any(|f| !matches!(f.filter, Filter::Gpu | Filter::Model | Filter::Family));
+        let (mut answer, lead) = if evidence {
+            let known = self.known_matches(request);
+            let keep = |run: usize| self.run_matches(run, request, &known);
+            self.judgement.resolve_lead(&resolve, Some(&keep), ANSWER_GROUPS)
+        } else {
+            self.judgement.resolve_lead(&resolve, None, ANSWER_GROUPS)
+        };
         if !ignored.is_empty() {
             answer.notes.push(format!("{} has no {}: not applied", answer_name(&answer), ignored.join(", ")));
         }
-        let evidence =
-            request.filters.iter().any(|f| !matches!(f.filter, Filter::Gpu | Filter::Model | Filter::Family));
-        let lead = if evidence {
-            let known = self.known_matches(request);
-            let keep = |run: usize| self.run_matches(run, request, &known);
-            self.judgement.lead(&mut answer, Some(&keep), ANSWER_GROUPS)
-        } else {
-            self.judgement.lead(&mut answer, None, ANSWER_GROUPS)
-        };
         (answer, lead)
     }
 
@@ -891,6 +899,9 @@ mod tests {
             "project:flashinfer",
             "project:flashinfer gpu:h200",
             "gpu:b200",
+            "trust:verified",
+            "trust:reproducible",
+            "trust:verified trust:reported",
         ] {
             let request = understand(query, model.lexicon()).request;
             let known = model.known_matches(&request);
@@ -946,7 +957,11 @@ mod tests {
         let list = |entries: &[(u32, u8)]| -> Arc<[TermHit]> {
             entries.iter().map(|&(entry, weight)| TermHit { entry, weight }).collect()
         };
-        let lists = vec![list(&[(1, 1), (4, 3), (7, 1), (9, 1)]), list(&[(0, 3), (4, 1), (9, 3), (12, 1)]), list(&[(4, 3), (9, 1)])];
+        let lists = vec![
+            list(&[(1, 1), (4, 3), (7, 1), (9, 1)]),
+            list(&[(0, 3), (4, 1), (9, 3), (12, 1)]),
+            list(&[(4, 3), (9, 1)]),
+        ];
         assert_eq!(common_entries(lists), [(4, 7), (9, 5)]);
         assert_eq!(common_entries(vec![list(&[(1, 3), (2, 3)]), list(&[])]), []);
         assert_eq!(common_entries(vec![list(&[(3, 1), (5, 3)])]), [(3, 1), (5, 3)]);
