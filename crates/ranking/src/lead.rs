@@ -66,12 +66,17 @@ impl Index {
             .into_iter()
             .filter_map(|c| {
                 let cohort = &self.cohorts[c];
-                let eligible = cohort.ranking.iter().map(|e| e.run).filter(|&run| keep.is_none_or(|keep| keep(run)));
-                let (mut passing, mut verified) = (0, false);
-                for run in eligible {
-                    passing += 1;
-                    verified |= self.facts[run].trust.is_verified();
-                }
+                let verified_run = |run: usize| self.facts[run].trust.is_verified();
+                let (passing, verified) = match keep {
+                    // Every eligible run passes: no need to read them all.
+                    None => (cohort.ranking.len(), cohort.ranking.iter().any(|e| verified_run(e.run))),
+                    Some(keep) => cohort
+                        .ranking
+                        .iter()
+                        .map(|e| e.run)
+                        .filter(|&run| keep(run))
+                        .fold((0, false), |(passing, verified), run| (passing + 1, verified || verified_run(run))),
+                };
                 // The view's GPU is its first eligible run's (`cohort_view`).
                 let sample = cohort.ranking.first().map(|e| e.run).unwrap_or(cohort.runs[0]);
                 let hardware = self.runs[sample].hardware_model.as_deref();
