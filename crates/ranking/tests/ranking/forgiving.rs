@@ -155,7 +155,7 @@ fn a_case_never_measured_answers_the_nearest_cases_on_either_side() {
 
     // The search's lead takes the nearest of them by relative difference (the one below:
     // 0.5 + 0.30 against 1.0 + 0.01), naming both axes.
-    let (answer, lead) = index.resolve_lead(
+    let (_, lead) = index.resolve_lead(
         &request(KV4, Some("NVIDIA H200"), &[("batch_size", 32), ("num_kv_indices", 32768)]),
         None,
         10,
