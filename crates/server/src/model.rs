@@ -161,6 +161,12 @@ pub struct SearchEntry {
     /// The projects of the runs behind the entry, as places in the ranking's projects, ascending.
     #[serde(skip)]
     pub project_ids: Vec<u32>,
+    /// The languages and dtype lists of the runs behind the entry, as places
+    /// ([`ClassPlaces`]), ascending.
+    #[serde(skip)]
+    pub language_ids: Vec<u32>,
+    #[serde(skip)]
+    pub dtype_set_ids: Vec<u32>,
     /// The best evidence among the runs behind the entry (none: no run).
     #[serde(skip)]
     pub best_trust: Option<ki_ranking::TrustLevel>,
@@ -170,13 +176,16 @@ pub struct SearchEntry {
     pub order: u32,
 }
 
-/// What the `gpu:`, `source:` and `project:` filters read of a run class, as places (in
-/// `runs_by_gpu`, the sources table and the ranking's projects), so a search compares integers.
+/// What the `gpu:`, `source:`, `project:`, `language:` and `dtype:` filters read of a run class,
+/// as places (in `runs_by_gpu`, the sources table, the ranking's projects,
+/// [`Tables::class_languages`] and [`Tables::class_dtype_sets`]), so a search compares integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassPlaces {
     pub gpu: u32,
     pub source: u32,
     pub project: u32,
+    pub language: u32,
+    pub dtypes: u32,
 }
 
 impl ClassPlaces {
@@ -238,8 +247,13 @@ pub struct Tables {
     pub run_classes: Vec<u32>,
     /// Each run's class (a place in `run_classes`).
     pub class_of_run: Vec<u32>,
-    /// What the `gpu:`, `source:` and `project:` filters read of each class, as places.
+    /// What the `gpu:`, `source:`, `project:`, `language:` and `dtype:` filters read of each
+    /// class, as places.
     pub class_places: Vec<ClassPlaces>,
+    /// The implementations' languages that classes name (`ClassPlaces::language`).
+    pub class_languages: Vec<String>,
+    /// The workloads' dtype lists that classes name (`ClassPlaces::dtypes`).
+    pub class_dtype_sets: Vec<Vec<String>>,
     /// Search entries by the catalog search index's kind and key.
     pub search_by_key: HashMap<(SearchKind, String), usize>,
     /// The entries the catalog's search index found for each word asked since this model was
@@ -574,7 +588,7 @@ impl Tables {
             .collect();
         model.check_aligned(&workloads, judgement)?;
         let (class_of_run, run_classes) = run_classes(judgement);
-        model.class_places = model.class_places(judgement, &run_classes);
+        model.set_class_places(judgement, &run_classes);
         model.run_classes = run_classes;
         model.search = model.build_search(judgement, &class_of_run, &model.class_places);
         model.class_of_run = class_of_run;
@@ -655,6 +669,8 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                language_ids: Vec::new(),
+                dtype_set_ids: Vec::new(),
                 best_trust: None,
                 order: 0,
             });
@@ -678,6 +694,8 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                language_ids: Vec::new(),
+                dtype_set_ids: Vec::new(),
                 best_trust: None,
                 order: 0,
             });
@@ -700,6 +718,8 @@ impl Tables {
                 classes: classes_of(&mut entry_run_list.into_iter()),
                 gpu_ids: Vec::new(),
                 project_ids: Vec::new(),
+                language_ids: Vec::new(),
+                dtype_set_ids: Vec::new(),
                 best_trust: None,
                 order: 0,
             });
@@ -722,6 +742,8 @@ impl Tables {
                 classes: classes_of(&mut runs.iter().copied()),
                 gpu_ids: vec![gpu_id],
                 project_ids: Vec::new(),
+                language_ids: Vec::new(),
+                dtype_set_ids: Vec::new(),
                 best_trust: None,
                 order: 0,
             });
@@ -732,10 +754,15 @@ impl Tables {
             entry.gpu_ids = entry.gpus.iter().filter_map(|gpu| gpu_place.get(gpu.as_str()).copied()).collect();
             entry.best_trust =
                 entry.classes.iter().map(|&c| judgement.facts[self.run_classes[c as usize] as usize].trust).max();
-            let mut projects: Vec<u32> = entry.classes.iter().map(|&c| class_places[c as usize].project).collect();
-            projects.sort_unstable();
-            projects.dedup();
-            entry.project_ids = projects;
+            let places_of = |place: fn(&ClassPlaces) -> u32| {
+                let mut places: Vec<u32> = entry.classes.iter().map(|&c| place(&class_places[c as usize])).collect();
+                places.sort_unstable();
+                places.dedup();
+                places
+            };
+            entry.project_ids = places_of(|p| p.project);
+            entry.language_ids = places_of(|p| p.language);
+            entry.dtype_set_ids = places_of(|p| p.dtypes);
         }
         let mut by_order: Vec<usize> = (0..out.len()).collect();
         by_order.sort_by(|&a, &b| {
@@ -753,16 +780,29 @@ impl Tables {
         out
     }
 
-    /// Each class's GPU, source and project as places in `runs_by_gpu`, `sources` and the
-    /// ranking's projects (`NONE` where the run names none).
-    fn class_places(&self, judgement: &ki_ranking::Index, representatives: &[u32]) -> Vec<ClassPlaces> {
+    /// Each class's places ([`ClassPlaces`]; `NONE` where the run names none), and the
+    /// languages and dtype lists they point to.
+    fn set_class_places(&mut self, judgement: &ki_ranking::Index, representatives: &[u32]) {
         let gpus: HashMap<&str, u32> =
             self.runs_by_gpu.iter().enumerate().map(|(i, (gpu, _))| (gpu.as_str(), i as u32)).collect();
         let sources: HashMap<&str, u32> =
             self.sources.rows.iter().enumerate().map(|(i, row)| (text(row, "id"), i as u32)).collect();
-        representatives
+        let mut languages: HashMap<&str, u32> = HashMap::new();
+        let mut dtype_sets: HashMap<&[String], u32> = HashMap::new();
+        let places = representatives
             .iter()
             .map(|&run| {
+                let next = |len: usize| u32::try_from(len).expect("fewer than 2^32 places");
+                let language = match judgement.implementation_of(run as usize).language.as_deref() {
+                    Some(language) => {
+                        let len = next(languages.len());
+                        *languages.entry(language).or_insert(len)
+                    }
+                    None => ClassPlaces::NONE,
+                };
+                let dtypes = judgement.workload_of(run as usize).dtypes.as_slice();
+                let len = next(dtype_sets.len());
+                let dtypes = *dtype_sets.entry(dtypes).or_insert(len);
                 let row = &judgement.runs[run as usize];
                 let place = |map: &HashMap<&str, u32>, key: Option<&str>| {
                     key.and_then(|k| map.get(k).copied()).unwrap_or(ClassPlaces::NONE)
@@ -771,9 +811,16 @@ impl Tables {
                     gpu: place(&gpus, row.hardware_model.as_deref()),
                     source: place(&sources, row.source_id.as_deref()),
                     project: u32::try_from(judgement.project_index_of(run as usize)).expect("fewer than 2^32 projects"),
+                    language,
+                    dtypes,
                 }
             })
-            .collect()
+            .collect();
+        let class_languages = by_place(languages).into_iter().map(str::to_string).collect();
+        let class_dtype_sets = by_place(dtype_sets).into_iter().map(<[String]>::to_vec).collect();
+        self.class_places = places;
+        self.class_languages = class_languages;
+        self.class_dtype_sets = class_dtype_sets;
     }
 
     /// The runs behind a search entry of this kind and row (`SearchEntry::of`).
@@ -892,6 +939,13 @@ fn run_classes(judgement: &ki_ranking::Index) -> (Vec<u32>, Vec<u32>) {
         })
         .collect();
     (class_of_run, representatives)
+}
+
+/// A map's keys in the order of their places (its values, 0, 1, 2, …).
+fn by_place<K>(map: HashMap<K, u32>) -> Vec<K> {
+    let mut named: Vec<(K, u32)> = map.into_iter().collect();
+    named.sort_by_key(|(_, place)| *place);
+    named.into_iter().map(|(key, _)| key).collect()
 }
 
 /// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".

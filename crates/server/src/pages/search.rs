@@ -114,20 +114,22 @@ fn contains(have: &str, wanted: &str) -> bool {
     have.contains(wanted) || slugify(&have).contains(&slugify(wanted))
 }
 
-/// What the `gpu:`, `source:` and `project:` filters name, found once per query: per GPU (a
-/// place in `runs_by_gpu`), source (in the sources table) and project (in the ranking's
-/// projects), whether the filter takes it.
+/// What the `gpu:`, `source:`, `project:`, `language:` and `dtype:` filters name, found once
+/// per query: per place ([`crate::model::ClassPlaces`]: a GPU of `runs_by_gpu`, a source, a
+/// project of the ranking's, a language, a dtype list), whether the filter takes it.
 struct KnownMatches {
     gpus: Option<Vec<bool>>,
     sources: Option<Vec<bool>>,
     projects: Option<Vec<bool>>,
+    languages: Option<Vec<bool>>,
+    dtype_sets: Option<Vec<bool>>,
     /// Per run class (`ReadModel::run_classes`), whether its runs pass every run filter but
     /// the implementation's, decided when first asked (a query's words find few entries; only
     /// their classes are tested); none when the query has no run filter.
     classes: Option<Vec<std::cell::Cell<ClassVerdict>>>,
-    /// The query's run filters are all `gpu:` ones, all `project:` ones or all `trust:` ones: an
-    /// entry's own GPUs, projects or best evidence (`entry_matches`) decide whether some run of
-    /// it passes, with no class tested.
+    /// The query's run filters are all of one kind among `gpu:`, `project:`, `trust:`,
+    /// `language:` and `dtype:`: an entry's own places or best evidence (`entry_matches`) decide
+    /// whether some run of it passes, with no class tested.
     entry_places_decide: bool,
 }
 
@@ -233,6 +235,19 @@ impl ReadModel {
                 })
                 .collect()
         });
+        let languages = named(Filter::Language).then(|| {
+            let takes = |have: &str| request.values(Filter::Language).all(|l| have.eq_ignore_ascii_case(l));
+            self.class_languages.iter().map(|language| takes(language)).collect()
+        });
+        let dtype_sets = named(Filter::Dtype).then(|| {
+            let takes = |have: &[String]| {
+                request.values(Filter::Dtype).all(|d| {
+                    let wanted = dtype_short(d);
+                    have.iter().any(|x| dtype_short(x).starts_with(&wanted))
+                })
+            };
+            self.class_dtype_sets.iter().map(|dtypes| takes(dtypes)).collect()
+        });
         let run_filters = request.filters.iter().any(|f| !matches!(f.filter, Filter::Family | Filter::Model));
         let classes = run_filters.then(|| vec![std::cell::Cell::new(ClassVerdict::Untested); self.run_classes.len()]);
         let run_filter_kinds: BTreeSet<&str> = request
@@ -242,8 +257,10 @@ impl ReadModel {
             .map(|f| f.filter.name())
             .collect();
         let entry_places_decide = run_filter_kinds.len() == 1
-            && [Filter::Gpu, Filter::Project, Filter::Trust].iter().any(|f| run_filter_kinds.contains(f.name()));
-        KnownMatches { gpus, sources, projects, classes, entry_places_decide }
+            && [Filter::Gpu, Filter::Project, Filter::Trust, Filter::Language, Filter::Dtype]
+                .iter()
+                .any(|f| run_filter_kinds.contains(f.name()));
+        KnownMatches { gpus, sources, projects, languages, dtype_sets, classes, entry_places_decide }
     }
 
     /// Whether the runs of a class pass every run filter but the implementation's.
@@ -279,6 +296,8 @@ impl ReadModel {
         takes(&known.gpus, places.gpu)
             && takes(&known.sources, places.source)
             && takes(&known.projects, places.project)
+            && takes(&known.languages, places.language)
+            && takes(&known.dtype_sets, places.dtypes)
             && all(Filter::Arch, &|a| row.hardware_architecture.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(a)))
             && all(Filter::Trust, &|t| {
                 TRUST_NAMES
@@ -289,14 +308,7 @@ impl ReadModel {
             && all(Filter::License, &|l| {
                 index.implementation_of(run).license_expression.as_deref().is_some_and(|e| contains(e, l))
             })
-            && all(Filter::Language, &|l| {
-                index.implementation_of(run).language.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(l))
-            })
             && all(Filter::Installable, &|yes| row.installable == matches!(yes, "yes" | "true" | "1"))
-            && all(Filter::Dtype, &|d| {
-                let wanted = dtype_short(d);
-                index.workload_of(run).dtypes.iter().any(|x| dtype_short(x).starts_with(&wanted))
-            })
     }
 
     /// An entry passes the query's filters: its own (family, model) and, when the query has
@@ -331,6 +343,15 @@ impl ReadModel {
         if let Some(projects) = &known.projects
             && !entry.project_ids.iter().any(|&project| projects[project as usize])
         {
+            return false;
+        }
+        // Nor in a language or with dtypes the filters name.
+        let takes_any = |allowed: &Option<Vec<bool>>, places: &[u32]| {
+            allowed
+                .as_ref()
+                .is_none_or(|allowed| places.iter().any(|&p| allowed.get(p as usize).copied().unwrap_or(false)))
+        };
+        if !takes_any(&known.languages, &entry.language_ids) || !takes_any(&known.dtype_sets, &entry.dtype_set_ids) {
             return false;
         }
         // Nor with evidence as good as the trust filter asks.
@@ -902,6 +923,10 @@ mod tests {
             "trust:verified",
             "trust:reproducible",
             "trust:verified trust:reported",
+            "language:cuda",
+            "cuda",
+            "dtype:bf16",
+            "fp8 h200",
         ] {
             let request = understand(query, model.lexicon()).request;
             let known = model.known_matches(&request);
