@@ -121,13 +121,19 @@ pub const DATABASE_URL_ENV: &str = "KI_DATABASE_URL";
 /// The snapshot shipped in `data/`, imported into an empty catalog on first start.
 pub const BUNDLED_SNAPSHOT_NAME: &str = "catalog-2026-08-16-0022af0b.jsonl.zst";
 static BUNDLED_SNAPSHOT: &[u8] = include_bytes!("../../../data/catalog-2026-08-16-0022af0b.jsonl.zst");
-/// KernelIndex's own verified runs (the verification runner on the H200), bundled beside the
-/// public snapshot so that a fresh index shows them; see data/README.md.
-pub const BUNDLED_VERIFIED_RUNS_NAME: &str = "kernelindex-verified-h200-2026-11-30.jsonl.zst";
-static BUNDLED_VERIFIED_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst");
-/// `ki verify`'s records on the H200 (third-party solutions, baselines, refusals; data/README.md).
-pub const BUNDLED_VERIFY_RUNS_NAME: &str = "kernelindex-verify-h200-2026-12-01.jsonl.zst";
-static BUNDLED_VERIFY_RUNS: &[u8] = include_bytes!("../../../data/kernelindex-verify-h200-2026-12-01.jsonl.zst");
+/// KernelIndex's own runs, bundled beside the public snapshot so that a fresh index shows them
+/// (data/README.md): the native kernel and FlashInfer on the H200 (2026-11-30), and `ki verify` on
+/// the H200 (2026-12-01: gemm, refusals).
+pub const BUNDLED_RUN_FILES: &[(&str, &[u8])] = &[
+    (
+        "kernelindex-verified-h200-2026-11-30.jsonl.zst",
+        include_bytes!("../../../data/kernelindex-verified-h200-2026-11-30.jsonl.zst"),
+    ),
+    (
+        "kernelindex-verify-h200-2026-12-01.jsonl.zst",
+        include_bytes!("../../../data/kernelindex-verify-h200-2026-12-01.jsonl.zst"),
+    ),
+];
 
 /// `KI_DATABASE_URL` if set, else [`DEFAULT_DATABASE_URL`].
 pub fn default_database_url() -> String {
@@ -299,7 +305,8 @@ impl Catalog {
             .map_err(|error| CatalogError::Export(format!("reading the bundled snapshot failed: {error}")))??;
         let options = ImportOptions {
             origin: Some(format!(
-                "bundled {BUNDLED_SNAPSHOT_NAME} + {BUNDLED_VERIFIED_RUNS_NAME} + {BUNDLED_VERIFY_RUNS_NAME}"
+                "bundled {BUNDLED_SNAPSHOT_NAME} + {}",
+                BUNDLED_RUN_FILES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" + ")
             )),
             // The snapshot brings its own ledger; our runner's rows bring none, so their groups'
             // record events are appended (the snapshot's groups need none: nothing is pending).
@@ -486,17 +493,16 @@ fn select_by(
     Some((sql, param, store::storages(table.columns.iter().map(|column| column.kind))))
 }
 
-/// The public snapshot and our verified runs as one import (one transaction). Rows the runs
-/// file shares with the snapshot (its operation and workloads) are taken once; a row with the
-/// same id but different content stays twice, so that the import refuses it.
-fn read_bundled_snapshot() -> Result<Vec<ExportLine>> {
+/// The public snapshot and our own runs ([`BUNDLED_RUN_FILES`]) as the lines of one import (what
+/// a first start imports in one transaction). Rows the files share (operations, workloads,
+/// implementations) are taken once; a row with the same id but different content stays twice,
+/// so that the import refuses it.
+pub fn read_bundled_snapshot() -> Result<Vec<ExportLine>> {
     let mut lines = read_embedded(BUNDLED_SNAPSHOT_NAME, BUNDLED_SNAPSHOT)?;
     let key = |l: &ExportLine| (l.table.clone(), serde_json::to_string(&l.row).unwrap_or_default());
     let seen: std::collections::HashSet<(String, String)> = lines.iter().map(key).collect();
     let mut seen = seen;
-    for (name, bytes) in
-        [(BUNDLED_VERIFIED_RUNS_NAME, BUNDLED_VERIFIED_RUNS), (BUNDLED_VERIFY_RUNS_NAME, BUNDLED_VERIFY_RUNS)]
-    {
+    for (name, bytes) in BUNDLED_RUN_FILES {
         for line in read_embedded(name, bytes)? {
             if seen.insert(key(&line)) {
                 lines.push(line);

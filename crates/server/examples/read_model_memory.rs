@@ -133,11 +133,8 @@ fn main() -> anyhow::Result<()> {
     let mut files: Vec<String> = std::env::args().skip(1).collect();
     if files.is_empty() {
         let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/");
-        for name in [
-            "catalog-2026-08-16-0022af0b.jsonl.zst",
-            "kernelindex-verified-h200-2026-11-30.jsonl.zst",
-            "kernelindex-verify-h200-2026-12-01.jsonl.zst",
-        ] {
+        files.push(format!("{data}{}", ki_catalog::BUNDLED_SNAPSHOT_NAME));
+        for (name, _) in ki_catalog::BUNDLED_RUN_FILES {
             files.push(format!("{data}{name}"));
         }
     }

@@ -998,6 +998,42 @@ pub struct WordMatches {
     words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
     terms: std::sync::Mutex<HashMap<String, Arc<[TermHit]>>>,
     pub(crate) lexicon: OnceLock<Lexicon>,
+    /// Built on the first query that needs it (`ReadModel::entries_by_place`).
+    pub(crate) entries_by_place: OnceLock<EntriesByPlace>,
+}
+
+/// For each kind of place a search entry has (`SearchEntry::gpu_ids`, `project_ids`,
+/// `language_ids`, `dtype_set_ids`), the entries at each place, ascending: a query whose one
+/// filter is of such a kind reads the entries of the places it takes instead of testing all.
+#[derive(Debug, Default)]
+pub struct EntriesByPlace {
+    pub gpu: Vec<Vec<u32>>,
+    pub project: Vec<Vec<u32>>,
+    pub language: Vec<Vec<u32>>,
+    pub dtype_set: Vec<Vec<u32>>,
+}
+
+impl EntriesByPlace {
+    pub(crate) fn of(entries: &[SearchEntry]) -> EntriesByPlace {
+        fn add(lists: &mut Vec<Vec<u32>>, places: &[u32], entry: u32) {
+            for &place in places {
+                let place = place as usize;
+                if lists.len() <= place {
+                    lists.resize_with(place + 1, Vec::new);
+                }
+                lists[place].push(entry);
+            }
+        }
+        let mut by = EntriesByPlace::default();
+        for (at, entry) in entries.iter().enumerate() {
+            let at = u32::try_from(at).expect("fewer than 2^32 search entries");
+            add(&mut by.gpu, &entry.gpu_ids, at);
+            add(&mut by.project, &entry.project_ids, at);
+            add(&mut by.language, &entry.language_ids, at);
+            add(&mut by.dtype_set, &entry.dtype_set_ids, at);
+        }
+        by
+    }
 }
 
 /// A search entry that holds a query term, and how well: 3 for a whole word, 1 for part of one.

@@ -82,6 +82,16 @@ pub struct RunHit {
 }
 
 /// The entries every list (each ascending by entry) holds, ascending, with their weights summed.
+/// The entries a query matches, ranked: the first `limit` of them in order, how many there are,
+/// and the best-ranked operation with runs (the one the answer leads with; operations that fit
+/// the query's axes rank first).
+#[derive(Default)]
+struct Ranked<'a> {
+    top: Vec<&'a SearchEntry>,
+    total: usize,
+    lead: Option<usize>,
+}
+
 fn common_entries(mut lists: Vec<Arc<[TermHit]>>) -> Vec<(u32, u32)> {
     lists.sort_by_key(|list| list.len());
     let Some((shortest, rest)) = lists.split_first() else { return Vec::new() };
@@ -454,11 +464,17 @@ impl ReadModel {
         catalog: &Catalog,
         request: &SearchRequest,
         terms: &[Vec<String>],
-    ) -> Result<Vec<(u32, &SearchEntry)>, CatalogError> {
+        limit: usize,
+    ) -> Result<Ranked<'_>, CatalogError> {
         let known = self.known_matches(request);
         let words = Words::new(terms);
         let found: Vec<(u32, u32)> = if terms.is_empty() {
-            (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).map(|e| (e, 0)).collect()
+            match self.entries_at_places(&known) {
+                Some(entries) => entries.into_iter().map(|e| (e, 0)).collect(),
+                None => (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries"))
+                    .map(|e| (e, 0))
+                    .collect(),
+            }
         } else {
             let mut lists = Vec::with_capacity(terms.len());
             for term in terms {
@@ -478,9 +494,48 @@ impl ReadModel {
                 (s + if fits { 10 } else { 0 }, e)
             })
             .collect();
-        // `order` is operations first, the most-run, then label, kind and key (`SearchEntry::order`).
-        scored.sort_unstable_by_key(|(score, entry)| (std::cmp::Reverse(*score), entry.order));
-        Ok(scored)
+        // `order` is operations first, the most-run, then label, kind and key (`SearchEntry::order`):
+        // a total order, so the first `limit` taken by selection are those a full sort puts first.
+        let rank = |(score, entry): &(u32, &SearchEntry)| (std::cmp::Reverse(*score), entry.order);
+        let total = scored.len();
+        let lead = scored
+            .iter()
+            .filter(|(_, e)| e.kind == "operation" && e.runs > 0)
+            .min_by_key(|hit| rank(hit))
+            .and_then(|(_, e)| e.operation);
+        if limit < scored.len() {
+            scored.select_nth_unstable_by_key(limit, rank);
+            scored.truncate(limit);
+        }
+        scored.sort_unstable_by_key(rank);
+        Ok(Ranked { top: scored.into_iter().map(|(_, e)| e).collect(), total, lead })
+    }
+
+    /// When the query's places decide (`KnownMatches::entry_places_decide`) by GPU, project,
+    /// language or dtypes: the entries at a place it takes, ascending, each once (the rest could
+    /// not pass `entry_matches`). None when every entry must be tested.
+    fn entries_at_places(&self, known: &KnownMatches) -> Option<Vec<u32>> {
+        if !known.entry_places_decide {
+            return None;
+        }
+        let by = self.search_matches.entries_by_place.get_or_init(|| crate::model::EntriesByPlace::of(&self.search));
+        let (taken, lists) = [
+            (&known.gpus, &by.gpu),
+            (&known.projects, &by.project),
+            (&known.languages, &by.language),
+            (&known.dtype_sets, &by.dtype_set),
+        ]
+        .into_iter()
+        .find_map(|(taken, lists)| Some((taken.as_ref()?, lists)))?;
+        let mut entries: Vec<u32> = lists
+            .iter()
+            .enumerate()
+            .filter(|(place, _)| taken.get(*place).copied().unwrap_or(false))
+            .flat_map(|(_, entries)| entries.iter().copied())
+            .collect();
+        entries.sort_unstable();
+        entries.dedup();
+        Some(entries)
     }
 
     /// The entries that hold a term (a word or one of the common names it stands for): those the
@@ -579,10 +634,12 @@ impl ReadModel {
         let request = understood.request.clone();
         let records = self.run_hits(&understood.identifiers);
         let asks = !understood.terms.is_empty() || !request.filters.is_empty();
-        let ranked = if asks { self.ranked_entries(catalog, &request, &understood.terms).await? } else { Vec::new() };
-        // The best-ranked operation with runs (ranking already puts operations that fit the axes first).
-        let operation = ranked.iter().find(|(_, e)| e.kind == "operation" && e.runs > 0).and_then(|(_, e)| e.operation);
-        let (answer, lead) = match operation {
+        let ranked = if asks {
+            self.ranked_entries(catalog, &request, &understood.terms, limit).await?
+        } else {
+            Ranked::default()
+        };
+        let (answer, lead) = match ranked.lead {
             Some(op) => {
                 let (answer, lead) = self.lead_answer(op, &request);
                 (Some(answer), Some(lead))
@@ -600,7 +657,7 @@ impl ReadModel {
         };
         // Nothing matched: which filter, removed, finds something (the words' lists are cached).
         let mut without_filter = Vec::new();
-        if ranked.is_empty() && asks {
+        if ranked.total == 0 && asks {
             for chip in understood.chips.iter().filter(|c| c.kind != "axis").take(MAX_RELAXED) {
                 let Some(at) = request.filters.iter().position(|f| f.filter.name() == chip.kind) else { continue };
                 let mut fewer = request.clone();
@@ -608,21 +665,21 @@ impl ReadModel {
                 if fewer.filters.is_empty() && understood.terms.is_empty() {
                     continue;
                 }
-                let results = self.ranked_entries(catalog, &fewer, &understood.terms).await?.len();
+                let results = self.ranked_entries(catalog, &fewer, &understood.terms, 0).await?.total;
                 if results > 0 {
                     without_filter.push(Relaxed { chip: chip.clone(), results });
                 }
             }
         }
         let message = match message {
-            None if ranked.is_empty() && records.is_empty() && asks => Some(if without_filter.is_empty() {
+            None if ranked.total == 0 && records.is_empty() && asks => Some(if without_filter.is_empty() {
                 "Nothing the index holds matches all of these words.".to_string()
             } else {
                 "Nothing the index holds matches all of this; without one of its filters it finds:".to_string()
             }),
             message => message,
         };
-        let total = ranked.len();
+        let total = ranked.total;
         Ok(SearchAnswer {
             without_filter,
             query: query.to_string(),
@@ -630,7 +687,7 @@ impl ReadModel {
             answer,
             lead,
             records,
-            results: ranked.into_iter().take(limit).map(|(_, e)| e).collect(),
+            results: ranked.top,
             total,
             message,
             request,
@@ -888,20 +945,14 @@ mod tests {
     /// bundled catalog, for queries of every run filter (and some entries pass, some do not).
     #[test]
     fn run_classes_decide_as_every_run_does() {
-        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
-        let mut rows = Vec::new();
-        for file in [
-            "catalog-2026-08-16-0022af0b.jsonl.zst",
-            "kernelindex-verified-h200-2026-11-30.jsonl.zst",
-            "kernelindex-verify-h200-2026-12-01.jsonl.zst",
-        ] {
-            rows.extend(crate::rows_from_export(&data.join(file)).unwrap());
-        }
-        // The bundled files share their parents (projects, operations): each row once.
-        let mut seen = HashSet::new();
-        rows.retain(|r| seen.insert((r.table.clone(), serde_json::to_string(&r.row).unwrap())));
+        let rows: Vec<crate::CatalogRow> = ki_catalog::read_bundled_snapshot()
+            .unwrap()
+            .into_iter()
+            .map(|l| crate::CatalogRow { table: l.table, row: l.row })
+            .collect();
         let model = ReadModel::build(rows).unwrap();
         assert!(model.run_classes.len() < model.judgement.runs.len() / 4, "{} classes", model.run_classes.len());
+        let mut places_decided = 0;
         for query in [
             "flashinfer h200",
             "gpu:h200 trust:verified",
@@ -931,14 +982,20 @@ mod tests {
             let request = understand(query, model.lexicon()).request;
             let known = model.known_matches(&request);
             assert!(known.classes.is_some(), "{query}: no run filter read");
+            let at_places = model.entries_at_places(&known);
+            places_decided += usize::from(at_places.is_some());
             let (mut passed, mut refused) = (0, 0);
-            for entry in &model.search {
+            for (at, entry) in model.search.iter().enumerate() {
                 // None of these queries has a family or model filter: an entry matches when some run does.
                 let by_class = model.entry_matches(entry, &request, &known);
                 let by_run = model
                     .entry_runs(&model.judgement, entry.kind, entry.of)
                     .any(|r| model.run_matches(r as usize, &request, &known));
                 assert_eq!(by_class, by_run, "{query}: {} {}", entry.kind, entry.label);
+                // The entries at the query's places, where they decide, hold every entry that matches.
+                if by_run && let Some(at_places) = &at_places {
+                    assert!(at_places.binary_search(&(at as u32)).is_ok(), "{query}: {}", entry.label);
+                }
                 if by_run {
                     passed += 1;
                 } else {
@@ -947,6 +1004,7 @@ mod tests {
             }
             assert!(passed > 0 && refused > 0, "{query}: {passed} entries pass, {refused} do not");
         }
+        assert!(places_decided >= 7, "{places_decided} queries read the entries at their places");
     }
 
     #[test]
