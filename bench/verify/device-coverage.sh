@@ -5,7 +5,9 @@
 # back into bench/verify/coverage/<call>/ and copied there with their session.json, which names the
 # card: runs of another card are refused) is passed as --skip-recorded, so a call does only
 # what no earlier call recorded; --deadline stops starting work in time for the records to be
-# written inside the call. Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
+# written inside the call. `--catalog` (a copy of data/catalog-*.jsonl.zst in .carry/verify/catalog.jsonl.zst)
+# makes the records name the public snapshot's operations and workloads, so that they can be
+# bundled beside its reported runs (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
 C=.carry/verify
@@ -17,12 +19,12 @@ for f in $C/coverage/*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"
 echo "earlier calls: ${#SKIP[@]} flags"
 rm -rf /tmp/cov  # a warm machine keeps the last call's folder: start clean
 start=$(date +%s)
-timeout 570 $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline \
+timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline --catalog $C/catalog.jsonl.zst \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
   "${SKIP[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
 echo "ki-runner verify rc=$? in $(( $(date +%s) - start )) s"
 for f in runs.jsonl catalog-rows.jsonl results.md session.json; do cp /tmp/cov/$f $OUT/ 2>/dev/null; done
-tar czf $OUT/records.tgz -C /tmp/cov manifests samples logs 2>/dev/null
+tar czf $OUT/records.tgz -C /tmp/cov manifests samples artifacts logs 2>/dev/null
 python3 - <<'PY'
 import collections, json
 rows = [json.loads(l) for l in open("/tmp/cov/runs.jsonl")]

@@ -29,6 +29,7 @@ cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
 NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_elapsed.avg.per_second --csv"
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
+timeout $(budget 60) python3 bench/verify/pr221_graph.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/pr221-graph.json 2> $OUT/x/pr221-graph.err; tail -c 300 $OUT/x/pr221-graph.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-corpus-order.txt $OUT/x/ncu-corpus.csv > $OUT/ncu-corpus.json; tail -c 600 $OUT/x/ncu-corpus.err
 python3 bench/verify/ncu_table.py $OUT/x/ncu-pr221-order.txt $OUT/x/ncu-pr221.csv > $OUT/ncu-pr221.json; tail -c 600 $OUT/x/ncu-pr221.err
 timeout $(budget 40) python3 bench/verify/probe/memcpy_gate.py > $OUT/memcpy-gate.md 2>&1
@@ -55,4 +56,4 @@ for f in ("/tmp/corpus/runs.jsonl", "/tmp/pr221/runs.jsonl"):
         lat = r.get("latency") or {}
         print(f"{r['implementation'][:44]:44} {r['workload'][:8]} {(v.get('status') or v['verdict'])[:22]:22} {lat.get('median', 0)/1e3:9.2f} {str(r.get('method'))[:16]:16} {(v.get('reason') or v.get('check') or '')[:70]}")
 PY
-cat $OUT/ncu-corpus.json $OUT/ncu-pr221.json | head -40
+cat $OUT/ncu-corpus.json $OUT/ncu-pr221.json $OUT/pr221-graph.json | head -60

@@ -47,26 +47,34 @@ def make_inputs(definition, axes):
     return out
 
 
+LOADED = {}
+
+
+def load_solution(cache, digest):
+    """The `run` entry of the solution whose build is in the lane's cache, or None when it was not built."""
+    if digest not in LOADED:
+        found = glob.glob(os.path.join(cache, "*", "build", f"ki_solution_{digest}.so"))
+        if not found:
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(f"ki_solution_{digest}", found[0])
+        spec = importlib.util.spec_from_file_location(f"ki_solution_{digest}", found[0], loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        LOADED[digest] = module.run
+    return LOADED[digest]
+
+
 def main():
     runs, cache, definitions = sys.argv[1:4]
     counter = torch.zeros(1, dtype=torch.int64, device="cuda")
     order = []
-    loaded = {}
     for line in open(runs):
         r = json.loads(line)
         if r["verdict"]["verdict"] == "not_run" or not r["implementationKey"].startswith("sha256:"):
             continue
-        digest = r["implementationKey"][7:23]
-        found = glob.glob(os.path.join(cache, "*", "build", f"ki_solution_{digest}.so"))
-        if not found:
+        fn = load_solution(cache, r["implementationKey"][7:23])
+        if fn is None:
             continue
-        if digest not in loaded:
-            loader = importlib.machinery.ExtensionFileLoader(f"ki_solution_{digest}", found[0])
-            spec = importlib.util.spec_from_file_location(f"ki_solution_{digest}", found[0], loader=loader)
-            module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
-            loaded[digest] = module.run
-        fn = loaded[digest]
         definition = json.load(open(glob.glob(os.path.join(definitions, "**", f"{r['definition']}.json"), recursive=True)[0]))
         for _ in range(2):
             fn(*make_inputs(definition, r["axes"]))

@@ -1,0 +1,87 @@
+"""Issue 32: the coverage calls' records as one publication, for data/.
+
+Reads each call folder named (oldest first: `catalog-rows.jsonl.zst`, `records.tgz`; calls of one
+tree, run with `--catalog` so that their rows name the bundled snapshot's operations and workloads),
+keeps for each implementation x workload the newest call's run, and writes into OUT:
+- `catalog-rows.jsonl`: the kept runs, their measurements, and every other row once (a row of the
+  same table and id must be identical across calls, or nothing is written);
+- `contents.jsonl.zst`: one {"digest", "path", "content"} line per raw-samples file and source
+  bundle the kept rows name (the format of data/artifacts-*.jsonl.zst), each sha256 checked.
+Then `zstd -19 OUT/catalog-rows.jsonl` and the contents go into data/ (data/README.md).
+
+Usage: python3 publish.py OUT CALL_FOLDER...
+"""
+
+import hashlib
+import json
+import os
+import sys
+import subprocess
+import tarfile
+
+
+def read_rows(path):
+    text = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout.decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def main():
+    out, calls = sys.argv[1], sys.argv[2:]
+    others = {}  # (table, id) -> row
+    runs = {}  # (implementationId, workloadId) -> (call, run)
+    measurements = {}  # runId -> [rows]
+    records = {}  # call -> records.tgz
+    for folder in calls:
+        call = os.path.basename(folder.rstrip("/"))
+        records[call] = tarfile.open(os.path.join(folder, "records.tgz"))
+        for line in read_rows(os.path.join(folder, "catalog-rows.jsonl.zst")):
+            table, row = line["table"], line["row"]
+            if table == "benchmark_runs":
+                runs[(row["implementationId"], row["workloadId"])] = (call, row)
+            elif table == "measurements":
+                measurements.setdefault(row["runId"], []).append(row)
+            else:
+                known = others.setdefault((table, row["id"]), (call, row))[1]
+                if known != row:
+                    sys.exit(f"{call}: {table} row {row['id']} differs from an earlier call's")
+    kept = sorted(runs.values(), key=lambda cr: (cr[1]["observedAt"], cr[1]["id"]))
+    named = [
+        (call, raw["uri"], raw["digest"]) for call, run in kept if (raw := (run["manifest"]["run"]["spec"].get("timing") or {}).get("rawSamples"))
+    ]
+    named += [(call, row["uri"], row["contentDigest"]) for (table, _), (call, row) in sorted(others.items()) if table == "artifacts"]
+    contents = []
+    for call, uri, digest in named:
+        content = records[call].extractfile(uri).read()
+        if "sha256:" + hashlib.sha256(content).hexdigest() != digest:
+            sys.exit(f"{call}: {uri} does not have its digest")
+        contents.append({"digest": digest, "path": f"bench/verify/coverage/{call}/records.tgz:{uri}", "content": content.decode()})
+    order = ["sources", "projects", "operations", "workloads", "artifacts", "implementations"]
+    placed = {t for t, _ in others} - set(order)
+    if placed:
+        sys.exit(f"tables this script does not place: {sorted(placed)}")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "catalog-rows.jsonl"), "w") as f:
+
+        def write(table, row):
+            f.write(json.dumps({"table": table, "row": row}, separators=(",", ":")) + "\n")
+
+        for table in order:
+            for (t, _), (_, row) in sorted(others.items()):
+                if t == table:
+                    write(t, row)
+        for _, run in kept:
+            write("benchmark_runs", run)
+        for _, run in kept:
+            for m in measurements.get(run["id"], []):
+                write("measurements", m)
+    lines = "".join(json.dumps(c, separators=(",", ":")) + "\n" for c in contents).encode()
+    with open(os.path.join(out, "contents.jsonl.zst"), "wb") as f:
+        subprocess.run(["zstd", "-19", "-q", "-c"], input=lines, stdout=f, check=True)
+    statuses = {}
+    for _, run in kept:
+        statuses[run["status"]] = statuses.get(run["status"], 0) + 1
+    print(f"runs {len(kept)} {statuses}; contents {len(contents)} ({len(lines)} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""A second independent time of the PR-221 solutions `ki verify` ran (issue 31), for kernels of a few
+microseconds where ncu's gpu__time_duration carries a per-kernel floor: each built solution captured
+in one CUDA graph of SETS x REPS back-to-back calls over SETS fresh input sets (distinct buffers, so
+no call sees the buffers of the call before it), replayed, timed by CUDA events, divided by the
+number of calls. A solution that cannot be captured (it synchronizes or copies to the host) is
+listed as such. Inputs as pr221_ncu.py makes them.
+
+Usage: python3 pr221_graph.py RUNS_JSONL BUILD_CACHE DEFINITIONS_DIR  (prints one JSON object)
+"""
+
+import glob
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+from pr221_ncu import load_solution, make_inputs
+
+SETS = 20
+REPS = 10
+REPLAYS = 7
+
+
+def graph_time_us(fn, definition, axes):
+    sets = [make_inputs(definition, axes) for _ in range(SETS)]
+    for args in sets:
+        fn(*args)
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(REPS):
+            for args in sets:
+                fn(*args)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPLAYS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / (SETS * REPS))
+    return statistics.median(times)
+
+
+def main():
+    runs, cache, definitions = sys.argv[1:4]
+    out = {}
+    for line in open(runs):
+        r = json.loads(line)
+        if r["verdict"]["verdict"] == "not_run" or not r["implementationKey"].startswith("sha256:"):
+            continue
+        fn = load_solution(cache, r["implementationKey"][7:23])
+        if fn is None:
+            continue
+        definition = json.load(open(glob.glob(os.path.join(definitions, "**", f"{r['definition']}.json"), recursive=True)[0]))
+        key = f"{r['implementation']}|{r['workload']}"
+        try:
+            out[key] = {"us_per_call": graph_time_us(fn, definition, r["axes"])}
+        except Exception as error:  # not capturable: a host sync or copy inside the call
+            out[key] = {"not_capturable": str(error).splitlines()[0][:160]}
+            torch.cuda.synchronize()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()
