@@ -468,13 +468,15 @@ impl ReadModel {
     ) -> Result<Ranked<'_>, CatalogError> {
         let known = self.known_matches(request);
         let words = Words::new(terms);
-        let found: Vec<(u32, u32)> = if terms.is_empty() {
-            match self.entries_at_places(&known) {
-                Some(entries) => entries.into_iter().map(|e| (e, 0)).collect(),
-                None => (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries"))
-                    .map(|e| (e, 0))
-                    .collect(),
-            }
+        let at_places = if terms.is_empty() { self.entries_at_places(&known) } else { None };
+        // With no family or model filter, the entries at the query's places are those that match.
+        let all_match = at_places.is_some()
+            && request.values(Filter::Family).next().is_none()
+            && request.values(Filter::Model).next().is_none();
+        let found: Vec<(u32, u32)> = if let Some(entries) = at_places {
+            entries.into_iter().map(|e| (e, 0)).collect()
+        } else if terms.is_empty() {
+            (0..u32::try_from(self.search.len()).expect("fewer than 2^32 search entries")).map(|e| (e, 0)).collect()
         } else {
             let mut lists = Vec::with_capacity(terms.len());
             for term in terms {
@@ -488,7 +490,7 @@ impl ReadModel {
                 let entry = &self.search[entry as usize];
                 (words.score(weights, entry), entry)
             })
-            .filter(|(_, e)| self.entry_matches(e, request, &known))
+            .filter(|(_, e)| all_match || self.entry_matches(e, request, &known))
             .map(|(s, e)| {
                 let fits = !request.axes.is_empty() && e.operation.is_some_and(|op| self.fits_axes(op, request));
                 (s + if fits { 10 } else { 0 }, e)
@@ -513,7 +515,8 @@ impl ReadModel {
 
     /// When the query's places decide (`KnownMatches::entry_places_decide`) by GPU, project,
     /// language or dtypes: the entries at a place it takes, ascending, each once (the rest could
-    /// not pass `entry_matches`). None when every entry must be tested.
+    /// not pass `entry_matches`; these all do, but for a family or model filter). None when every
+    /// entry must be tested.
     fn entries_at_places(&self, known: &KnownMatches) -> Option<Vec<u32>> {
         if !known.entry_places_decide {
             return None;
@@ -992,9 +995,9 @@ mod tests {
                     .entry_runs(&model.judgement, entry.kind, entry.of)
                     .any(|r| model.run_matches(r as usize, &request, &known));
                 assert_eq!(by_class, by_run, "{query}: {} {}", entry.kind, entry.label);
-                // The entries at the query's places, where they decide, hold every entry that matches.
-                if by_run && let Some(at_places) = &at_places {
-                    assert!(at_places.binary_search(&(at as u32)).is_ok(), "{query}: {}", entry.label);
+                // The entries at the query's places, where they decide, are those that match.
+                if let Some(at_places) = &at_places {
+                    assert_eq!(at_places.binary_search(&(at as u32)).is_ok(), by_run, "{query}: {}", entry.label);
                 }
                 if by_run {
                     passed += 1;
