@@ -8,15 +8,13 @@ listed as such. Inputs as pr221_ncu.py makes them.
 Usage: python3 pr221_graph.py RUNS_JSONL BUILD_CACHE DEFINITIONS_DIR  (prints one JSON object)
 """
 
-import glob
 import json
-import os
 import statistics
 import sys
 
 import torch
 
-from pr221_ncu import load_solution, make_inputs
+from pr221_ncu import make_inputs, ran_solutions
 
 SETS = 20
 REPS = 10
@@ -50,14 +48,7 @@ def graph_time_us(fn, definition, axes):
 def main():
     runs, cache, definitions = sys.argv[1:4]
     out = {}
-    for line in open(runs):
-        r = json.loads(line)
-        if r["verdict"]["verdict"] == "not_run" or not r["implementationKey"].startswith("sha256:"):
-            continue
-        fn = load_solution(cache, r["implementationKey"][7:23])
-        if fn is None:
-            continue
-        definition = json.load(open(glob.glob(os.path.join(definitions, "**", f"{r['definition']}.json"), recursive=True)[0]))
+    for r, fn, definition in ran_solutions(runs, cache, definitions):
         key = f"{r['implementation']}|{r['workload']}"
         try:
             out[key] = {"us_per_call": graph_time_us(fn, definition, r["axes"])}
@@ -68,5 +59,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

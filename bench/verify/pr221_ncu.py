@@ -64,10 +64,8 @@ def load_solution(cache, digest):
     return LOADED[digest]
 
 
-def main():
-    runs, cache, definitions = sys.argv[1:4]
-    counter = torch.zeros(1, dtype=torch.int64, device="cuda")
-    order = []
+def ran_solutions(runs, cache, definitions):
+    """(run record, solution entry, definition) for each run of a built solution `ki verify` ran."""
     for line in open(runs):
         r = json.loads(line)
         if r["verdict"]["verdict"] == "not_run" or not r["implementationKey"].startswith("sha256:"):
@@ -76,6 +74,14 @@ def main():
         if fn is None:
             continue
         definition = json.load(open(glob.glob(os.path.join(definitions, "**", f"{r['definition']}.json"), recursive=True)[0]))
+        yield r, fn, definition
+
+
+def main():
+    runs, cache, definitions = sys.argv[1:4]
+    counter = torch.zeros(1, dtype=torch.int64, device="cuda")
+    order = []
+    for r, fn, definition in ran_solutions(runs, cache, definitions):
         for _ in range(2):
             fn(*make_inputs(definition, r["axes"]))
         torch.cuda.synchronize()
