@@ -556,8 +556,11 @@ impl crate::Catalog {
 /// from, and single files the rows name by digest (the native kernel's source).
 pub const BUNDLE_ROW_FILES: &[&str] =
     &["data/kernelindex-verified-h200-2026-11-30.jsonl.zst", "data/kernelindex-verify-h200-2026-12-01.jsonl.zst"];
-pub const BUNDLE_FOLDERS: &[&str] =
-    &["bench/gqa-paged-decode/realistic", "bench/gqa-paged-decode/kv8-realistic", "bench/verify/2026-12-01-1030-full"];
+pub const BUNDLE_FOLDERS: &[&str] = &[
+    "fixtures/gqa-paged-decode/realistic",
+    "fixtures/gqa-paged-decode/kv8-realistic",
+    "fixtures/verify-h200-2026-12-01",
+];
 pub const BUNDLE_FILES: &[&str] = &["crates/kernels/cuda/gqa_paged_decode.cu"];
 
 /// The entries of the contents bundle, built from the repository at `root`: every content

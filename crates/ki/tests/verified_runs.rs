@@ -1,4 +1,4 @@
-//! The verification runner's records, as it wrote them on the H200 (bench/gqa-paged-decode/
+//! The verification runner's records, as it wrote them on the H200 (fixtures/gqa-paged-decode/
 //! realistic: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads, protocol
 //! kernelindex-rerun-v2 with realistic lengths),
 //! imported with `ki catalog import` into a fresh SQLite catalog: every run is Verified, the
@@ -12,7 +12,7 @@ use common::{http, ki, start_server};
 use serde_json::Value;
 
 fn runner_rows() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode/realistic/catalog-rows.jsonl")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gqa-paged-decode/realistic/catalog-rows.jsonl")
 }
 
 fn run_ki(args: &[&str]) -> std::process::Output {
@@ -115,7 +115,7 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     assert_eq!(
         bundled.lines().collect::<Vec<_>>(),
         expected,
-        "data/ holds exactly the runner's rows of bench/gqa-paged-decode/realistic and kv8-realistic"
+        "data/ holds exactly the runner's rows of fixtures/gqa-paged-decode/realistic and kv8-realistic"
     );
 
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
-//! `ki verify`'s records bundled in data/ (the H200 session of bench/verify/2026-12-01-1030-full): every run
-//! is KernelIndex's own re-run on an NVIDIA H200; the passed ones are Verified with a latency; the failures
-//! carry their verdict and reason (the four SOL-ExecBench negative controls refused by name); a fresh catalog
-//! imports them and `ki show run` tells why a run failed.
+//! `ki verify`'s records bundled in data/ (the H200 session of bench/verify/RESULTS-2026-12-01.md, its
+//! rows in fixtures/verify-h200-2026-12-01): every run is KernelIndex's own re-run on an NVIDIA H200;
+//! the passed ones are Verified with a latency; the failures carry their verdict and reason (the four
+//! SOL-ExecBench negative controls refused by name); a fresh catalog imports them and `ki show run`
+//! tells why a run failed.
 mod common;
 
 use std::collections::BTreeSet;
@@ -25,7 +26,7 @@ fn bundle() -> Vec<Value> {
 
 #[test]
 fn the_bundle_is_the_sessions_published_rows() {
-    let bench = root().join("bench/verify/2026-12-01-1030-full/catalog-rows.bundle.jsonl");
+    let bench = root().join("fixtures/verify-h200-2026-12-01/catalog-rows.bundle.jsonl");
     assert_eq!(bundle(), lines(&std::fs::read_to_string(bench).unwrap()));
 }
 

@@ -5,7 +5,7 @@
 //! These columns are not part of any digest or key (manifests are not touched); every other line
 //! is written back byte for byte.
 //!
-//! `cargo run -p ki-runner --example install_recipes -- bench/gqa-paged-decode/*/catalog-rows.jsonl`
+//! `cargo run -p ki-runner --example install_recipes -- fixtures/gqa-paged-decode/*/catalog-rows.jsonl`
 use std::collections::HashSet;
 
 use serde_json::{Value, json};

@@ -96,13 +96,13 @@ async fn bundled_contents_on_first_start(db: TestDb) {
             .as_deref(),
         Some(&native[..])
     );
-    let solution = "bench/verify/2026-12-01-1030-full/artifacts/52c46cd922f4e42e991e5255d0ef04bd3eba86d8fa3208765c2bac2d91b15cfc.json";
+    let solution = "fixtures/verify-h200-2026-12-01/artifacts/52c46cd922f4e42e991e5255d0ef04bd3eba86d8fa3208765c2bac2d91b15cfc.json";
     assert_eq!(
         catalog.content(&contents::sha256_digest(&std::fs::read(repository(solution)).unwrap())).await.unwrap(),
         Some(std::fs::read(repository(solution)).unwrap())
     );
     let samples =
-        std::fs::read(repository("bench/gqa-paged-decode/realistic/samples/flashinfer-notc-0c2489b2.json")).unwrap();
+        std::fs::read(repository("fixtures/gqa-paged-decode/realistic/samples/flashinfer-notc-0c2489b2.json")).unwrap();
     assert_eq!(catalog.content(&contents::sha256_digest(&samples)).await.unwrap(), Some(samples));
     // A second start imports nothing and stores nothing.
     assert!(catalog.ensure_bundled_snapshot().await.unwrap().is_none());
@@ -138,7 +138,7 @@ fn the_contents_bundle_is_built_from_the_repository() {
 #[test]
 fn a_folder_with_an_altered_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let from = repository("bench/verify/2026-12-01-1030-full");
+    let from = repository("fixtures/verify-h200-2026-12-01");
     std::fs::copy(from.join("catalog-rows.jsonl"), dir.path().join("catalog-rows.jsonl")).unwrap();
     let rows = ki_model::export::read_export(dir.path().join("catalog-rows.jsonl")).unwrap();
     let named = contents::named_contents(&rows);

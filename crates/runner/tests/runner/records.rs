@@ -155,12 +155,13 @@ fn session_records_validate_and_import_as_verified_rows() {
     assert!(results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc | 8.03 |"), "{results}");
 }
 
-/// The committed H200 baseline (bench/runner/manifests): every manifest validates, every run names
-/// the protocol, environment and an implementation written beside it, every raw-samples artifact
-/// matches its digest, and the catalog rows verify with every run reproduced by KernelIndex.
+/// The committed H200 baseline (fixtures/flashinfer-baseline-h200/manifests): every manifest
+/// validates, every run names the protocol, environment and an implementation written beside it,
+/// every raw-samples artifact matches its digest, and the catalog rows verify with every run
+/// reproduced by KernelIndex.
 #[test]
 fn committed_baseline_records_are_consistent() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/runner/manifests");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flashinfer-baseline-h200/manifests");
     let mut digests = std::collections::BTreeSet::new();
     let mut runs = Vec::new();
     for entry in std::fs::read_dir(&root).unwrap() {
@@ -195,7 +196,7 @@ fn committed_baseline_records_are_consistent() {
     assert!(run_rows.iter().all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true));
 }
 
-/// The protocol-v2 records of the final runs (bench/gqa-paged-decode/<rule>/): every manifest
+/// The protocol-v2 records of the final runs (fixtures/gqa-paged-decode/<rule>/): every manifest
 /// validates, every run's protocol names its folder's input rule and the per-call timer, `latency`
 /// is the per-call figure with its method beside it, every raw-samples artifact matches its digest,
 /// and the native kernel's revision is the digest of the kernel and launcher in this tree (so the
@@ -203,7 +204,7 @@ fn committed_baseline_records_are_consistent() {
 /// them when the kernel changes).
 #[test]
 fn committed_v2_records_name_their_rule_and_this_tree() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/gqa-paged-decode");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gqa-paged-decode");
     let source = [ki_kernels::gqa_paged_decode::SOURCE, ki_kernels::gqa_paged_decode::LAUNCHER_SOURCE].concat();
     let revision = &ki_runner::records::sha256_of(source.as_bytes())[7..19];
     // The records may name an earlier revision whose kernel code is this tree's (only the tests
