@@ -14,10 +14,12 @@ C=.carry/verify
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/smi.txt
+# A warm machine keeps the last calls' folders: each is kept as /tmp/cov-done-N and skipped too,
+# so that back-to-back calls need no copy here in between.
+if [ -d /tmp/cov ]; then mv /tmp/cov /tmp/cov-done-$(ls -d /tmp/cov-done-* 2>/dev/null | wc -l); fi
 SKIP=()
-for f in $C/coverage/*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
+for f in $C/coverage/*/runs.jsonl /tmp/cov-done-*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
 echo "earlier calls: ${#SKIP[@]} flags"
-rm -rf /tmp/cov  # a warm machine keeps the last call's folder: start clean
 start=$(date +%s)
 timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline --catalog $C/catalog.jsonl.zst \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \

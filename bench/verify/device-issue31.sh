@@ -7,9 +7,10 @@
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
 T0=$(date +%s)
-# Seconds a stage may take: its own limit, or what is left of the call's 10 minutes (less a margin
-# for the logs), whichever is smaller; a stage with under 20 s left is skipped (timeout 1).
-budget() { local left=$(( 560 - ($(date +%s) - T0) )); (( left < 20 )) && left=1; echo $(( $1 < left ? $1 : left )); }
+# Seconds a stage may take: its own limit, or what is left of the call's CALL_BUDGET (default 560 s
+# of its 10 minutes, a margin left for the logs), whichever is smaller; a stage with under 20 s left
+# is skipped (timeout 1).
+budget() { local left=$(( ${CALL_BUDGET:-560} - ($(date +%s) - T0) )); (( left < 20 )) && left=1; echo $(( $1 < left ? $1 : left )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site KI_FLASHINFER_WORKSPACE=/tmp/ki-flashinfer PYTHONUNBUFFERED=1
 C=.carry/verify

@@ -3,13 +3,16 @@ microseconds where ncu's gpu__time_duration carries a per-kernel floor: each bui
 in one CUDA graph of SETS x REPS back-to-back calls over SETS fresh input sets (distinct buffers, so
 no call sees the buffers of the call before it), replayed, timed by CUDA events, divided by the
 number of calls. A solution that cannot be captured (it synchronizes or copies to the host) is
-listed as such. Inputs as pr221_ncu.py makes them.
+listed as such. Each run is timed in a process of its own, since a solution's own error handler may
+end the process (PR-221's gqa r4 exits on a CUDA error raised by capture). Inputs as pr221_ncu.py
+makes them.
 
 Usage: python3 pr221_graph.py RUNS_JSONL BUILD_CACHE DEFINITIONS_DIR  (prints one JSON object)
 """
 
 import json
 import statistics
+import subprocess
 import sys
 
 import torch
@@ -45,16 +48,35 @@ def graph_time_us(fn, definition, axes):
     return statistics.median(times)
 
 
+def time_one(runs, cache, definitions, wanted):
+    """Prints the figure of the run `wanted` (implementation|workload) as one JSON value."""
+    for r, fn, definition in ran_solutions(runs, cache, definitions):
+        if f"{r['implementation']}|{r['workload']}" != wanted:
+            continue
+        try:
+            print(json.dumps({"us_per_call": graph_time_us(fn, definition, r["axes"])}))
+        except Exception as error:  # not capturable: a host sync or copy inside the call
+            print(json.dumps({"not_capturable": str(error).splitlines()[0][:160]}))
+        return
+
+
 def main():
     runs, cache, definitions = sys.argv[1:4]
+    if len(sys.argv) > 5 and sys.argv[4] == "--one":
+        return time_one(runs, cache, definitions, sys.argv[5])
     out = {}
-    for r, fn, definition in ran_solutions(runs, cache, definitions):
+    for line in open(runs):
+        r = json.loads(line)
+        if r["verdict"]["verdict"] == "not_run" or not r["implementationKey"].startswith("sha256:"):
+            continue
         key = f"{r['implementation']}|{r['workload']}"
-        try:
-            out[key] = {"us_per_call": graph_time_us(fn, definition, r["axes"])}
-        except Exception as error:  # not capturable: a host sync or copy inside the call
-            out[key] = {"not_capturable": str(error).splitlines()[0][:160]}
-            torch.cuda.synchronize()
+        child = subprocess.run([sys.executable, __file__, runs, cache, definitions, "--one", key], capture_output=True, text=True)
+        lines = child.stdout.strip().splitlines()
+        if child.returncode == 0 and lines:
+            out[key] = json.loads(lines[-1])
+        else:
+            last = (child.stdout + child.stderr).strip().splitlines()[-1:] or [""]
+            out[key] = {"not_capturable": f"the process ended with {child.returncode}: {last[0][:160]}"}
     print(json.dumps(out, indent=1))
 
 
