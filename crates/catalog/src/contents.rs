@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::error::{CatalogError, DbContext, Result};
+use crate::error::{CatalogError, ContentRefusal, DbContext, Result};
 use crate::rows::{SqlValue, Storage};
 use crate::store::{Backend, Pool, Session};
 use ki_model::export::ExportLine;
@@ -55,23 +55,6 @@ fn is_sha256_digest(digest: &str) -> bool {
     digest
         .strip_prefix("sha256:")
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-}
-
-/// Why contents were refused; nothing was written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ContentRefusal {
-    #[error("{origin}: {digest:?} is not a sha256 digest (\"sha256:\" and 64 lowercase hex digits)")]
-    MalformedDigest { origin: String, digest: String },
-    #[error("{origin}: its sha256 is {actual}, not {claimed} as the rows name it")]
-    DigestMismatch { origin: String, claimed: String, actual: String },
-    #[error("{origin} ({digest}): {size} bytes, over the content store's limit of {limit} bytes (16 MiB)")]
-    TooLarge { origin: String, digest: String, size: u64, limit: usize },
-    #[error("{origin}: {reason}")]
-    Unreadable { origin: String, reason: String },
-    #[error(
-        "{origin}: its sha256 {digest} is not named by any row of the catalog (an implementation's source or an artifact)"
-    )]
-    NotNamed { origin: String, digest: String },
 }
 
 /// What a put wrote.

@@ -72,11 +72,11 @@ pub enum CatalogError {
     Refused(Refusal),
     /// A write with an API key was refused before anything was written.
     #[error("refused, nothing written: {0}")]
-    KeyRefused(crate::state::KeyRefusal),
+    KeyRefused(crate::access::KeyRefusal),
     /// Contents were refused before anything was written (a digest that does not match, a
     /// content over the limit, a file no row names).
     #[error("refused, nothing written: {0}")]
-    ContentRefused(crate::contents::ContentRefusal),
+    ContentRefused(ContentRefusal),
 }
 
 /// Why a correction (or the record events a publication needs) was refused. Each names
@@ -136,4 +136,21 @@ impl<T> DbContext<T> for std::result::Result<T, sqlx::Error> {
     fn context(self, context: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|cause| CatalogError::Database { context: context(), cause })
     }
+}
+
+/// Why contents were refused; nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContentRefusal {
+    #[error("{origin}: {digest:?} is not a sha256 digest (\"sha256:\" and 64 lowercase hex digits)")]
+    MalformedDigest { origin: String, digest: String },
+    #[error("{origin}: its sha256 is {actual}, not {claimed} as the rows name it")]
+    DigestMismatch { origin: String, claimed: String, actual: String },
+    #[error("{origin} ({digest}): {size} bytes, over the content store's limit of {limit} bytes (16 MiB)")]
+    TooLarge { origin: String, digest: String, size: u64, limit: usize },
+    #[error("{origin}: {reason}")]
+    Unreadable { origin: String, reason: String },
+    #[error(
+        "{origin}: its sha256 {digest} is not named by any row of the catalog (an implementation's source or an artifact)"
+    )]
+    NotNamed { origin: String, digest: String },
 }

@@ -74,6 +74,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+mod access;
 pub mod contents;
 mod corrections;
 mod error;
@@ -93,16 +94,17 @@ mod state;
 mod store;
 pub mod urls;
 
-pub use contents::{AttachReport, Content, ContentRefusal, PutReport};
+pub use access::{KeyRefusal, Scope};
+pub use contents::{AttachReport, Content, PutReport};
 pub use corrections::{Correction, CorrectionAction, CorrectionReport};
-pub use error::{CatalogError, Conflict, Refusal, Result, RowProblem};
+pub use error::{CatalogError, Conflict, ContentRefusal, Refusal, Result, RowProblem};
 pub use export::{ExportFormat, ExportSummary};
 pub use import::{ImportOptions, ImportProgress, ImportReport, ImportStage, ProgressFn, TableCounts};
 pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
 pub use search::SearchKey;
 pub use state::{
-    ATTESTATIONS_PER_PAGE, ApiKey, Attestation, AttestationKind, AttestationPage, KeyRefusal, NewAttestation, Scope,
+    ATTESTATIONS_PER_PAGE, ApiKey, Attestation, AttestationKind, AttestationPage, NewAttestation,
     Submission, SubmittedDocument, WebLogImport, hash_key,
 };
 pub use store::Backend;

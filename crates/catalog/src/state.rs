@@ -15,35 +15,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::Catalog;
+use crate::access::{KeyRefusal, Scope};
 use crate::error::{CatalogError, DbContext, Refusal, Result};
 use crate::rows::{SqlValue, Storage};
 use crate::schema::Kind;
 use crate::store::{Backend, Pool, Session, placeholder};
-
-/// What a key may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    Attest,
-    Submit,
-}
-
-impl Scope {
-    pub fn parse(text: &str) -> Option<Scope> {
-        match text {
-            "attest" => Some(Scope::Attest),
-            "submit" => Some(Scope::Submit),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Attest => "attest",
-            Scope::Submit => "submit",
-        }
-    }
-}
 
 /// An API key as stored: never its secret.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -185,19 +161,6 @@ pub struct Submission {
     pub created_at: String,
     #[serde(default)]
     pub published_at: Option<String>,
-}
-
-/// Why a key may not write, decided before anything is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum KeyRefusal {
-    #[error("no API key was sent")]
-    NoKey,
-    #[error("the API key is unknown or revoked")]
-    UnknownKey,
-    #[error("the API key lacks the {} scope", .0.as_str())]
-    MissingScope(Scope),
-    #[error("the API key has used its daily quota of writes")]
-    QuotaExceeded,
 }
 
 /// What migrating a JSON-lines state file brought into the catalog.

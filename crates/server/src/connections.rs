@@ -83,7 +83,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             max_headers: 100,
             max_connections_per_peer: default_max_connections() / 4,
-            max_body_bytes: crate::routes::MAX_BODY_BYTES,
+            max_body_bytes: crate::http::MAX_BODY_BYTES,
             body_read_timeout: Duration::from_secs(10),
             min_body_rate: 1024,
             body_rate_grace: Duration::from_secs(2),

@@ -2,12 +2,12 @@
 //! name the request (for every error, axum's own included), HTML error pages for browsers,
 //! a deadline per request, and the presented API key.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -30,6 +30,39 @@ pub fn next_request_id() -> String {
     format!("{}-{:08x}", *PROCESS_TAG, NEXT_REQUEST.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Request bodies above this are refused (413) before a handler sees them: the largest
+/// legitimate body is a submission bundle, whose manifests are capped at 1 MiB each.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// The method and path pattern of every route (the route table gives them to [`middleware`]),
+/// for a 405's `Allow`.
+#[derive(Debug, Clone)]
+pub struct RouteMethods(Arc<[(&'static str, &'static str)]>);
+
+impl RouteMethods {
+    pub fn new(routes: impl IntoIterator<Item = (&'static str, &'static str)>) -> RouteMethods {
+        RouteMethods(routes.into_iter().collect())
+    }
+
+    /// The methods served at `path` (`{param}` segments match any one segment).
+    fn at(&self, path: &str) -> Vec<&'static str> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let mut methods: Vec<&'static str> = self
+            .0
+            .iter()
+            .filter(|(_, pattern)| {
+                let pattern: Vec<&str> = pattern.split('/').collect();
+                pattern.len() == segments.len()
+                    && pattern.iter().zip(&segments).all(|(p, s)| (p.starts_with('{') && p.ends_with('}')) || p == s)
+            })
+            .map(|(method, _)| *method)
+            .collect();
+        methods.sort_unstable();
+        methods.dedup();
+        methods
+    }
+}
+
 /// How long one request may take, its body included: a client trickling a body is cut off.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -40,7 +73,7 @@ const MAX_REJECTION_BYTES: usize = 4096;
 /// handler's [`Problem`] gets the request's id and path, and every other error (axum's
 /// rejections of a path, query, form or body, a wrong method, a body over the limit) becomes
 /// a problem too, so that no error goes out as plain text or without a body.
-pub async fn middleware(mut request: Request, next: Next) -> Response {
+pub async fn middleware(State(routes): State<RouteMethods>, mut request: Request, next: Next) -> Response {
     let id = next_request_id();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
@@ -68,7 +101,7 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
 
     let is_error = response.status().is_client_error() || response.status().is_server_error();
     if is_error && response.extensions().get::<Problem>().is_none() {
-        let problem = rejection_problem(&method, &path, response).await;
+        let problem = rejection_problem(&routes, &method, &path, response).await;
         response = problem.into_response();
     }
     if let Some(mut problem) = response.extensions_mut().remove::<Problem>() {
@@ -200,10 +233,10 @@ fn finish(mut response: Response, id: &str, method: &axum::http::Method) -> Resp
 
 /// An error response axum made by itself (its text, or nothing) as a problem with the same
 /// status, its text as the detail.
-async fn rejection_problem(method: &axum::http::Method, path: &str, response: Response) -> Problem {
+async fn rejection_problem(routes: &RouteMethods, method: &axum::http::Method, path: &str, response: Response) -> Problem {
     let status = response.status();
     let allow = response.headers().get(header::ALLOW).cloned().or_else(|| {
-        let methods = crate::routes::methods_at(path);
+        let methods = routes.at(path);
         (status == StatusCode::METHOD_NOT_ALLOWED && !methods.is_empty())
             .then(|| HeaderValue::from_str(&methods.join(", ").to_ascii_uppercase()).ok())
             .flatten()
@@ -221,7 +254,7 @@ async fn rejection_problem(method: &axum::http::Method, path: &str, response: Re
             ),
         ),
         StatusCode::PAYLOAD_TOO_LARGE => {
-            ("body-too-large", format!("the request body is larger than {} bytes", crate::routes::MAX_BODY_BYTES))
+            ("body-too-large", format!("the request body is larger than {} bytes", MAX_BODY_BYTES))
         }
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", text),
         _ if text.is_empty() => ("error", status.canonical_reason().unwrap_or("error").to_string()),

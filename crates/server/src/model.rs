@@ -998,7 +998,7 @@ pub struct WordMatches {
     words: std::sync::Mutex<HashMap<String, Arc<[u32]>>>,
     terms: std::sync::Mutex<HashMap<String, Arc<[TermHit]>>>,
     pub(crate) lexicon: OnceLock<Lexicon>,
-    /// Built on the first query that needs it (`ReadModel::entries_by_place`).
+    /// Built on the first query that needs it (`ReadModel::entries_at_places`).
     pub(crate) entries_by_place: OnceLock<EntriesByPlace>,
 }
 

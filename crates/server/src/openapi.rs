@@ -58,6 +58,10 @@ pub struct Link {
     pub expression: &'static str,
 }
 
+/// Every route's description, in registration order: the route table hands it to the pages
+/// that describe the API (`/docs`, `/api/v1/openapi.json`).
+pub type RouteDocs = std::sync::Arc<[RouteDoc]>;
+
 /// One route, as the document describes it.
 #[derive(Debug, Clone)]
 pub struct RouteDoc {

@@ -5,19 +5,17 @@
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::Extension;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
-use crate::openapi::{Link, Method, Produces, RouteDoc};
+use crate::http::{MAX_BODY_BYTES, RouteMethods};
+use crate::openapi::{Link, Method, Produces, RouteDoc, RouteDocs};
 use crate::pages::{
     PageQuery, Shared, compare, docs, exports, feed, gpu, gpus, home, implementation, models, operation, project,
     records, resolve, run, run_list, search, serving, source, submission, verifications,
 };
-
-/// Request bodies above this are refused (413) before a handler sees them: the largest
-/// legitimate body is a submission bundle, whose manifests are capped at 1 MiB each.
-pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 struct Routes {
     router: Router<Shared>,
@@ -325,34 +323,18 @@ fn table() -> Routes {
         .add(RouteDoc::new(Get, "/healthz", Produces::Asset("text/plain"), "Liveness"), docs::healthz)
 }
 
-/// The methods the route table serves at `path` (`{param}` segments match any one segment),
-/// for a 405's `Allow`.
-pub fn methods_at(path: &str) -> Vec<&'static str> {
-    let segments: Vec<&str> = path.split('/').collect();
-    let mut methods: Vec<&'static str> = route_docs()
-        .iter()
-        .filter(|doc| {
-            let pattern: Vec<&str> = doc.path.split('/').collect();
-            pattern.len() == segments.len()
-                && pattern.iter().zip(&segments).all(|(p, s)| (p.starts_with('{') && p.ends_with('}')) || p == s)
-        })
-        .map(|doc| doc.method.as_str())
-        .collect();
-    methods.sort_unstable();
-    methods.dedup();
-    methods
-}
-
 /// Every route's description, in registration order.
 pub fn route_docs() -> Vec<RouteDoc> {
     table().docs
 }
 
 pub fn router(state: Shared) -> Router {
-    let Routes { router, .. } = table();
+    let Routes { router, docs } = table();
+    let methods = RouteMethods::new(docs.iter().map(|doc| (doc.method.as_str(), doc.path)));
     router
         .fallback(crate::http::not_found)
+        .layer(Extension(RouteDocs::from(docs)))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(crate::http::middleware))
+        .layer(axum::middleware::from_fn_with_state(methods, crate::http::middleware))
         .with_state(state)
 }

@@ -1,5 +1,6 @@
 //! Docs (`/docs`), the OpenAPI document, the static assets and `/healthz`.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -7,7 +8,7 @@ use maud::{Markup, html};
 
 use super::{Answer, SITE_CSS, SITE_JS, Shared, html_response, json_response, layout, section};
 use crate::model::{ReadModel, text};
-use crate::routes::route_docs;
+use crate::openapi::RouteDocs;
 
 // ---------- docs ----------
 
@@ -81,12 +82,12 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
 
 // ---------- docs and assets ----------
 
-pub async fn page(State(state): State<Shared>) -> Answer {
-    Ok(html_response(render(&state.model(), &route_docs())))
+pub async fn page(State(state): State<Shared>, Extension(routes): Extension<RouteDocs>) -> Answer {
+    Ok(html_response(render(&state.model(), &routes)))
 }
 
-pub async fn api_openapi() -> Answer {
-    Ok(json_response(&crate::openapi::document(&route_docs())))
+pub async fn api_openapi(Extension(routes): Extension<RouteDocs>) -> Answer {
+    Ok(json_response(&crate::openapi::document(&routes)))
 }
 
 pub async fn site_css() -> Response {

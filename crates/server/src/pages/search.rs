@@ -81,7 +81,6 @@ pub struct RunHit {
     pub href: String,
 }
 
-/// The entries every list (each ascending by entry) holds, ascending, with their weights summed.
 /// The entries a query matches, ranked: the first `limit` of them in order, how many there are,
 /// and the best-ranked operation with runs (the one the answer leads with; operations that fit
 /// the query's axes rank first).
@@ -92,6 +91,7 @@ struct Ranked<'a> {
     lead: Option<usize>,
 }
 
+/// The entries every list (each ascending by entry) holds, ascending, with their weights summed.
 fn common_entries(mut lists: Vec<Arc<[TermHit]>>) -> Vec<(u32, u32)> {
     lists.sort_by_key(|list| list.len());
     let Some((shortest, rest)) = lists.split_first() else { return Vec::new() };

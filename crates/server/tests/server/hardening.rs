@@ -168,7 +168,7 @@ fn every_error_is_a_problem_with_a_body_even_those_answered_before_routing() {
     let bad_path = server.get("/runs/%ff");
     bad_path.problem(400);
     // A body over the limit (read whole, so the client gets the answer).
-    let huge = "x".repeat(ki_server::routes::MAX_BODY_BYTES + 1);
+    let huge = "x".repeat(ki_server::http::MAX_BODY_BYTES + 1);
     let too_large = server.raw(
         format!(
             "POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{huge}",
