@@ -9,7 +9,11 @@ keeps for each implementation x workload the newest call's run, and writes into 
   bundle the kept rows name (the format of data/artifacts-*.jsonl.zst), each sha256 checked.
 Then `zstd -19 OUT/catalog-rows.jsonl` and the contents go into data/ (data/README.md).
 
-Usage: python3 publish.py OUT CALL_FOLDER...
+Rows already bundled (each `--bundled FILE`, a data/*.jsonl.zst) must stay one row per id: an
+implementation whose row here differs from the bundled row of its id (the runner's description names
+the local file a solution was read from) has its runs held back, listed in `OUT/held-back.json`.
+
+Usage: python3 publish.py OUT [--bundled FILE]... CALL_FOLDER...
 """
 
 import hashlib
@@ -26,7 +30,16 @@ def read_rows(path):
 
 
 def main():
-    out, calls = sys.argv[1], sys.argv[2:]
+    out, args = sys.argv[1], sys.argv[2:]
+    bundled, calls = {}, []
+    while args:
+        if args[0] == "--bundled":
+            for line in read_rows(args[1]):
+                if "id" in line["row"]:
+                    bundled[(line["table"], line["row"]["id"])] = line["row"]
+            args = args[2:]
+        else:
+            calls.append(args.pop(0))
     others = {}  # (table, id) -> row
     runs = {}  # (implementationId, workloadId) -> (call, run)
     measurements = {}  # runId -> [rows]
@@ -44,13 +57,29 @@ def main():
                 known = others.setdefault((table, row["id"]), (call, row))[1]
                 if known != row:
                     sys.exit(f"{call}: {table} row {row['id']} differs from an earlier call's")
+    differing = {key[1] for key, (_, row) in others.items() if key in bundled and bundled[key] != row}
+    held_back = [
+        {"run": row["id"], "implementation": row["implementationId"], "reason": "its implementation row differs from the bundled one"}
+        for _, row in runs.values()
+        if row["implementationId"] in differing
+    ]
+    runs = {k: cr for k, cr in runs.items() if cr[1]["implementationId"] not in differing}
+    used = {cr[1]["implementationId"] for cr in runs.values()}
+    others = {k: v for k, v in others.items() if not (k[0] == "implementations" and k[1] in differing and k[1] not in used)}
     kept = sorted(runs.values(), key=lambda cr: (cr[1]["observedAt"], cr[1]["id"]))
+    # A passed run names its samples under timing, a failed one under evidence (as the catalog reads them).
     named = [
-        (call, raw["uri"], raw["digest"]) for call, run in kept if (raw := (run["manifest"]["run"]["spec"].get("timing") or {}).get("rawSamples"))
+        (call, raw["uri"], raw["digest"])
+        for call, run in kept
+        for part in ("timing", "evidence")
+        if (raw := (run["manifest"]["run"]["spec"].get(part) or {}).get("rawSamples"))
     ]
     named += [(call, row["uri"], row["contentDigest"]) for (table, _), (call, row) in sorted(others.items()) if table == "artifacts"]
-    contents = []
+    contents, seen = [], set()
     for call, uri, digest in named:
+        if digest in seen:
+            continue
+        seen.add(digest)
         content = records[call].extractfile(uri).read()
         if "sha256:" + hashlib.sha256(content).hexdigest() != digest:
             sys.exit(f"{call}: {uri} does not have its digest")
@@ -74,13 +103,15 @@ def main():
         for _, run in kept:
             for m in measurements.get(run["id"], []):
                 write("measurements", m)
+    with open(os.path.join(out, "held-back.json"), "w") as f:
+        json.dump(held_back, f, indent=1)
     lines = "".join(json.dumps(c, separators=(",", ":")) + "\n" for c in contents).encode()
     with open(os.path.join(out, "contents.jsonl.zst"), "wb") as f:
         subprocess.run(["zstd", "-19", "-q", "-c"], input=lines, stdout=f, check=True)
     statuses = {}
     for _, run in kept:
         statuses[run["status"]] = statuses.get(run["status"], 0) + 1
-    print(f"runs {len(kept)} {statuses}; contents {len(contents)} ({len(lines)} bytes)")
+    print(f"runs {len(kept)} {statuses}; held back {len(held_back)}; contents {len(contents)} ({len(lines)} bytes)")
 
 
 if __name__ == "__main__":
