@@ -104,8 +104,8 @@ pub use ki_model::export::ExportLine;
 pub use ledger::AppendedEvent;
 pub use search::SearchKey;
 pub use state::{
-    ATTESTATIONS_PER_PAGE, ApiKey, Attestation, AttestationKind, AttestationPage, NewAttestation,
-    Submission, SubmittedDocument, WebLogImport, hash_key,
+    ATTESTATIONS_PER_PAGE, ApiKey, Attestation, AttestationKind, AttestationPage, NewAttestation, Submission,
+    SubmittedDocument, WebLogImport, hash_key,
 };
 pub use store::Backend;
 

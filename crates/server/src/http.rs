@@ -2,8 +2,8 @@
 //! name the request (for every error, axum's own included), HTML error pages for browsers,
 //! a deadline per request, and the presented API key.
 
-use std::sync::{Arc, LazyLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -233,7 +233,12 @@ fn finish(mut response: Response, id: &str, method: &axum::http::Method) -> Resp
 
 /// An error response axum made by itself (its text, or nothing) as a problem with the same
 /// status, its text as the detail.
-async fn rejection_problem(routes: &RouteMethods, method: &axum::http::Method, path: &str, response: Response) -> Problem {
+async fn rejection_problem(
+    routes: &RouteMethods,
+    method: &axum::http::Method,
+    path: &str,
+    response: Response,
+) -> Problem {
     let status = response.status();
     let allow = response.headers().get(header::ALLOW).cloned().or_else(|| {
         let methods = routes.at(path);

@@ -3,9 +3,9 @@
 //! `/api/v1/openapi.json` describes; the handlers live with their pages in
 //! [`crate::pages`].
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::Extension;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
