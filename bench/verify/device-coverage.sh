@@ -5,9 +5,9 @@
 # back into bench/verify/coverage/<call>/ and copied there with their session.json, which names the
 # card: runs of another card are refused) is passed as --skip-recorded, so a call does only
 # what no earlier call recorded; --deadline stops starting work in time for the records to be
-# written inside the call. `--catalog` (a copy of data/catalog-*.jsonl.zst in .carry/verify/catalog.jsonl.zst)
-# makes the records name the public snapshot's operations and workloads, so that they can be
-# bundled beside its reported runs (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
+# written inside the call. `--catalog` of every bundled row file in data/ (the public snapshot and our
+# published runs) makes the records name their operations, workloads and implementations, so that
+# they can be bundled beside them (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
 C=.carry/verify
@@ -21,7 +21,11 @@ SKIP=()
 for f in $C/coverage/*/runs.jsonl /tmp/cov-done-*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
 echo "earlier calls: ${#SKIP[@]} flags"
 start=$(date +%s)
-timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline --catalog $C/catalog.jsonl.zst \
+CATALOGS=()
+for f in data/catalog-*.jsonl.zst data/kernelindex-*.jsonl.zst; do
+  case $f in *.contents.jsonl.zst) ;; *) CATALOGS+=(--catalog "$f") ;; esac
+done
+timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline "${CATALOGS[@]}" \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
   "${SKIP[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
 echo "ki-runner verify rc=$? in $(( $(date +%s) - start )) s"

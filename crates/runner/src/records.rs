@@ -60,6 +60,32 @@ fn digest(manifest: &Value) -> Result<String> {
     ki_model::identity::object_digest(manifest).map_err(|e| anyhow!("digesting a manifest: {e}"))
 }
 
+/// The hardware block of an environment manifest for a device as the driver names it. The
+/// product is the GPU model as the public index names it ("NVIDIA H100 80GB HBM3" is an "NVIDIA
+/// H100", "NVIDIA A100-SXM4-80GB" an "NVIDIA A100"), so that our runs sit on the same GPU page and
+/// leaderboards as the reported ones; the rest of the driver's name (memory, form) is kept as the
+/// form factor. A name of another shape (a GeForce or RTX product) is kept whole.
+fn hardware_block(device: &str, architecture: &str, memory_bytes: u64) -> Value {
+    let mut block = json!({"vendor": "nvidia", "product": device, "architecture": architecture, "memoryBytes": memory_bytes, "count": 1});
+    let Some(rest) = device.strip_prefix("NVIDIA ") else { return block };
+    let model = rest.split([' ', '-']).next().unwrap_or("");
+    let letters = model.chars().take_while(char::is_ascii_uppercase).count();
+    let digits = model[letters..].chars().take_while(char::is_ascii_digit).count();
+    let tail = &model[letters + digits..];
+    let is_model = (1..=3).contains(&letters)
+        && (1..=4).contains(&digits)
+        && tail.len() <= 2
+        && tail.chars().all(|c| c.is_ascii_uppercase());
+    if is_model {
+        block["product"] = json!(format!("NVIDIA {model}"));
+        let form = rest[model.len()..].trim_matches([' ', '-']);
+        if !form.is_empty() {
+            block["formFactor"] = json!(form);
+        }
+    }
+    block
+}
+
 /// Lower-case name for manifest metadata (`^[a-z0-9][a-z0-9._-]*$`).
 fn slug(text: &str) -> String {
     let s: String = text
@@ -206,13 +232,7 @@ pub fn environment_manifest(facts: &SessionFacts, calibration: &Calibration) -> 
             "labels": labels
         },
         "spec": {
-            "hardware": {
-                "vendor": "nvidia",
-                "product": facts.device.name,
-                "architecture": facts.architecture(),
-                "memoryBytes": facts.device.total_memory_bytes,
-                "count": 1
-            },
+            "hardware": hardware_block(&facts.device.name, &facts.architecture(), facts.device.total_memory_bytes as u64),
             "software": software,
             "settings": {"clocksLocked": false}
         }
@@ -1010,7 +1030,7 @@ pub fn verify_environment_manifest(machine: &VerifyMachine) -> Value {
             "labels": labels
         },
         "spec": {
-            "hardware": {"vendor": "nvidia", "product": machine.device, "architecture": machine.architecture(), "memoryBytes": machine.memory_bytes, "count": 1},
+            "hardware": hardware_block(&machine.device, &machine.architecture(), machine.memory_bytes),
             "software": software,
             "settings": {"clocksLocked": false}
         }
@@ -1268,15 +1288,22 @@ impl VerifyRows {
         }));
     }
 
+    /// The implementation's row: the catalog's own when it holds this id (a row published
+    /// before, whose manifest differs at most in metadata), else a new one for `manifest`.
     pub fn implementation(
         &mut self,
         implementation: &VerifyImplementation,
         manifest: &Value,
         project_id: &str,
         operation_id: &str,
+        catalog: &BTreeMap<String, Map<String, Value>>,
     ) -> Result<(String, String)> {
         let d = digest(manifest)?;
         let id = row_id("implementations", &d);
+        if let Some(existing) = catalog.get(&id) {
+            self.push("implementations", id.clone(), Value::Object(existing.clone()));
+            return Ok((id, d));
+        }
         self.push("implementations", id.clone(), json!({
             "id": id, "projectId": project_id, "operationId": operation_id,
             "slug": slug(&format!("{}-{}", implementation.label, &d[7..13])), "implementationDigest": d,
@@ -1368,9 +1395,27 @@ impl VerifyRows {
     }
 }
 
-/// The catalog export's rows of every operation named in `names` (and their workloads).
-pub fn catalog_operations(catalog: &Path, names: &[String]) -> Result<BTreeMap<String, OperationRows>> {
-    let lines = ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?;
+/// Rows of catalog exports a verify session reuses: each operation named (with its workloads),
+/// and every implementation by id.
+#[derive(Default)]
+pub struct CatalogRows {
+    pub operations: BTreeMap<String, OperationRows>,
+    pub implementations: BTreeMap<String, Map<String, Value>>,
+}
+
+/// The rows of `catalogs` (the first file that holds a row wins) of every operation named in
+/// `names` (and their workloads), and their implementations.
+pub fn catalog_rows(catalogs: &[PathBuf], names: &[String]) -> Result<CatalogRows> {
+    let mut lines = Vec::new();
+    for catalog in catalogs {
+        lines.extend(ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?);
+    }
+    let mut implementations = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.table == "implementations") {
+        if let Some(id) = l.row.get("id").and_then(Value::as_str) {
+            implementations.entry(id.to_string()).or_insert_with(|| l.row.clone());
+        }
+    }
     let mut found: BTreeMap<String, OperationRows> = BTreeMap::new();
     for l in lines.iter().filter(|l| l.table == "operations") {
         if let Some(name) = l.row.get("name").and_then(Value::as_str)
@@ -1380,14 +1425,15 @@ pub fn catalog_operations(catalog: &Path, names: &[String]) -> Result<BTreeMap<S
             found.insert(name.to_string(), (l.row.clone(), Vec::new()));
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
     for l in lines.iter().filter(|l| l.table == "workloads") {
         for (operation, workloads) in found.values_mut() {
-            if l.row.get("operationId") == operation.get("id") {
+            if l.row.get("operationId") == operation.get("id") && seen.insert(l.id().to_string()) {
                 workloads.push(l.row.clone());
             }
         }
     }
-    Ok(found)
+    Ok(CatalogRows { operations: found, implementations })
 }
 
 /// Writes pretty JSON (for verify's manifests).
@@ -1401,4 +1447,34 @@ pub fn manifest_digest(value: &Value) -> Result<String> {
 
 pub fn manifest_slug(text: &str) -> String {
     slug(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hardware_block;
+
+    fn product(device: &str) -> (String, Option<String>) {
+        let block = hardware_block(device, "sm_90", 1);
+        (block["product"].as_str().unwrap().to_string(), block["formFactor"].as_str().map(str::to_string))
+    }
+
+    #[test]
+    fn the_product_is_the_model_the_public_index_names() {
+        let form = |s: &str| Some(s.to_string());
+        assert_eq!(product("NVIDIA H100 80GB HBM3"), ("NVIDIA H100".into(), form("80GB HBM3")));
+        assert_eq!(product("NVIDIA H100 PCIe"), ("NVIDIA H100".into(), form("PCIe")));
+        assert_eq!(product("NVIDIA A100-SXM4-80GB"), ("NVIDIA A100".into(), form("SXM4-80GB")));
+        assert_eq!(product("NVIDIA GH200 480GB"), ("NVIDIA GH200".into(), form("480GB")));
+        assert_eq!(product("NVIDIA L40S"), ("NVIDIA L40S".into(), None));
+        // The H200's name is already the model: its manifests (and digests) stay as they were.
+        assert_eq!(product("NVIDIA H200"), ("NVIDIA H200".into(), None));
+        assert_eq!(
+            hardware_block("NVIDIA H200", "sm_90", 7),
+            serde_json::json!({"vendor": "nvidia", "product": "NVIDIA H200", "architecture": "sm_90", "memoryBytes": 7, "count": 1})
+        );
+        // Other shapes are kept whole.
+        assert_eq!(product("NVIDIA GeForce RTX 4090"), ("NVIDIA GeForce RTX 4090".into(), None));
+        assert_eq!(product("NVIDIA RTX A6000"), ("NVIDIA RTX A6000".into(), None));
+        assert_eq!(product("Tesla V100"), ("Tesla V100".into(), None));
+    }
 }

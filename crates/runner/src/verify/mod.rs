@@ -98,9 +98,10 @@ pub struct VerifyArgs {
     /// Python interpreter with torch (and flashinfer for the baselines).
     #[arg(long, default_value = "python3")]
     pub python: String,
-    /// A catalog export: reuse its OperationSpec and WorkloadCase records where it has them.
+    /// A catalog export (repeatable): reuse its operation, workload and implementation rows where
+    /// it has them, so that records of the same thing are one row wherever they are published.
     #[arg(long)]
-    pub catalog: Option<PathBuf>,
+    pub catalog: Vec<PathBuf>,
     /// Build cache (kept across sessions); default a folder under the scratch space.
     #[arg(long)]
     pub build_cache: Option<PathBuf>,

@@ -149,10 +149,7 @@ impl Session {
         let environment_digest = records::manifest_digest(&environment)?;
         records::write_manifest(&out.join("manifests/execution-environment.json"), &environment)?;
         let names: Vec<String> = definitions.keys().cloned().collect();
-        let catalog = match &self.args.catalog {
-            Some(c) => records::catalog_operations(c, &names)?,
-            None => BTreeMap::new(),
-        };
+        let catalog = records::catalog_rows(&self.args.catalog, &names)?;
         let samples_per_trial = 10;
         let mut protocols: BTreeMap<String, (Value, String)> = BTreeMap::new();
         let mut operations: BTreeMap<String, (String, String, Value)> = BTreeMap::new();
@@ -164,7 +161,7 @@ impl Session {
                 records::write_manifest(&out.join(format!("manifests/protocol-{rule}.json")), &manifest)?;
                 protocols.insert(rule.clone(), (manifest, digest));
             }
-            let catalog_row = catalog.get(name).map(|(op, _)| op);
+            let catalog_row = catalog.operations.get(name).map(|(op, _)| op);
             let manifest = match catalog_row {
                 Some(row) => row["manifest"].clone(),
                 None => records::definition_operation_manifest(definition)?,
@@ -201,15 +198,17 @@ impl Session {
                 d
             };
             let info = match &implementation.entry {
-                Entry::Solution { solution, files } => {
+                Entry::Solution { solution, .. } => {
                     let artifact = ki_model::jcs::canonicalize(&solution.artifact()).map_err(|e| anyhow!("{e}"))?;
                     let artifact_digest = ki_model::identity::sha256_digest(artifact.as_bytes());
                     let uri = format!("artifacts/{}.json", &artifact_digest[7..]);
                     std::fs::write(out.join(&uri), &artifact)?;
                     rows.artifact(&artifact_digest, artifact.len(), &uri);
+                    // What the solution is, from its own fields alone: the file it was read from
+                    // is this session's, not the implementation's (the session names it).
                     let mut description = solution.description.clone().unwrap_or_default();
                     description.push_str(&format!(
-                        " · FlashInfer-Bench Solution `{}` by {} ({} schema, {}, entry {}::{}); verified from {}",
+                        " · FlashInfer-Bench Solution `{}` by {} ({} schema, {}, entry {}::{})",
                         solution.name,
                         solution.author,
                         match solution.schema {
@@ -219,14 +218,6 @@ impl Session {
                         solution.language.as_str(),
                         solution.entry_file,
                         solution.entry_function,
-                        files
-                            .iter()
-                            .map(|f| Path::new(f)
-                                .file_name()
-                                .map(|n| n.to_string_lossy().into_owned())
-                                .unwrap_or_default())
-                            .collect::<Vec<_>>()
-                            .join(", ")
                     ));
                     VerifyImplementation {
                         label: implementation.label(),
@@ -277,7 +268,11 @@ impl Session {
             };
             let manifest = records::verify_implementation_manifest(&info, operation_digest, &dtypes);
             let project_id = rows.project(&info.project_slug, &info.project_name, &info.repository);
-            let (id, digest) = rows.implementation(&info, &manifest, &project_id, operation_id)?;
+            let (id, digest) =
+                rows.implementation(&info, &manifest, &project_id, operation_id, &catalog.implementations)?;
+            // A row the catalog already holds keeps its manifest (the same identity; its metadata
+            // may say where that session read the solution).
+            let manifest = catalog.implementations.get(&id).map_or(manifest, |row| row["manifest"].clone());
             records::write_manifest(
                 &out.join(format!(
                     "manifests/implementation-{}.json",
@@ -307,7 +302,7 @@ impl Session {
             let (definition, _) = &definitions[&result.definition];
             let (operation_id, operation_digest, _) = &operations[&result.definition];
             let plan = plans[&result.definition].iter().find(|w| w.case.uuid == result.workload);
-            let catalog_workload = catalog.get(&result.definition).and_then(|(_, workloads)| {
+            let catalog_workload = catalog.operations.get(&result.definition).and_then(|(_, workloads)| {
                 workloads.iter().find(|w| {
                     let axes = &w["manifest"]["spec"]["axes"];
                     result.axes.iter().all(|(k, v)| axes.get(k).and_then(Value::as_i64) == Some(*v))

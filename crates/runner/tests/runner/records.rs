@@ -271,3 +271,27 @@ fn committed_v2_records_name_their_rule_and_this_tree() {
         assert_eq!(seen, runs, "{folder}");
     }
 }
+
+/// `ki verify --catalog A --catalog B`: the operations named and their workloads come from the
+/// files (each once), and every implementation row by id, so that a solution published before
+/// (the 2026-12-01 H200 records) is written as the same row, not a second row of its id.
+#[test]
+fn catalog_rows_reuse_operations_and_implementations_from_every_file() {
+    let files = [
+        repository().join("data/catalog-2026-08-16-0022af0b.jsonl.zst"),
+        repository().join("data/kernelindex-verify-h200-2026-12-01.jsonl.zst"),
+    ];
+    let name = "gemm_n4096_k4096".to_string();
+    let rows = ki_runner::records::catalog_rows(&files, std::slice::from_ref(&name)).unwrap();
+    let (operation, workloads) = &rows.operations[&name];
+    assert!(!workloads.is_empty());
+    assert!(workloads.iter().all(|w| w["operationId"] == operation["id"]));
+    let ids: std::collections::BTreeSet<String> = workloads.iter().map(|w| w["id"].to_string()).collect();
+    assert_eq!(ids.len(), workloads.len(), "each workload once, though both files hold it");
+    let published = ki_model::export::read_export(&files[1]).unwrap();
+    let implementations: Vec<_> = published.iter().filter(|l| l.table == "implementations").collect();
+    assert!(!implementations.is_empty());
+    for line in implementations {
+        assert_eq!(rows.implementations.get(line.id()), Some(&line.row), "{}", line.id());
+    }
+}
