@@ -268,8 +268,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     );
     std::fs::create_dir_all(&args.out)?;
     let scratch = tempfile::tempdir()?;
-    let mut writer =
-        RecordWriter::new(&args.out, &definition, &protocol, &facts, &calibration, args.catalog.as_deref())?;
+    let catalog = match &args.catalog {
+        Some(path) => crate::records::catalog_rows(std::slice::from_ref(path), std::slice::from_ref(&definition.name))?
+            .operations
+            .remove(&definition.name),
+        None => None,
+    };
+    let mut writer = RecordWriter::new(&args.out, &definition, &protocol, &facts, &calibration, catalog)?;
     let mut all_runs: Vec<WorkloadRun> = Vec::new();
     for (index, workload) in workloads.iter().enumerate() {
         let work_dir = scratch.path().join(format!("w{index}"));

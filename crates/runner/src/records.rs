@@ -420,27 +420,6 @@ fn write_json(path: &Path, value: &Value) -> Result<()> {
 /// An operation row and its workload rows, as a catalog export holds them.
 pub type OperationRows = (Map<String, Value>, Vec<Map<String, Value>>);
 
-/// The operation row and workload rows the catalog export holds for `definition`, if any.
-fn catalog_rows_of(catalog: &Path, definition: &Definition) -> Result<Option<OperationRows>> {
-    let lines = ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?;
-    let Some(operation) = lines
-        .iter()
-        .find(|l| {
-            l.table == "operations" && l.row.get("name").and_then(Value::as_str) == Some(definition.name.as_str())
-        })
-        .map(|l| l.row.clone())
-    else {
-        return Ok(None);
-    };
-    let operation_id = operation.get("id").cloned();
-    let workloads = lines
-        .iter()
-        .filter(|l| l.table == "workloads" && l.row.get("operationId") == operation_id.as_ref())
-        .map(|l| l.row.clone())
-        .collect();
-    Ok(Some((operation, workloads)))
-}
-
 /// A stable row id: UUID v8 from sha256("kernelindex:kernelindex-rerun:<table>:<key>").
 pub fn row_id(table: &str, key: &str) -> String {
     let digest = Sha256::digest(format!("kernelindex:kernelindex-rerun:{table}:{key}").as_bytes());
@@ -465,7 +444,7 @@ impl RecordWriter {
         protocol: &TimingProtocol,
         facts: &SessionFacts,
         calibration: &Calibration,
-        catalog: Option<&Path>,
+        catalog: Option<OperationRows>,
     ) -> Result<RecordWriter> {
         for sub in ["manifests", "samples"] {
             std::fs::create_dir_all(root.join(sub))?;
@@ -474,11 +453,10 @@ impl RecordWriter {
         let environment = environment_manifest(facts, calibration);
         write_json(&root.join("manifests/benchmark-protocol.json"), &protocol_manifest)?;
         write_json(&root.join("manifests/execution-environment.json"), &environment)?;
-        let (operation_row, catalog_workload_rows) =
-            match catalog.map(|c| catalog_rows_of(c, definition)).transpose()?.flatten() {
-                Some((operation, workloads)) => (Some(operation), workloads),
-                None => (None, Vec::new()),
-            };
+        let (operation_row, catalog_workload_rows) = match catalog {
+            Some((operation, workloads)) => (Some(operation), workloads),
+            None => (None, Vec::new()),
+        };
         let operation = match &operation_row {
             Some(row) => row["manifest"].clone(),
             None => operation_manifest(definition)?,
@@ -1293,16 +1271,19 @@ impl VerifyRows {
     pub fn implementation(
         &mut self,
         implementation: &VerifyImplementation,
-        manifest: &Value,
+        manifest: Value,
         project_id: &str,
         operation_id: &str,
         catalog: &BTreeMap<String, Map<String, Value>>,
-    ) -> Result<(String, String)> {
-        let d = digest(manifest)?;
+    ) -> Result<(String, String, Value)> {
+        let d = digest(&manifest)?;
         let id = row_id("implementations", &d);
+        // A row the catalog already holds is reused whole, its manifest included (the same
+        // identity; its metadata may say where that session read the solution).
         if let Some(existing) = catalog.get(&id) {
+            let manifest = existing.get("manifest").cloned().unwrap_or(manifest);
             self.push("implementations", id.clone(), Value::Object(existing.clone()));
-            return Ok((id, d));
+            return Ok((id, d, manifest));
         }
         self.push("implementations", id.clone(), json!({
             "id": id, "projectId": project_id, "operationId": operation_id,
@@ -1312,9 +1293,9 @@ impl VerifyRows {
             "installable": implementation.install.is_some(), "title": implementation.title.chars().take(200).collect::<String>(),
             "installKind": if implementation.install.is_some() { json!("pip") } else { Value::Null },
             "installCommand": implementation.install.as_ref().map_or(Value::Null, |(p, v)| json!(format!("pip install {p}=={v}"))),
-            "licenseDeclared": "Apache-2.0", "manifest": manifest, "createdAt": ENTITY_CREATED_AT, "supersedesId": Value::Null
+            "licenseDeclared": "Apache-2.0", "manifest": manifest.clone(), "createdAt": ENTITY_CREATED_AT, "supersedesId": Value::Null
         }));
-        Ok((id, d))
+        Ok((id, d, manifest))
     }
 
     /// The run row (and its measurement when it passed).

@@ -268,11 +268,8 @@ impl Session {
             };
             let manifest = records::verify_implementation_manifest(&info, operation_digest, &dtypes);
             let project_id = rows.project(&info.project_slug, &info.project_name, &info.repository);
-            let (id, digest) =
-                rows.implementation(&info, &manifest, &project_id, operation_id, &catalog.implementations)?;
-            // A row the catalog already holds keeps its manifest (the same identity; its metadata
-            // may say where that session read the solution).
-            let manifest = catalog.implementations.get(&id).map_or(manifest, |row| row["manifest"].clone());
+            let (id, digest, manifest) =
+                rows.implementation(&info, manifest, &project_id, operation_id, &catalog.implementations)?;
             records::write_manifest(
                 &out.join(format!(
                     "manifests/implementation-{}.json",

@@ -57,8 +57,11 @@ fn session_records_validate_and_import_as_verified_rows() {
         copy_bandwidth_bytes_per_s: 4.3e12,
         copy_bytes: 1 << 30,
     };
-    let mut writer =
-        RecordWriter::new(dir.path(), &definition, &protocol, &facts(), &calibration, Some(&catalog)).unwrap();
+    let catalog = ki_runner::records::catalog_rows(&[catalog], std::slice::from_ref(&definition.name))
+        .unwrap()
+        .operations
+        .remove(&definition.name);
+    let mut writer = RecordWriter::new(dir.path(), &definition, &protocol, &facts(), &calibration, catalog).unwrap();
 
     let samples: Vec<f64> = (0..200).map(|i| 12_000.0 + (i % 17) as f64 * 10.0).collect();
     // The published figure is the per-call one, which differs from the eager and replay samples.
