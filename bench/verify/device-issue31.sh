@@ -27,7 +27,7 @@ timeout $(budget 150) $C/ki-runner verify $C/pr221/*.json --definition $C/flashi
   --limit 3 --trials 2 --timeout 60 --jobs 8 --build-cache /tmp/ki-builds --out /tmp/pr221 > $OUT/x/pr221.log 2>&1
 echo "pr221 rc=$? in $(( $(date +%s) - t )) s"
 cp /tmp/pr221/runs.jsonl $OUT/pr221-runs.jsonl
-NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_elapsed.avg.per_second --csv"
+NCU="ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,gpc__cycles_elapsed.avg.per_second --csv"
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-corpus.csv python3 bench/verify/corpus_ncu.py $CORPUS /tmp/ki-builds /tmp/corpus/runs.jsonl > $OUT/x/ncu-corpus-order.txt 2>$OUT/x/ncu-corpus.err
 timeout $(budget 90) $NCU --log-file $OUT/x/ncu-pr221.csv python3 bench/verify/pr221_ncu.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/x/ncu-pr221-order.txt 2>$OUT/x/ncu-pr221.err
 timeout $(budget 60) python3 bench/verify/pr221_graph.py /tmp/pr221/runs.jsonl /tmp/ki-builds $C/flashinfer_trace > $OUT/pr221-graph.json 2> $OUT/x/pr221-graph.err; tail -c 300 $OUT/x/pr221-graph.err
@@ -44,6 +44,8 @@ d = [m['gpu__time_duration.sum'] for m in k]
 c = [m['sm__cycles_active.max'] / m['sm__cycles_elapsed.avg.per_second'] * 1e9 for m in k]
 print(f'one-element add_ kernel, ncu gpu__time_duration: median {statistics.median(d):.0f} ns over {len(d)} (min {min(d):.0f}, max {max(d):.0f})')
 print(f'one-element add_ kernel, ncu sm__cycles_active.max / SM clock: median {statistics.median(c):.0f} ns over {len(c)} (min {min(c):.0f}, max {max(c):.0f})')
+g = [m['gpc__cycles_elapsed.max'] / m['gpc__cycles_elapsed.avg.per_second'] * 1e9 for m in k if m.get('gpc__cycles_elapsed.avg.per_second')]
+g and print(f'one-element add_ kernel, ncu gpc__cycles_elapsed.max / GPC clock: median {statistics.median(g):.0f} ns over {len(g)} (min {min(g):.0f}, max {max(g):.0f})')
 " | tee -a $OUT/memcpy-gate.md
 timeout $(budget 40) python3 -m unittest discover -s crates/kernels/python/tests > $OUT/kernels-launcher-test.txt 2>&1
 echo "native launcher test rc=$?"; tail -4 $OUT/kernels-launcher-test.txt

@@ -3,7 +3,9 @@ of `gpu__time_duration` over the kernels of a call and, where ncu also collected
 `sm__cycles_active.max` and `sm__cycles_elapsed.avg.per_second` (the SM clock), the longest time any
 SM held a warp (`sm_active_ns_per_call`): ncu's duration carries a per-kernel floor of about 1.6 µs
 (memcpy_gate.py), the SM-active figure (a lower bound of the kernel's run: no launch, no drain)
-does not, which matters beside 2-3 µs kernels."""
+does not, which matters beside 2-3 µs kernels; and, where ncu collected `gpc__cycles_elapsed.max` and
+its clock, the longest a GPC counted during the kernel (`gpc_elapsed_ns_per_call`), a third view of the
+same run."""
 
 import csv
 import json
@@ -41,6 +43,9 @@ def main():
         if group and all("sm__cycles_active.max" in m and m.get("sm__cycles_elapsed.avg.per_second") for m in group):
             row["sm_active_ns_per_call"] = sum(m["sm__cycles_active.max"] / m["sm__cycles_elapsed.avg.per_second"] * 1e9
                                         for m in group) / calls
+        if group and all("gpc__cycles_elapsed.max" in m and m.get("gpc__cycles_elapsed.avg.per_second") for m in group):
+            row["gpc_elapsed_ns_per_call"] = sum(m["gpc__cycles_elapsed.max"] / m["gpc__cycles_elapsed.avg.per_second"] * 1e9
+                                          for m in group) / calls
         out[name] = row
     print(json.dumps(out, indent=1))
 
