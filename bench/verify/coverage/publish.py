@@ -11,7 +11,8 @@ Then `zstd -19 OUT/catalog-rows.jsonl` and the contents go into data/ (data/READ
 
 Rows already bundled (each `--bundled FILE`, a data/*.jsonl.zst) must stay one row per id: an
 implementation whose row here differs from the bundled row of its id (the runner's description names
-the local file a solution was read from) has its runs held back, listed in `OUT/held-back.json`.
+the local file a solution was read from) has its runs held back, listed in `OUT/held-back.json`; so
+does a run that failed because the card ran out of memory under the harness (a harness fault).
 
 Usage: python3 publish.py OUT [--bundled FILE]... CALL_FOLDER...
 """
@@ -25,8 +26,15 @@ import tarfile
 
 
 def read_rows(path):
-    text = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout.decode()
+    # Through stdin: zstd ignores a file given by a symbolic link (the calls' rows link to fixtures/).
+    with open(path, "rb") as f:
+        text = subprocess.run(["zstd", "-dc"], stdin=f, capture_output=True, check=True).stdout.decode()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def is_out_of_memory(run):
+    reason = run["manifest"]["run"]["metadata"].get("description") or ""
+    return "CUDA_ERROR_OUT_OF_MEMORY" in reason or "CUDA out of memory" in reason
 
 
 def main():
@@ -64,6 +72,16 @@ def main():
         if row["implementationId"] in differing
     ]
     runs = {k: cr for k, cr in runs.items() if cr[1]["implementationId"] not in differing}
+    # A run that ran out of device memory failed through the harness (the worker's input slots and the
+    # judge share the card), not through the implementation: a harness fault is never published as
+    # the implementation's failure.
+    out_of_memory = {k for k, (_, row) in runs.items() if row["status"] == "runtime_error" and is_out_of_memory(row)}
+    held_back += [
+        {"run": runs[k][1]["id"], "implementation": runs[k][1]["implementationId"],
+         "reason": "the card ran out of memory under the harness (a harness fault)"}
+        for k in sorted(out_of_memory)
+    ]
+    runs = {k: cr for k, cr in runs.items() if k not in out_of_memory}
     used = {cr[1]["implementationId"] for cr in runs.values()}
     others = {k: v for k, v in others.items() if not (k[0] == "implementations" and k[1] in differing and k[1] not in used)}
     kept = sorted(runs.values(), key=lambda cr: (cr[1]["observedAt"], cr[1]["id"]))

@@ -427,9 +427,21 @@ pub struct AttachReport {
 pub const BUNDLED_CONTENTS_NAME: &str = "artifacts-2026-12-01.jsonl.zst";
 static BUNDLED_CONTENTS: &[u8] = include_bytes!("../../../data/artifacts-2026-12-01.jsonl.zst");
 
-/// The bundled contents, each digest checked.
+/// The contents of publications made outside this repository's folders (from device calls'
+/// records, by bench/verify/coverage/publish.py), one file of data/ each, beside its rows.
+pub const BUNDLED_PUBLICATION_CONTENTS: &[(&str, &[u8])] = &[(
+    "kernelindex-verify-h100-2026-12-07.contents.jsonl.zst",
+    include_bytes!("../../../data/kernelindex-verify-h100-2026-12-07.contents.jsonl.zst"),
+)];
+
+/// Every bundled content, each digest checked, each once (publications share solutions' sources).
 pub fn bundled_contents() -> Result<Vec<Content>> {
-    read_bundle(BUNDLED_CONTENTS_NAME, BUNDLED_CONTENTS)
+    let mut contents = read_bundle(BUNDLED_CONTENTS_NAME, BUNDLED_CONTENTS)?;
+    let mut seen: HashSet<String> = contents.iter().map(|c| c.digest.clone()).collect();
+    for (name, bytes) in BUNDLED_PUBLICATION_CONTENTS {
+        contents.extend(read_bundle(name, bytes)?.into_iter().filter(|c| seen.insert(c.digest.clone())));
+    }
+    Ok(contents)
 }
 
 impl crate::Catalog {

@@ -90,3 +90,61 @@ fn verified_runs_and_failures_with_reasons() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("suspected_reward_hack") && text.contains("refused ("), "{text}");
 }
+
+/// The 2026-12-07 H100 coverage publication (`bench/verify/coverage/publish.py` over the two calls
+/// whose rows are in fixtures/verify-h100-2026-12-07): every row is one a call wrote; one run per
+/// implementation × workload, all on the H100 as the public index names it; passed runs are ranked
+/// with their raw samples, failures are not ranked and say why; the contents bundled beside it are
+/// exactly those its rows name.
+#[test]
+fn the_h100_publication_is_the_calls_rows() {
+    let read = |path: PathBuf| {
+        lines(&String::from_utf8(zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap()).unwrap())
+    };
+    let published = read(root().join("data/kernelindex-verify-h100-2026-12-07.jsonl.zst"));
+    let fixtures = root().join("fixtures/verify-h100-2026-12-07");
+    let written: std::collections::HashSet<String> = ["s25-call1", "s25-call2"]
+        .iter()
+        .flat_map(|call| read(fixtures.join(format!("{call}-catalog-rows.jsonl.zst"))))
+        .map(|line| line.to_string())
+        .collect();
+    for line in &published {
+        assert!(written.contains(&line.to_string()), "a row no call wrote: {}", &line.to_string()[..200]);
+    }
+
+    let runs: Vec<&Value> = published.iter().filter(|l| l["table"] == "benchmark_runs").map(|l| &l["row"]).collect();
+    assert!(runs.len() > 1000, "{} runs", runs.len());
+    let mut cases = BTreeSet::new();
+    for run in &runs {
+        assert!(
+            cases.insert((run["implementationId"].as_str(), run["workloadId"].as_str())),
+            "two runs of one case: {run}"
+        );
+        assert_eq!(run["hardwareModel"], "NVIDIA H100");
+        assert_eq!(run["reproducedByKernelindex"], true);
+        if run["status"] == "passed" {
+            assert!(run["primaryValue"].as_f64().unwrap() > 0.0, "{run}");
+            assert_eq!(run["hasRawEvidence"], true, "{run}");
+        } else {
+            assert!(run["primaryValue"].is_null(), "a failure is never ranked: {run}");
+            let reason = run["manifest"]["run"]["metadata"]["description"].as_str().unwrap_or("");
+            assert!(!reason.is_empty(), "a failure says why: {run}");
+            // Out of memory under the harness is the harness's fault, never published as the run's.
+            assert!(!reason.contains("OUT_OF_MEMORY"), "{run}");
+        }
+    }
+    let passed = runs.iter().filter(|r| r["status"] == "passed").count();
+    assert!(passed > 800 && passed < runs.len(), "{passed} of {} passed", runs.len());
+
+    let export =
+        ki_model::export::read_export(root().join("data/kernelindex-verify-h100-2026-12-07.jsonl.zst")).unwrap();
+    let named: BTreeSet<String> = ki_catalog::contents::named_contents(&export).into_iter().map(|n| n.digest).collect();
+    let name = "kernelindex-verify-h100-2026-12-07.contents.jsonl.zst";
+    let held: BTreeSet<String> =
+        ki_catalog::contents::read_bundle(name, &std::fs::read(root().join("data").join(name)).unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|c| c.digest)
+            .collect();
+    assert_eq!(named, held);
+}

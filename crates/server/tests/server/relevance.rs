@@ -19,6 +19,7 @@ const KV4: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
 const KV8: &str = "gqa_paged_decode_h32_kv8_d128_ps1";
 const H200: &str = "NVIDIA H200";
 const B200: &str = "NVIDIA B200";
+const H100: &str = "NVIDIA H100";
 const NATIVE_KV4: &str = "kernelindex-native-35c1f6";
 const NATIVE_KV8: &str = "kernelindex-native-f67f11";
 
@@ -26,6 +27,11 @@ const NATIVE_KV8: &str = "kernelindex-native-f67f11";
 /// intervals overlap: 38,682–38,893 ns and 38,768–38,995 ns), either of which leads.
 const K14336_TIED: &str =
     "gpt-5-gemm-n4096-k14336-cuda-optimized-r8-c0-high-6a202818-fd197d|torch-matmul-cublas-162dec";
+
+/// The fastest verified runs of rmsnorm_h4096's first H100 group (the 2026-12-07 publication), tied:
+/// FlashInfer's rmsnorm and gpt-5's r4 solution, whose confidence intervals overlap.
+const RMSNORM_H4096_H100_TIED: &str =
+    "flashinfer-rmsnorm-becfa9|gpt-5-rmsnorm-h4096-cuda-optimized-r4-c0-high-c362ee9a-7489ac";
 
 /// (query, operation, GPU of the first group, leader's implementation: `a|b` when tied); "" for none.
 const QUERIES: &[(&str, &str, &str, &str)] = &[
@@ -53,33 +59,38 @@ const QUERIES: &[(&str, &str, &str, &str)] = &[
     ("flashinfer h200", KV4, H200, "flashinfer-notc-8717bd"),
     ("flashinfer h200 kv8", KV8, H200, "flashinfer-tc-5e7e12"),
     // Models, in any spelling.
-    ("llama 3.1 8b", KV8, H200, NATIVE_KV8),
-    ("Llama-3.1-8B-Instruct", KV8, H200, NATIVE_KV8),
-    ("llama 3.1 8b gemm h200", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
-    ("llama 3.1 8b rmsnorm", "rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-2e27cd"),
-    ("qwen3 30b a3b rmsnorm", "rmsnorm_h128", B200, "flashinfer-flashinfer-wrapper-57c111"),
+    ("llama 3.1 8b", "gemm_n4096_k14336", H100, K14336_TIED),
+    ("Llama-3.1-8B-Instruct", "gemm_n4096_k14336", H100, K14336_TIED),
+    ("llama 3.1 8b gemm h200", "gemm_n4096_k14336", H200, K14336_TIED),
+    ("llama 3.1 8b rmsnorm", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
+    ("qwen3 30b a3b rmsnorm", "rmsnorm_h128", H100, "gpt-5-rmsnorm-h128-cuda-optimized-r2-c0-high-f312ffb2-c4a6b0"),
     // RMSNorm: loose axes, spellings, typos, trust and a GPU whose only runs were refused.
-    ("rmsnorm hidden 4096", "rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-2e27cd"),
-    ("rms norm hidden 4096", "rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-2e27cd"),
-    ("rmsnorm hidden_size=4096", "rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-2e27cd"),
-    ("rmsnrom hiden 4096", "rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-2e27cd"),
+    ("rmsnorm hidden 4096", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
+    ("rms norm hidden 4096", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
+    ("rmsnorm hidden_size=4096", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
+    ("rmsnrom hiden 4096", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
     ("rmsnorm h200", "rmsnorm_h4096", "", ""),
-    ("rmsnorm hidden_size=4096 trust:verified", "rmsnorm_h4096", "", ""),
+    ("rmsnorm hidden_size=4096 trust:verified", "rmsnorm_h4096", H100, RMSNORM_H4096_H100_TIED),
     ("rmsnorm hidden 7168 b200", "rmsnorm_h7168", B200, "flashinfer-flashinfer-wrapper-5d67c6"),
-    ("fused add rmsnorm hidden 4096", "fused_add_rmsnorm_h4096", B200, "flashinfer-flashinfer-wrapper-0ff432"),
+    (
+        "fused add rmsnorm hidden 4096",
+        "fused_add_rmsnorm_h4096",
+        H100,
+        "gpt-5-fused-add-rmsnorm-h4096-cuda-optimized-r4-c0-high-306b14f4-b73eb7",
+    ),
     // GEMM: synonyms, constant axes, numbers in names, projects.
-    ("gemm h200", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
-    ("matmul h200", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
+    ("gemm h200", "gemm_n4096_k14336", H200, K14336_TIED),
+    ("matmul h200", "gemm_n4096_k14336", H200, K14336_TIED),
     ("gemm n=4096 k=4096 h200", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
     ("gemm n 4096 k 14336 h200", "gemm_n4096_k14336", H200, K14336_TIED),
     ("gemm 4096 14336 h200", "gemm_n4096_k14336", H200, K14336_TIED),
-    ("gemm h200 pytorch", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
-    ("torch matmul h200", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
-    ("gemm h200 verified", "gemm_n4096_k4096", H200, "torch-matmul-cublas-51022a"),
+    ("gemm h200 pytorch", "gemm_n4096_k14336", H200, "torch-matmul-cublas-162dec"),
+    ("torch matmul h200", "gemm_n4096_k14336", H200, "torch-matmul-cublas-162dec"),
+    ("gemm h200 verified", "gemm_n4096_k14336", H200, K14336_TIED),
     ("gemm n28672 h200", "gemm_n28672_k4096", H200, "torch-matmul-cublas-641781"),
     ("gemm b200 n 4096 k 4096", "gemm_n4096_k4096", B200, "flashinfer-torch-matmul-0d13df"),
     ("fp16 matmul h100", "FP16 matmul", "NVIDIA H100", "kernelbot-matmul-v2-512472"),
-    ("matmul h100", "FP16 matmul", "NVIDIA H100", "kernelbot-matmul-v2-512472"),
+    ("matmul h100", "gemm_n4096_k14336", "NVIDIA H100", K14336_TIED),
     // KernelBot problems on many GPUs, by common names and with typos.
     ("histogram h100", "Histogram", "NVIDIA H100", "kernelbot-histogram-v2-612507"),
     ("hstogram h100", "Histogram", "NVIDIA H100", "kernelbot-histogram-v2-612507"),

@@ -177,9 +177,9 @@ fn every_answer_is_the_same_on_sqlite_and_postgres() {
 fn plain_words_answer_with_chips_and_odd_input_gets_a_message() {
     let database = Database::sqlite();
     let server = serve(database.open_with_bundle(), ki_server::connections::Limits::default());
-    // No attention decode operation was measured on an H100: nothing matches, and the answer
-    // says that without the GPU it finds some.
-    let h100 = search(&server, "attention decode h100");
+    // No MLA decode operation was measured on an H100: nothing matches, and the answer says that
+    // without the GPU it finds some.
+    let h100 = search(&server, "mla decode h100");
     assert_eq!(h100["total"], 0);
     assert_eq!(h100["withoutFilter"][0]["chip"]["label"], "NVIDIA H100", "{h100}");
     assert!(h100["withoutFilter"][0]["results"].as_u64().unwrap() > 0);
