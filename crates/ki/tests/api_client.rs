@@ -70,7 +70,7 @@ fn document(output: &Output) -> Value {
 #[test]
 fn every_read_command_prints_the_same_from_a_running_index() {
     let directory = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let database = common::bundled_sqlite(directory.path(), "catalog.db");
     let server = common::start_server_with(directory.path(), &database, &["--base-url", BASE_URL]);
     let local = strings(&["--database", &database]);
     let remote = strings(&["--api", &format!("http://{}", server.addr)]);
@@ -151,7 +151,7 @@ fn an_index_that_is_not_there_is_named_in_the_error() {
 #[test]
 fn runs_and_changes_print_the_same_from_a_running_index() {
     let directory = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let database = common::bundled_sqlite(directory.path(), "catalog.db");
     let server = common::start_server_with(directory.path(), &database, &["--base-url", BASE_URL]);
     let local = strings(&["--database", &database]);
     let remote = strings(&["--api", &format!("http://{}", server.addr)]);
@@ -179,7 +179,7 @@ fn runs_and_changes_print_the_same_from_a_running_index() {
 #[test]
 fn paging_runs_lists_every_run_once() {
     let directory = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let database = common::bundled_sqlite(directory.path(), "catalog.db");
     let mut seen = std::collections::BTreeSet::new();
     let mut cursor: Option<String> = None;
     let mut total = None;

@@ -114,7 +114,7 @@ fn cli_json(args: &[&str]) -> Value {
 fn the_python_sdk_finds_every_tool_conformant_on_a_catalog_and_over_the_api() {
     let Some(python) = venv_python() else { return };
     let directory = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let database = common::bundled_sqlite(directory.path(), "catalog.db");
     let job = enqueue_job(directory.path(), &database);
     let server = common::start_server_with(directory.path(), &database, &["--base-url", "https://kernelindex.dev"]);
     let api = format!("http://{}", server.addr);
@@ -169,7 +169,7 @@ fn exchange(database: &str, lines: &[Vec<u8>]) -> Vec<Value> {
 #[test]
 fn the_protocol_is_strict_and_its_input_bounded() {
     let directory = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", directory.path().join("catalog.db").display());
+    let database = common::bundled_sqlite(directory.path(), "catalog.db");
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
     let huge =
         format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{{"pad":"{}"}}}}"#, "x".repeat(2 << 20));

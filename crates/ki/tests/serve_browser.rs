@@ -113,7 +113,7 @@ fn a_browser_reads_dossiers_follows_links_resolves_and_attests() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let database = common::bundled_sqlite(dir.path(), "kernelindex.db");
     let created = ki()
         .args(["admin", "key", "create", "--label", "browser-e2e", "--scope", "attest", "--database", &database])
         .output()
@@ -445,7 +445,7 @@ fn a_browser_searches_follows_the_answer_to_a_dossier_and_a_comparison_and_reads
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
+    let database = common::bundled_sqlite(dir.path(), "kernelindex.db");
     let server = start_server(dir.path(), &database);
     let base = format!("http://{}", server.addr);
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-screenshots");

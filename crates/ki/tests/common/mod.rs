@@ -23,6 +23,33 @@ pub fn ki() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ki"))
 }
 
+/// The URL of a SQLite catalog `file` in `dir` holding the bundled snapshot as a first start of
+/// `ki` leaves it: a copy of one the binary under test imported once per build of it (named by
+/// its size and time, in the target's scratch folder), since that import takes seconds. Tests of
+/// the first start itself begin from an empty file instead.
+pub fn bundled_sqlite(dir: &Path, file: &str) -> String {
+    let binary = std::fs::metadata(env!("CARGO_BIN_EXE_ki")).unwrap();
+    let stamp = binary.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let template =
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ki-bundled-{stamp}-{}.db", binary.len()));
+    if !template.exists() {
+        let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let made = scratch.path().join("catalog.db");
+        let output = ki()
+            .args(["runs", "--limit", "1", "--json", "--database", &format!("sqlite://{}", made.display())])
+            .env_remove("KI_DATABASE_URL")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(!scratch.path().join("catalog.db-wal").exists(), "the template is one file");
+        // Processes that make it at once each rename a whole file into place.
+        std::fs::rename(&made, &template).unwrap();
+    }
+    let path = dir.join(file);
+    std::fs::copy(&template, &path).unwrap();
+    format!("sqlite://{}", path.display())
+}
+
 /// A minimal HTTP/1.1 exchange (Connection: close); returns status, headers and body.
 pub fn http(
     addr: &str,

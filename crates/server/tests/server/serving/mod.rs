@@ -64,12 +64,39 @@ impl Database {
         block_on(ki_catalog::Catalog::open(&self.url)).unwrap_or_else(|e| panic!("open {}: {e}", self.url))
     }
 
-    /// Opens it with the bundled snapshot imported, as `ki serve` does on first start.
+    /// Opens it with the bundled snapshot imported, as `ki serve` does on first start. A SQLite
+    /// catalog starts as a copy of one imported once per build of this test binary
+    /// ([`bundled_sqlite_template`]): the import takes seconds, and most tests only read.
     pub fn open_with_bundle(&self) -> ki_catalog::Catalog {
+        if let Some(directory) = &self._directory {
+            std::fs::copy(bundled_sqlite_template(), directory.path().join("catalog.db")).unwrap();
+        }
         let catalog = self.open();
         block_on(catalog.ensure_bundled_snapshot()).expect("the bundled snapshot imports");
         catalog
     }
+}
+
+/// A SQLite catalog holding the bundled snapshot as a first start leaves it, made once per build
+/// of this test binary (named by its size and time) in the target's scratch folder; processes
+/// that make it at once each rename a whole file into place.
+fn bundled_sqlite_template() -> std::path::PathBuf {
+    let binary = std::fs::metadata(std::env::current_exe().unwrap()).unwrap();
+    let stamp = binary.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let template = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("server-bundled-{stamp}-{}.db", binary.len()));
+    if !template.exists() {
+        let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let file = scratch.path().join("catalog.db");
+        block_on(async {
+            let catalog = ki_catalog::Catalog::open(&format!("sqlite://{}", file.display())).await.unwrap();
+            catalog.ensure_bundled_snapshot().await.expect("the bundled snapshot imports");
+            catalog.close().await;
+        });
+        assert!(!scratch.path().join("catalog.db-wal").exists(), "the template is one file");
+        std::fs::rename(&file, &template).unwrap();
+    }
+    template
 }
 
 impl Drop for Database {
