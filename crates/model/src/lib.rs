@@ -36,6 +36,7 @@
 // Canonical identity (JCS, digests, keys) and catalog-export reading/verification.
 pub mod escape;
 pub mod export;
+pub mod gpu;
 pub mod identity;
 pub mod jcs;
 pub mod verify;

@@ -60,26 +60,15 @@ fn digest(manifest: &Value) -> Result<String> {
     ki_model::identity::object_digest(manifest).map_err(|e| anyhow!("digesting a manifest: {e}"))
 }
 
-/// The hardware block of an environment manifest for a device as the driver names it. The
-/// product is the GPU model as the public index names it ("NVIDIA H100 80GB HBM3" is an "NVIDIA
-/// H100", "NVIDIA A100-SXM4-80GB" an "NVIDIA A100"), so that our runs sit on the same GPU page and
-/// leaderboards as the reported ones; the rest of the driver's name (memory, form) is kept as the
-/// form factor. A name of another shape (a GeForce or RTX product) is kept whole.
+/// The hardware block of an environment manifest for a device as the driver names it: the
+/// product is the GPU model as the index names it (`ki_model::gpu::model_of_device`: "NVIDIA H100
+/// 80GB HBM3" is an "NVIDIA H100"), the rest of the driver's name its form factor; a name that is
+/// no known model's is kept whole.
 fn hardware_block(device: &str, architecture: &str, memory_bytes: u64) -> Value {
     let mut block = json!({"vendor": "nvidia", "product": device, "architecture": architecture, "memoryBytes": memory_bytes, "count": 1});
-    let Some(rest) = device.strip_prefix("NVIDIA ") else { return block };
-    let model = rest.split([' ', '-']).next().unwrap_or("");
-    let letters = model.chars().take_while(char::is_ascii_uppercase).count();
-    let digits = model[letters..].chars().take_while(char::is_ascii_digit).count();
-    let tail = &model[letters + digits..];
-    let is_model = (1..=3).contains(&letters)
-        && (1..=4).contains(&digits)
-        && tail.len() <= 2
-        && tail.chars().all(|c| c.is_ascii_uppercase());
-    if is_model {
-        block["product"] = json!(format!("NVIDIA {model}"));
-        let form = rest[model.len()..].trim_matches([' ', '-']);
-        if !form.is_empty() {
+    if let Some((model, form)) = ki_model::gpu::model_of_device(device) {
+        block["product"] = json!(model);
+        if let Some(form) = form {
             block["formFactor"] = json!(form);
         }
     }

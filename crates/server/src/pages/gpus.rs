@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{Answer, Shared, html_response, json_response, layout};
 use crate::model::{ReadModel, slugify};
+pub use ki_model::gpu::{KNOWN_GPUS, KnownGpu, known_gpu};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,48 +51,6 @@ pub struct NearestGpu {
 pub struct GpuList {
     pub gpus: Vec<GpuItem>,
     pub unmeasured: Vec<UnmeasuredGpu>,
-}
-
-/// One GPU people ask about: its name as runs spell it, vendor, architecture, and the
-/// architecture's generation within the vendor's data-centre line (what "nearest" compares).
-pub struct KnownGpu {
-    pub model: &'static str,
-    pub vendor: &'static str,
-    pub architecture: &'static str,
-    pub generation: u8,
-}
-
-const fn known(model: &'static str, vendor: &'static str, architecture: &'static str, generation: u8) -> KnownGpu {
-    KnownGpu { model, vendor, architecture, generation }
-}
-
-/// GPUs the list names whether or not the index has runs on them: the data-centre and
-/// workstation GPUs kernels are commonly tuned for. Generations: NVIDIA Ampere 8, Ada 8.9 (9),
-/// Hopper 10, Blackwell 11; AMD CDNA2 2, CDNA3 3, CDNA4 4.
-pub static KNOWN_GPUS: [KnownGpu; 17] = [
-    known("NVIDIA A100", "NVIDIA", "Ampere", 8),
-    known("NVIDIA A10G", "NVIDIA", "Ampere", 8),
-    known("NVIDIA L4", "NVIDIA", "Ada Lovelace", 9),
-    known("NVIDIA L40S", "NVIDIA", "Ada Lovelace", 9),
-    known("NVIDIA RTX 4090", "NVIDIA", "Ada Lovelace", 9),
-    known("NVIDIA H100", "NVIDIA", "Hopper", 10),
-    known("NVIDIA H200", "NVIDIA", "Hopper", 10),
-    known("NVIDIA GH200", "NVIDIA", "Hopper", 10),
-    known("NVIDIA H20", "NVIDIA", "Hopper", 10),
-    known("NVIDIA B200", "NVIDIA", "Blackwell", 11),
-    known("NVIDIA GB200", "NVIDIA", "Blackwell", 11),
-    known("NVIDIA B300", "NVIDIA", "Blackwell", 11),
-    known("NVIDIA RTX 5090", "NVIDIA", "Blackwell", 11),
-    known("AMD Instinct MI250X", "AMD", "CDNA2", 2),
-    known("AMD Instinct MI300X", "AMD", "CDNA3", 3),
-    known("AMD Instinct MI325X", "AMD", "CDNA3", 3),
-    known("AMD Instinct MI355X", "AMD", "CDNA4", 4),
-];
-
-/// The known GPU a run's hardware name is (letters and digits compared, case ignored).
-pub fn known_gpu(model: &str) -> Option<&'static KnownGpu> {
-    let folded = ki_ranking::understand::fold(model);
-    KNOWN_GPUS.iter().find(|k| ki_ranking::understand::fold(k.model) == folded)
 }
 
 impl ReadModel {
