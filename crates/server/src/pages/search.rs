@@ -726,6 +726,8 @@ impl ReadModel {
         let evidence =
             request.filters.iter().any(|f| !matches!(f.filter, Filter::Gpu | Filter::Model | Filter::Family));
         let (mut answer, lead) = if evidence {
+            // Its own `KnownMatches`, not `ranked_entries`': the class verdicts it memoises are
+            // `Cell`s, which no reference may carry across that function's catalog awaits.
             let known = self.known_matches(request);
             let keep = |run: usize| self.run_matches(run, request, &known);
             self.judgement.resolve_lead(&resolve, Some(&keep), ANSWER_GROUPS)
