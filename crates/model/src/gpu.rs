@@ -38,14 +38,11 @@ pub static KNOWN_GPUS: [KnownGpu; 17] = [
     known("AMD Instinct MI355X", "AMD", "CDNA4", 4),
 ];
 
-/// Letters and digits alone, lower case: "NVIDIA H100" and "nvidia-h100" are one name.
-fn folded(text: &str) -> impl Iterator<Item = char> + '_ {
-    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase)
-}
-
-/// The known GPU a run's hardware name is (letters and digits compared, case ignored).
+/// The known GPU a run's hardware name is (`search_text::fold`: letters and digits compared,
+/// case ignored).
 pub fn known_gpu(model: &str) -> Option<&'static KnownGpu> {
-    KNOWN_GPUS.iter().find(|k| folded(k.model).eq(folded(model)))
+    let folded = crate::search_text::fold(model);
+    KNOWN_GPUS.iter().find(|k| crate::search_text::fold(k.model) == folded)
 }
 
 /// A driver's device name read as a known GPU model and the rest of the name (memory, form

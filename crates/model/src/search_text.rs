@@ -3,6 +3,12 @@
 //! both read the same words (lower-cased here, in Rust, not by SQL functions that differ
 //! between backends).
 
+/// Letters and digits only, lower-cased: how names in different spellings are compared
+/// (`Llama-3.1-8B` and `llama 3.1 8b` are `llama318b`).
+pub fn fold(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
 /// What the search box finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SearchKind {

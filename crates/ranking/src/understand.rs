@@ -115,11 +115,7 @@ const MODEL_SUFFIXES: [&str; 7] = ["instruct", "it", "chat", "base", "hf", "fp8"
 /// Project names people type for the project's own.
 const PROJECT_ALIASES: [(&str, &str); 2] = [("torch", "pytorch"), ("cublas", "pytorch")];
 
-/// Letters and digits only, lower-cased: how names in different spellings are compared
-/// (`Llama-3.1-8B` and `llama 3.1 8b` are `llama318b`).
-pub fn fold(text: &str) -> String {
-    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
-}
+pub use ki_model::search_text::fold;
 
 /// The catalog's vocabulary, built once per read model.
 #[derive(Debug, Default)]

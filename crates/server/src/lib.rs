@@ -90,7 +90,7 @@
 //! operation's leaderboard, GPU and model pages) says beside it: deployable, or the group's best deployable
 //! run (`Index::best_deployable_of`). The model page answers for a batch and context length
 //! (`models::CaseForm`: the measured workload nearest them per operation and GPU); the GPU list adds
-//! `gpus::KNOWN_GPUS` without runs, each with the nearest measured GPU of its vendor.
+//! `ki_model::gpu::KNOWN_GPUS` without runs, each with the nearest measured GPU of its vendor.
 //! `assets/site.css` is the one stylesheet (no script needed, none inline): type and spacing
 //! scales, evidence levels in colour through `pages::evidence_badge` / `evidence_class`, sticky
 //! table headers, and under 48rem one column with each wide table scrolling inside itself, except a

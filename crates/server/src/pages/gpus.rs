@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Answer, Shared, html_response, json_response, layout};
 use crate::model::{ReadModel, slugify};
-pub use ki_model::gpu::{KNOWN_GPUS, KnownGpu, known_gpu};
+use ki_model::gpu::{KNOWN_GPUS, KnownGpu, known_gpu};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
