@@ -3,7 +3,7 @@
 #   bash docs/screenshots/run.sh            # builds ki (debug) first
 #   BIN=target/release/ki bash docs/screenshots/run.sh
 # Serves a fresh SQLite catalog (the bundled snapshot, imported on first start), writes
-# docs/screenshots/<page>-<width>.png and docs/screenshots/axe.md, and exits non-zero on
+# docs/screenshots/<page>-<width>.webp and docs/screenshots/axe.md, and exits non-zero on
 # any serious or critical axe violation (or a page wider than its viewport).
 set -euo pipefail
 

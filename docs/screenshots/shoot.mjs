@@ -1,7 +1,7 @@
 // Screenshots and axe-core over the site's main pages, in headless Chromium through the
 // Chrome DevTools Protocol. Run by run.sh:
 //   node --experimental-websocket shoot.mjs BASE_URL OUT_DIR AXE_JS CHROMIUM
-// Writes OUT_DIR/<page>-<width>.png and OUT_DIR/axe.md; exits 1 on any serious or critical
+// Writes OUT_DIR/<page>-<width>.webp and OUT_DIR/axe.md; exits 1 on any serious or critical
 // violation, or on a page wider than its viewport.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,7 +16,19 @@ if (!chromiumPath) {
 const axeSource = readFileSync(axePath, "utf8");
 const TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"];
 const IMPACTS = ["critical", "serious", "moderate", "minor"];
-// Viewport clips: enough to show each page's head and first tables, small enough to commit.
+// Viewport clips: enough to show each page's head and first tables, small enough to commit
+// (WebP at this quality is about a fifth of the PNG's size, the text still sharp).
+const QUALITY = 70;
+// The answers of five engineer-typed queries of the relevance test (bench/web/relevance.md): a filter
+// query, a typo, a model, a common name with a loose axis, and a dtype; only the answer is shown.
+const QUERIES = [
+  { name: "search", query: "gqa decode gpu:h200 batch_size=16" },
+  { name: "search-typo", query: "rmsnrom hiden 4096" },
+  { name: "search-model", query: "llama 3.1 8b gemm h200" },
+  { name: "search-common-name", query: "attention decode h200 batch 64" },
+  { name: "search-dtype", query: "fp16 matmul h100" },
+];
+const ANSWER_HEIGHT = { 1280: 1100, 400: 1600 };
 const WIDTHS = [
   { width: 1280, maxHeight: 1800, mobile: false },
   { width: 400, maxHeight: 2200, mobile: true },
@@ -30,7 +42,7 @@ async function json(path) {
 
 // The pages, picked from the API so the script follows the catalog it serves.
 async function pages() {
-  const query = "gqa decode gpu:h200 batch_size=16";
+  const query = QUERIES[0].query;
   const search = await json(`/api/v1/search?q=${encodeURIComponent(query)}`);
   const operation = search.answer?.operation?.slug;
   const [first, second] = (search.answer?.cohorts?.[0]?.fastest ?? []).map((r) => r.runId);
@@ -43,7 +55,7 @@ async function pages() {
   if (!source) throw new Error("the search for kernelindex-native found no implementation page");
   return [
     { name: "home", path: "/" },
-    { name: "search", path: `/?q=${encodeURIComponent(query)}` },
+    ...QUERIES.map((q) => ({ name: q.name, path: `/?q=${encodeURIComponent(q.query)}`, answer: q.name !== "search" })),
     { name: "operation", path: `/operations/${operation}` },
     { name: "dossier", path: `/runs/${first}` },
     { name: "gpu", path: "/gpus/nvidia-h200" },
@@ -187,24 +199,24 @@ async function main() {
           // clientWidth, not innerWidth: a phone zooms out to show a page wider than itself.
           "({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, height: document.documentElement.scrollHeight })",
         );
-        const file = `${p.name}-${width}${p.shot === false ? "" : ".png"}`;
+        const file = `${p.name}-${width}${p.shot === false ? "" : ".webp"}`;
         if (p.shot !== false) {
-          const height = Math.min(layout.height, maxHeight);
+          const height = Math.min(layout.height, p.answer ? ANSWER_HEIGHT[width] : maxHeight);
           await page.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile });
-          const shot = await page.send("Page.captureScreenshot", { format: "png" });
+          const shot = await page.send("Page.captureScreenshot", { format: "webp", quality: QUALITY });
           writeFileSync(join(out, file), Buffer.from(shot.data, "base64"));
         }
 
         await page.evaluate(axeSource + "\ntrue");
         const results = await page.evaluate(
           `axe.run(document, { runOnly: { type: "tag", values: ${JSON.stringify(TAGS)} }, resultTypes: ["violations"] })` +
-            `.then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, help: v.help })))`,
+            `.then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")) })))`,
         );
         const overflow = layout.scrollWidth > layout.clientWidth;
         const blocking = results.filter((v) => v.impact === "serious" || v.impact === "critical");
         if (blocking.length > 0 || overflow) failed = true;
         rows.push({ page: p, width, results, overflow, layout, file });
-        const summary = results.map((v) => `${v.impact} ${v.id} (${v.nodes})`).join(", ") || "no violations";
+        const summary = results.map((v) => `${v.impact} ${v.id} (${v.nodes}: ${v.targets.slice(0, 3).join("; ")})`).join(", ") || "no violations";
         console.log(`${file}: ${summary}${overflow ? `; page ${layout.scrollWidth} px wide in ${width}` : ""}`);
       }
     }

@@ -112,8 +112,9 @@ pub fn render(v: &ImplementationView) -> Markup {
                     @else { (v.source_code.value) }
                 } }
                 div { dt { "install" } dd { @if let Some(c) = &v.install_command {
-                    // A recipe of several lines (build, then call) keeps its lines.
-                    @if c.contains('\n') { pre.recipe { code { (c) } } } @else { code { (c) } }
+                    // A recipe of several lines (build, then call) keeps its lines; it may scroll
+                    // sideways, so it takes the keyboard's focus (WCAG 2.1.1).
+                    @if c.contains('\n') { pre.recipe tabindex="0" { code { (c) } } } @else { code { (c) } }
                 } @else { "no install recipe" } } }
                 div { dt { "digest" } dd { code { (v.digest) } } }
             }
