@@ -22,6 +22,7 @@ use crate::error::{CatalogError, ContentRefusal, DbContext, Result};
 use crate::rows::{SqlValue, Storage};
 use crate::store::{Backend, Pool, Session};
 use ki_model::export::ExportLine;
+use ki_model::folder_archive::FolderArchive;
 
 /// The largest content the store takes (16 MiB).
 pub const MAX_CONTENT_BYTES: usize = 16 << 20;
@@ -285,37 +286,67 @@ pub struct FolderContents {
     pub missing: Vec<NamedContent>,
 }
 
-/// Reads the contents a runner output folder's rows name: each address is taken relative to
-/// the folder (an absolute one, or one that climbs out with `..`, is not read), read with a
-/// bound of [`MAX_CONTENT_BYTES`], and checked against the digest the row gives it. A file
-/// whose digest differs, or that is too large, refuses the whole folder, naming the file.
+/// Reads the contents a runner output folder's rows name, from the folder or from its
+/// `.tar.zst` archive ([`FolderArchive`]: a path naming one, or a folder holding only its
+/// `files.tar.zst`): each address is taken relative to the folder (an
+/// absolute one, or one that climbs out with `..`, is not read), read with a bound of
+/// [`MAX_CONTENT_BYTES`], and checked against the digest the row gives it. A file whose digest
+/// differs, or that is too large, refuses the whole folder, naming the file.
 pub fn read_folder(folder: &Path) -> Result<FolderContents> {
+    let not_a_folder = |reason: String| {
+        CatalogError::ContentRefused(ContentRefusal::Unreadable { origin: folder.display().to_string(), reason })
+    };
+    if let Some(packed) = FolderArchive::standing_for(folder, FOLDER_ROWS_FILE) {
+        let archive = FolderArchive::read(&packed).map_err(|error| not_a_folder(error.to_string()))?;
+        let rows_file = archive.file(FOLDER_ROWS_FILE).ok_or_else(|| {
+            not_a_folder(format!("holds no {FOLDER_ROWS_FILE}: not a runner output folder's archive"))
+        })?;
+        let origin = packed.join(FOLDER_ROWS_FILE);
+        let rows =
+            ki_model::export::export_reader(origin, std::io::Cursor::new(rows_file.to_vec()), rows_file.len() as u64)
+                .and_then(|reader| reader.collect::<std::result::Result<Vec<_>, _>>())
+                .map_err(|error| CatalogError::Snapshot(error.to_string()))?;
+        return read_named(rows, |address| {
+            let bytes = archive.file(address)?;
+            let origin = packed.join(address).display().to_string();
+            Some(if bytes.len() > MAX_CONTENT_BYTES {
+                Err(CatalogError::ContentRefused(ContentRefusal::TooLarge {
+                    origin,
+                    digest: "not computed".into(),
+                    size: bytes.len() as u64,
+                    limit: MAX_CONTENT_BYTES,
+                }))
+            } else {
+                Ok((bytes.to_vec(), origin))
+            })
+        });
+    }
     let rows_path = folder.join(FOLDER_ROWS_FILE);
     if !rows_path.is_file() {
-        return Err(CatalogError::ContentRefused(ContentRefusal::Unreadable {
-            origin: folder.display().to_string(),
-            reason: format!("holds no {FOLDER_ROWS_FILE}: not a runner output folder"),
-        }));
+        return Err(not_a_folder(format!("holds no {FOLDER_ROWS_FILE}: not a runner output folder")));
     }
     let rows = ki_model::export::read_export(&rows_path).map_err(|error| CatalogError::Snapshot(error.to_string()))?;
-    read_named(folder, rows)
+    read_named(rows, |address| {
+        let path = relative_path(folder, address)?;
+        path.is_file().then(|| read_bounded(&path).map(|bytes| (bytes, path.display().to_string())))
+    })
 }
 
-/// [`read_folder`] over rows already read, their addresses relative to `folder`.
-pub fn read_named(folder: &Path, rows: Vec<ExportLine>) -> Result<FolderContents> {
+/// The contents `rows` name, each fetched by its address (`None`: not there) with the origin
+/// that refusals name, and checked against its digest.
+fn read_named(
+    rows: Vec<ExportLine>,
+    fetch: impl Fn(&str) -> Option<Result<(Vec<u8>, String)>>,
+) -> Result<FolderContents> {
     let mut found: Vec<(NamedContent, Content)> = Vec::new();
     let mut missing = Vec::new();
     for named in named_contents(&rows) {
-        let Some(path) = relative_path(folder, &named.address) else {
+        let Some(fetched) = fetch(&named.address) else {
             missing.push(named);
             continue;
         };
-        if !path.is_file() {
-            missing.push(named);
-            continue;
-        }
-        let bytes = read_bounded(&path)?;
-        let content = Content { digest: named.digest.clone(), bytes, origin: path.display().to_string() };
+        let (bytes, origin) = fetched?;
+        let content = Content { digest: named.digest.clone(), bytes, origin };
         check(std::slice::from_ref(&content))?;
         if !found.iter().any(|(_, c)| c.digest == content.digest) {
             found.push((named, content));
@@ -486,7 +517,7 @@ impl crate::Catalog {
         let mut report = AttachReport::default();
         let mut contents = Vec::new();
         for path in paths {
-            if path.is_dir() {
+            if path.is_dir() || FolderArchive::is_archive(path) {
                 let folder = path.clone();
                 let read = tokio::task::spawn_blocking(move || read_folder(&folder))
                     .await
@@ -548,7 +579,8 @@ impl crate::Catalog {
 
 /// What the contents bundle is made from, relative to the repository's root: the bundled row
 /// files (only what their rows name is bundled), the runner output folders those rows came
-/// from, and single files the rows name by digest (the native kernel's source).
+/// from (each kept as its `files.tar.zst`; entries are named by their path in the folder), and
+/// single files the rows name by digest (the native kernel's source).
 pub const BUNDLE_ROW_FILES: &[&str] =
     &["data/kernelindex-verified-h200-2026-11-30.jsonl.zst", "data/kernelindex-verify-h200-2026-12-01.jsonl.zst"];
 pub const BUNDLE_FOLDERS: &[&str] = &[

@@ -1,5 +1,5 @@
 //! The verification runner's records, as it wrote them on the H200 (fixtures/gqa-paged-decode/
-//! realistic: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads, protocol
+//! realistic, packed as its files.tar.zst and unpacked here: FlashInfer 0.5.3 both ways and the native kernel on the 48 h32/kv4 workloads, protocol
 //! kernelindex-rerun-v2 with realistic lengths),
 //! imported with `ki catalog import` into a fresh SQLite catalog: every run is Verified, the
 //! resolver and the run pages say so, and re-importing inserts nothing.
@@ -11,8 +11,20 @@ use std::path::PathBuf;
 use common::{http, ki, start_server};
 use serde_json::Value;
 
-fn runner_rows() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gqa-paged-decode/realistic/catalog-rows.jsonl")
+/// A runner folder of fixtures/gqa-paged-decode (`realistic`, `kv8-realistic`), unpacked into `into`.
+fn runner_folder(rule: &str, into: &std::path::Path) -> PathBuf {
+    let packed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gqa-paged-decode").join(rule);
+    let folder = into.join(rule);
+    ki_model::folder_archive::FolderArchive::read(&packed.join(ki_model::folder_archive::PACKED))
+        .unwrap()
+        .unpack(&folder)
+        .unwrap();
+    folder
+}
+
+/// The rows of a runner folder of fixtures/gqa-paged-decode, unpacked into `into`.
+fn runner_rows(rule: &str, into: &std::path::Path) -> PathBuf {
+    runner_folder(rule, into).join("catalog-rows.jsonl")
 }
 
 fn run_ki(args: &[&str]) -> std::process::Output {
@@ -44,7 +56,7 @@ fn resolve_batch1_on_h200(database: &str) -> Value {
 fn runner_records_import_and_show_as_verified() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
-    let rows = runner_rows();
+    let rows = runner_rows("realistic", dir.path());
     let rows = rows.to_str().unwrap();
 
     let first = run_ki(&["catalog", "import", rows, "--database", &database]);
@@ -105,7 +117,8 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
     let bundled = String::from_utf8(zstd::decode_all(std::fs::File::open(&bundled).unwrap()).unwrap()).unwrap();
     // The h32/kv4 and h32/kv8 runs, each line once (the two sessions share their source and projects).
     let mut expected: Vec<String> = Vec::new();
-    for file in [runner_rows(), runner_rows().parent().unwrap().join("../kv8-realistic/catalog-rows.jsonl")] {
+    let unpacked = tempfile::tempdir().unwrap();
+    for file in [runner_rows("realistic", unpacked.path()), runner_rows("kv8-realistic", unpacked.path())] {
         for line in std::fs::read_to_string(file).unwrap().lines() {
             if !expected.iter().any(|held| held == line) {
                 expected.push(line.to_string());
@@ -152,8 +165,7 @@ fn a_fresh_index_holds_the_bundled_verified_runs() {
 fn two_runner_sessions_import_into_one_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
-    let kv8 = runner_rows().parent().unwrap().join("../kv8-realistic/catalog-rows.jsonl");
-    for file in [runner_rows(), kv8] {
+    for file in [runner_rows("realistic", dir.path()), runner_rows("kv8-realistic", dir.path())] {
         let output = run_ki(&["catalog", "import", file.to_str().unwrap(), "--database", &database]);
         assert!(output.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&output.stderr));
     }
@@ -165,7 +177,7 @@ fn two_runner_sessions_import_into_one_catalog() {
 fn the_native_kernel_is_first_verified_wherever_it_is_fastest() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
-    let rows = runner_rows();
+    let rows = runner_rows("realistic", dir.path());
     let import = run_ki(&["catalog", "import", rows.to_str().unwrap(), "--database", &database]);
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
     let text = std::fs::read_to_string(&rows).unwrap();
@@ -215,15 +227,6 @@ fn the_native_kernel_is_first_verified_wherever_it_is_fastest() {
     }
 }
 
-/// Copies a runner output folder (its rows, manifests and samples) into `to`.
-fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
-    for entry in walk(from) {
-        let target = to.join(entry.strip_prefix(from).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &target).unwrap();
-    }
-}
-
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -240,8 +243,7 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 fn attach_stores_what_the_rows_name_and_refuses_what_does_not_match() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("kernelindex.db").display());
-    let folder = dir.path().join("kv8-realistic");
-    copy_folder(&runner_rows().parent().unwrap().parent().unwrap().join("kv8-realistic"), &folder);
+    let folder = runner_folder("kv8-realistic", dir.path());
     let rows = folder.join("catalog-rows.jsonl");
 
     // Before the rows are in the catalog, nothing they name is stored.
@@ -284,6 +286,16 @@ fn attach_stores_what_the_rows_name_and_refuses_what_does_not_match() {
     assert_eq!(count(), 144);
     let again = run_ki(&["catalog", "attach", folder.to_str().unwrap(), "--database", &database]);
     assert!(String::from_utf8_lossy(&again.stdout).contains("0 stored (0 bytes), 144 already held"));
+    // The folder's archive, as fixtures/ keeps it, reads as the folder.
+    let packed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/gqa-paged-decode/kv8-realistic")
+        .join(ki_model::folder_archive::PACKED);
+    let from_archive = run_ki(&["catalog", "attach", packed.to_str().unwrap(), "--database", &database]);
+    assert!(
+        String::from_utf8_lossy(&from_archive.stdout).contains("0 stored (0 bytes), 144 already held"),
+        "{}",
+        out_of(&from_archive)
+    );
 
     // The native kernel's source, by the digest its implementation row names; a file no row
     // names is refused.

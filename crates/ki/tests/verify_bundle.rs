@@ -26,8 +26,10 @@ fn bundle() -> Vec<Value> {
 
 #[test]
 fn the_bundle_is_the_sessions_published_rows() {
-    let bench = root().join("fixtures/verify-h200-2026-12-01/catalog-rows.bundle.jsonl");
-    assert_eq!(bundle(), lines(&std::fs::read_to_string(bench).unwrap()));
+    let packed = root().join("fixtures/verify-h200-2026-12-01").join(ki_model::folder_archive::PACKED);
+    let folder = ki_model::folder_archive::FolderArchive::read(&packed).unwrap();
+    let published = std::str::from_utf8(folder.file("catalog-rows.bundle.jsonl").unwrap()).unwrap();
+    assert_eq!(bundle(), lines(published));
 }
 
 #[test]

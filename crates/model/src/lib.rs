@@ -27,7 +27,8 @@
 //! table (`SourceRow` … `BenchmarkRunRow` … `ServingMeasurementRow`) and `Row` for any table;
 //! the derived tables' constructors `WorkloadRow::new`, `BenchmarkRunRow::new` (from
 //! manifests, keys and `RunFacts`) and `MeasurementRow::primary` are what every producer
-//! calls. The one module each for dates (`utc`, on jiff), slugs (`slug`) and values with
+//! calls. `folder_archive`: a runner output folder packed as one `.tar.zst` (fixtures/ keeps them so;
+//! `ki catalog attach` and the tests read it as the folder). The one module each for dates (`utc`, on jiff), slugs (`slug`) and values with
 //! units (`units`: `19.5 µs`), used by CLI and web alike. `search_text` (`SearchKind`,
 //! `SearchText`): the text the search box looks in, per operation, implementation, project and
 //! GPU — written once for the catalog's search index and the server's read model.
@@ -36,6 +37,7 @@
 // Canonical identity (JCS, digests, keys) and catalog-export reading/verification.
 pub mod escape;
 pub mod export;
+pub mod folder_archive;
 pub mod gpu;
 pub mod identity;
 pub mod jcs;

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::support::{TestDb, export_text};
 use ki_catalog::contents::{self, MAX_CONTENT_BYTES};
 use ki_catalog::{CatalogError, Content, ContentRefusal, ImportOptions};
+use ki_model::folder_archive::FolderArchive;
 
 fn repository(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
@@ -96,13 +97,13 @@ async fn bundled_contents_on_first_start(db: TestDb) {
             .as_deref(),
         Some(&native[..])
     );
-    let solution = "fixtures/verify-h200-2026-12-01/artifacts/52c46cd922f4e42e991e5255d0ef04bd3eba86d8fa3208765c2bac2d91b15cfc.json";
-    assert_eq!(
-        catalog.content(&contents::sha256_digest(&std::fs::read(repository(solution)).unwrap())).await.unwrap(),
-        Some(std::fs::read(repository(solution)).unwrap())
-    );
+    let solution = packed("fixtures/verify-h200-2026-12-01")
+        .file("artifacts/52c46cd922f4e42e991e5255d0ef04bd3eba86d8fa3208765c2bac2d91b15cfc.json")
+        .unwrap()
+        .to_vec();
+    assert_eq!(catalog.content(&contents::sha256_digest(&solution)).await.unwrap(), Some(solution));
     let samples =
-        std::fs::read(repository("fixtures/gqa-paged-decode/realistic/samples/flashinfer-notc-0c2489b2.json")).unwrap();
+        packed("fixtures/gqa-paged-decode/realistic").file("samples/flashinfer-notc-0c2489b2.json").unwrap().to_vec();
     assert_eq!(catalog.content(&contents::sha256_digest(&samples)).await.unwrap(), Some(samples));
     // A second start imports nothing and stores nothing.
     assert!(catalog.ensure_bundled_snapshot().await.unwrap().is_none());
@@ -119,9 +120,17 @@ fn the_contents_bundle_is_built_from_the_repository() {
     let bundled = contents::read_bundle(name, &std::fs::read(repository(&format!("data/{name}"))).unwrap()).unwrap();
     let entries = contents::bundle_entries(&repository("")).unwrap();
     assert_eq!(bundled.len(), entries.len());
+    // Each entry's path is a file of a runner folder (read from its files.tar.zst) or of the tree.
+    let folders: Vec<(&str, FolderArchive)> = contents::BUNDLE_FOLDERS.iter().map(|f| (*f, packed(f))).collect();
     for (content, entry) in bundled.iter().zip(&entries) {
         assert_eq!(content.digest, entry.digest);
-        assert_eq!(content.bytes, std::fs::read(repository(&entry.path)).unwrap(), "{}", entry.path);
+        let source =
+            match folders.iter().find_map(|(f, a)| entry.path.strip_prefix(*f)?.strip_prefix('/').map(|n| (a, n))) {
+                Some((archive, name)) => archive.file(name).unwrap().to_vec(),
+                None => std::fs::read(repository(&entry.path)).unwrap(),
+            };
+        assert_eq!(content.bytes, source, "{}", entry.path);
+        assert_eq!(contents::sha256_digest(&content.bytes), content.digest, "{}", entry.path);
     }
     let named: std::collections::HashSet<String> = contents::BUNDLE_ROW_FILES
         .iter()
@@ -139,8 +148,8 @@ fn the_contents_bundle_is_built_from_the_repository() {
 #[test]
 fn a_folder_with_an_altered_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let from = repository("fixtures/verify-h200-2026-12-01");
-    std::fs::copy(from.join("catalog-rows.jsonl"), dir.path().join("catalog-rows.jsonl")).unwrap();
+    let from = packed("fixtures/verify-h200-2026-12-01");
+    std::fs::write(dir.path().join("catalog-rows.jsonl"), from.file("catalog-rows.jsonl").unwrap()).unwrap();
     let rows = ki_model::export::read_export(dir.path().join("catalog-rows.jsonl")).unwrap();
     let named = contents::named_contents(&rows);
     let first = named.iter().find(|n| n.what == "source").expect("a solution's source is named");
@@ -149,10 +158,55 @@ fn a_folder_with_an_altered_file_is_refused() {
     std::fs::write(&target, b"{\"sources\": []}").unwrap();
     let error = contents::read_folder(dir.path()).unwrap_err().to_string();
     assert!(error.contains(target.to_str().unwrap()) && error.contains(&first.digest), "{error}");
-    std::fs::copy(from.join(&first.address), &target).unwrap();
+    std::fs::write(&target, from.file(&first.address).unwrap()).unwrap();
     let read = contents::read_folder(dir.path()).unwrap();
     assert_eq!(read.found.len(), 1);
     assert!(read.missing.len() + 1 >= named.len());
     // An address that climbs out of the folder is never read.
     assert!(contents::read_folder(&repository("crates")).is_err());
+}
+
+/// A runner folder's archive reads as the folder; altered inside, it is refused naming the
+/// file; an archive without the rows file is not a runner folder's.
+#[test]
+fn a_folder_archive_reads_as_the_folder() {
+    let packed_path = repository("fixtures/verify-h200-2026-12-01").join(ki_model::folder_archive::PACKED);
+    let from_folder = contents::read_folder(&repository("fixtures/verify-h200-2026-12-01")).unwrap();
+    let from_archive = contents::read_folder(&packed_path).unwrap();
+    assert_eq!(from_folder.found.len(), from_archive.found.len());
+    assert!(from_archive.found.len() >= 80, "{}", from_archive.found.len());
+    assert!(from_archive.missing.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let archive = packed("fixtures/verify-h200-2026-12-01");
+    let named = contents::named_contents(&from_archive.rows);
+    let altered = &named.iter().find(|n| n.what == "source").unwrap().address;
+    let write = |path: &std::path::Path, skip: Option<&str>, change: Option<&str>| {
+        let encoder = zstd::stream::write::Encoder::new(std::fs::File::create(path).unwrap(), 3).unwrap();
+        let mut builder = tar::Builder::new(encoder);
+        for (name, bytes) in archive.files() {
+            if Some(name) == skip {
+                continue;
+            }
+            let bytes = if Some(name) == change { &b"{\"sources\": []}"[..] } else { bytes };
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            builder.append_data(&mut header, name, bytes).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap();
+    };
+    let changed = dir.path().join("changed.tar.zst");
+    write(&changed, None, Some(altered));
+    let error = contents::read_folder(&changed).unwrap_err().to_string();
+    assert!(error.contains(&format!("changed.tar.zst/{altered}")), "{error}");
+    let no_rows = dir.path().join("no-rows.tar.zst");
+    write(&no_rows, Some(contents::FOLDER_ROWS_FILE), None);
+    let error = contents::read_folder(&no_rows).unwrap_err().to_string();
+    assert!(error.contains("no-rows.tar.zst") && error.contains("holds no catalog-rows.jsonl"), "{error}");
+}
+
+/// A runner output folder kept in fixtures/ as its `files.tar.zst`.
+fn packed(folder: &str) -> FolderArchive {
+    FolderArchive::read(&repository(folder).join(ki_model::folder_archive::PACKED)).unwrap()
 }

@@ -19,8 +19,8 @@ pub enum CatalogCommand {
     /// Write the published catalog as an export (`.jsonl` plain, `.jsonl.zst` compressed).
     Export(super::catalog_store::ExportArgs),
     /// Store the contents the catalog's rows name (sources, raw samples) from runner output
-    /// folders (the files their catalog-rows.jsonl names) or single files, each digest checked;
-    /// one transaction, or nothing written.
+    /// folders or their `.tar.zst` archives (the files their catalog-rows.jsonl names) or single
+    /// files, each digest checked; one transaction, or nothing written.
     Attach(super::catalog_store::AttachArgs),
     /// Write a synthetic export shaped like the public one (operations, workloads,
     /// implementations, comparison groups of realistic sizes, record events as ranking-v1

@@ -29,8 +29,9 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 pub struct AttachArgs {
-    /// Runner output folders (holding catalog-rows.jsonl) or single files a catalog row names
-    /// by digest (an implementation's source, an artifact).
+    /// Runner output folders (holding catalog-rows.jsonl), or such a folder packed as
+    /// `NAME.tar.zst`, or single files a catalog row names by digest (an implementation's
+    /// source, an artifact).
     #[arg(required_unless_present = "bundled")]
     pub paths: Vec<PathBuf>,
     /// Also store the contents bundled in data/ (what a first start stores), for a catalog

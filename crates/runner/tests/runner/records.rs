@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use ki_model::folder_archive::FolderArchive;
 use ki_runner::compare::{Tolerance, compare_values};
 use ki_runner::definition::Definition;
 use ki_runner::execute::{TrialRecord, WorkloadRun};
@@ -158,23 +159,21 @@ fn session_records_validate_and_import_as_verified_rows() {
     assert!(results.contains("| 1 | ec96bc77 | 16 | 1020 | flashinfer-tc | 8.03 |"), "{results}");
 }
 
-/// The committed H200 baseline (fixtures/flashinfer-baseline-h200/manifests): every manifest
-/// validates, every run names the protocol, environment and an implementation written beside it,
-/// every raw-samples artifact matches its digest, and the catalog rows verify with every run
-/// reproduced by KernelIndex.
+/// The committed H200 baseline (fixtures/flashinfer-baseline-h200/manifests, packed): every
+/// manifest validates, every run names the protocol, environment and an implementation written
+/// beside it, every raw-samples artifact matches its digest, and the catalog rows verify with every
+/// run reproduced by KernelIndex.
 #[test]
 fn committed_baseline_records_are_consistent() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/flashinfer-baseline-h200/manifests");
+    let folder = packed(&repository().join("fixtures/flashinfer-baseline-h200/manifests"));
     let mut digests = std::collections::BTreeSet::new();
     let mut runs = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") || path.file_name().unwrap() == "session.json" {
+    for (name, bytes) in folder.files() {
+        if name.contains('/') || !name.ends_with(".json") || name == "session.json" {
             continue;
         }
-        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let valid =
-            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        let value: Value = serde_json::from_slice(bytes).unwrap();
+        let valid = ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{name}: {p:?}"));
         digests.insert(valid.digest.clone());
         if valid.kind.to_string() == "BenchmarkRun" {
             runs.push(value);
@@ -188,10 +187,10 @@ fn committed_baseline_records_are_consistent() {
         }
         assert_eq!(spec["status"], "passed");
         let samples = &spec["timing"]["rawSamples"];
-        let bytes = std::fs::read(root.join(samples["uri"].as_str().unwrap())).unwrap();
-        assert_eq!(ki_runner::records::sha256_of(&bytes), samples["digest"].as_str().unwrap());
+        let bytes = folder.file(samples["uri"].as_str().unwrap()).unwrap();
+        assert_eq!(ki_runner::records::sha256_of(bytes), samples["digest"].as_str().unwrap());
     }
-    let rows = ki_model::export::read_export(root.join("catalog-rows.jsonl")).unwrap();
+    let rows = rows_of(&folder, "catalog-rows.jsonl");
     let report = ki_model::verify::verify_export(&rows);
     assert!(report.is_clean(), "{:?}", report.first_mismatch());
     let run_rows: Vec<_> = rows.iter().filter(|l| l.table == "benchmark_runs").collect();
@@ -199,7 +198,22 @@ fn committed_baseline_records_are_consistent() {
     assert!(run_rows.iter().all(|l| l.row["reproducedByKernelindex"] == true && l.row["hasRawEvidence"] == true));
 }
 
-/// The protocol-v2 records of the final runs (fixtures/gqa-paged-decode/<rule>/): every manifest
+/// A runner output folder kept in fixtures/ as its `files.tar.zst`.
+fn packed(folder: &std::path::Path) -> FolderArchive {
+    FolderArchive::read(&folder.join(ki_model::folder_archive::PACKED)).unwrap()
+}
+
+/// The export rows of one file of a packed folder.
+fn rows_of(folder: &FolderArchive, name: &str) -> Vec<ki_model::export::ExportLine> {
+    let bytes = folder.file(name).unwrap().to_vec();
+    let size = bytes.len() as u64;
+    ki_model::export::export_reader(folder.path().join(name), std::io::Cursor::new(bytes), size)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The protocol-v2 records of the final runs (fixtures/gqa-paged-decode/<rule>/, packed): every manifest
 /// validates, every run's protocol names its folder's input rule and the per-call timer, `latency`
 /// is the per-call figure with its method beside it, every raw-samples artifact matches its digest,
 /// and the native kernel's revision is the digest of the kernel and launcher in this tree (so the
@@ -237,9 +251,9 @@ fn committed_v2_records_name_their_rule_and_this_tree() {
         ("b128x4096", "uniform", 3),
         ("b128-realistic", "realistic", 3),
     ] {
-        let dir = root.join(folder);
+        let files = packed(&root.join(folder));
         let read = |name: &str| -> Value {
-            serde_json::from_str(&std::fs::read_to_string(dir.join("manifests").join(name)).unwrap()).unwrap()
+            serde_json::from_slice(files.file(&format!("manifests/{name}")).unwrap()).unwrap()
         };
         let protocol = read("benchmark-protocol.json");
         assert_eq!(protocol["metadata"]["name"], format!("kernelindex-rerun-v2-{rule}"), "{folder}");
@@ -252,24 +266,24 @@ fn committed_v2_records_name_their_rule_and_this_tree() {
             "{folder}: {version} is not this tree's kernel"
         );
         let mut seen = 0;
-        for entry in std::fs::read_dir(dir.join("manifests")).unwrap() {
-            let path = entry.unwrap().path();
-            let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{}: {p:?}", path.display()));
+        for (name, bytes) in files.files_under("manifests") {
+            let path = format!("{folder}/manifests/{name}");
+            let value: Value = serde_json::from_slice(bytes).unwrap();
+            ki_model::manifest::validate_value(value.clone()).unwrap_or_else(|p| panic!("{path}: {p:?}"));
             if value["kind"] != "BenchmarkRun" {
                 continue;
             }
             seen += 1;
             let spec = &value["spec"];
-            assert_eq!(spec["status"], "passed", "{}", path.display());
+            assert_eq!(spec["status"], "passed", "{path}");
             let measurements = spec["measurements"].as_array().unwrap();
             let metric = |name: &str| measurements.iter().find(|m| m["metric"] == name).map(|m| m["value"].clone());
-            assert_eq!(metric("latency"), metric("latency_in_graph"), "{}", path.display());
+            assert_eq!(metric("latency"), metric("latency_in_graph"), "{path}");
             assert!(metric("latency_eager").is_some() && metric("latency_graph_replay").is_some());
             assert_eq!(value["metadata"]["labels"]["input_rule"], rule);
             let samples = &spec["timing"]["rawSamples"];
-            let bytes = std::fs::read(dir.join(samples["uri"].as_str().unwrap())).unwrap();
-            assert_eq!(ki_runner::records::sha256_of(&bytes), samples["digest"].as_str().unwrap());
+            let bytes = files.file(samples["uri"].as_str().unwrap()).unwrap();
+            assert_eq!(ki_runner::records::sha256_of(bytes), samples["digest"].as_str().unwrap());
         }
         assert_eq!(seen, runs, "{folder}");
     }
