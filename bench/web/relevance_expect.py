@@ -26,6 +26,7 @@ FILES = [
     "data/kernelindex-verified-h200-2026-11-30.jsonl.zst",
     "data/kernelindex-verify-h200-2026-12-01.jsonl.zst",
     "data/kernelindex-verify-h100-2026-12-07.jsonl.zst",
+    "data/kernelindex-verify-h200-2026-12-07.jsonl.zst",
 ]
 
 

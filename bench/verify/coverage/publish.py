@@ -12,7 +12,10 @@ Then `zstd -19 OUT/catalog-rows.jsonl` and the contents go into data/ (data/READ
 Rows already bundled (each `--bundled FILE`, a data/*.jsonl.zst) must stay one row per id: an
 implementation whose row here differs from the bundled row of its id (the runner's description names
 the local file a solution was read from) has its runs held back, listed in `OUT/held-back.json`; so
-does a run that failed because the card ran out of memory under the harness (a harness fault).
+does a run that failed because the card ran out of memory under the harness (a harness fault), and every
+run of a causal prefill workload with fewer KV tokens than queries: no split of such a workload lets every
+query see a key, and the harness's split (before the runner refused such workloads) left sequences with
+queries and no KV, answered only by the reference's convention (lse -inf), which FlashInfer does not share.
 
 Usage: python3 publish.py OUT [--bundled FILE]... CALL_FOLDER...
 """
@@ -35,6 +38,12 @@ def read_rows(path):
 def is_out_of_memory(run):
     reason = run["manifest"]["run"]["metadata"].get("description") or ""
     return "CUDA_ERROR_OUT_OF_MEMORY" in reason or "CUDA out of memory" in reason
+
+
+def kv_short_of_queries(workload):
+    axes = workload["manifest"]["spec"]["axes"]
+    queries, kv = axes.get("total_q"), axes.get("num_kv_indices", axes.get("total_kv"))
+    return queries is not None and kv is not None and kv < queries
 
 
 def main():
@@ -82,6 +91,16 @@ def main():
         for k in sorted(out_of_memory)
     ]
     runs = {k: cr for k, cr in runs.items() if k not in out_of_memory}
+    workloads = {id: row for (table, id), row in bundled.items() if table == "workloads"}
+    workloads.update({id: row for (table, id), (_, row) in others.items() if table == "workloads"})
+    degenerate = {k for k, (_, row) in runs.items() if kv_short_of_queries(workloads[row["workloadId"]])}
+    held_back += [
+        {"run": runs[k][1]["id"], "implementation": runs[k][1]["implementationId"],
+         "reason": "a causal prefill workload with fewer KV tokens than queries: the harness gave some sequences "
+                   "queries and no KV, where only the reference's convention answers (a harness fault)"}
+        for k in sorted(degenerate)
+    ]
+    runs = {k: cr for k, cr in runs.items() if k not in degenerate}
     used = {cr[1]["implementationId"] for cr in runs.values()}
     others = {k: v for k, v in others.items() if not (k[0] == "implementations" and k[1] in differing and k[1] not in used)}
     kept = sorted(runs.values(), key=lambda cr: (cr[1]["observedAt"], cr[1]["id"]))

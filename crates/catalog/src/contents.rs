@@ -460,10 +460,16 @@ static BUNDLED_CONTENTS: &[u8] = include_bytes!("../../../data/artifacts-2026-12
 
 /// The contents of publications made outside this repository's folders (from device calls'
 /// records, by bench/verify/coverage/publish.py), one file of data/ each, beside its rows.
-pub const BUNDLED_PUBLICATION_CONTENTS: &[(&str, &[u8])] = &[(
-    "kernelindex-verify-h100-2026-12-07.contents.jsonl.zst",
-    include_bytes!("../../../data/kernelindex-verify-h100-2026-12-07.contents.jsonl.zst"),
-)];
+pub const BUNDLED_PUBLICATION_CONTENTS: &[(&str, &[u8])] = &[
+    (
+        "kernelindex-verify-h100-2026-12-07.contents.jsonl.zst",
+        include_bytes!("../../../data/kernelindex-verify-h100-2026-12-07.contents.jsonl.zst"),
+    ),
+    (
+        "kernelindex-verify-h200-2026-12-07.contents.jsonl.zst",
+        include_bytes!("../../../data/kernelindex-verify-h200-2026-12-07.contents.jsonl.zst"),
+    ),
+];
 
 /// Every bundled content, each digest checked, each once (publications share solutions' sources).
 pub fn bundled_contents() -> Result<Vec<Content>> {

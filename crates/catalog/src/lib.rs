@@ -125,8 +125,8 @@ pub const BUNDLED_SNAPSHOT_NAME: &str = "catalog-2026-08-16-0022af0b.jsonl.zst";
 static BUNDLED_SNAPSHOT: &[u8] = include_bytes!("../../../data/catalog-2026-08-16-0022af0b.jsonl.zst");
 /// KernelIndex's own runs, bundled beside the public snapshot so that a fresh index shows them
 /// (data/README.md): the native kernel and FlashInfer on the H200 (2026-11-30), `ki verify` on
-/// the H200 (2026-12-01: gemm, refusals) and on an H100 (2026-12-07: the coverage run's baselines
-/// and PR-221 solutions).
+/// the H200 (2026-12-01: gemm, refusals), and the coverage run's baselines and PR-221 solutions on
+/// an H100 and on the H200 (2026-12-07).
 pub const BUNDLED_RUN_FILES: &[(&str, &[u8])] = &[
     (
         "kernelindex-verified-h200-2026-11-30.jsonl.zst",
@@ -139,6 +139,10 @@ pub const BUNDLED_RUN_FILES: &[(&str, &[u8])] = &[
     (
         "kernelindex-verify-h100-2026-12-07.jsonl.zst",
         include_bytes!("../../../data/kernelindex-verify-h100-2026-12-07.jsonl.zst"),
+    ),
+    (
+        "kernelindex-verify-h200-2026-12-07.jsonl.zst",
+        include_bytes!("../../../data/kernelindex-verify-h200-2026-12-07.jsonl.zst"),
     ),
 ];
 

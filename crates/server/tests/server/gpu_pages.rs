@@ -2,10 +2,12 @@
 //! twins), against a real server on the bundled catalog (a SQLite file, as `ki serve` makes on
 //! first start: the public export plus our own H200 runs).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::LazyLock;
 
-use crate::serving::{BUNDLED, Reply};
+use crate::serving::{BUNDLED, Database, Live, Reply, catalog_rows, serve_rows};
 use ki_ranking::TrustLevel;
+use ki_server::connections::Limits;
 use ki_server::model::{ReadModel, text};
 use ki_server::pages::evidence_meaning;
 use serde_json::Value;
@@ -327,13 +329,66 @@ fn gpu_names_on_other_pages_link_to_the_gpu_page() {
     assert_eq!(BUNDLED.server.get(hardware[0]["href"].as_str().unwrap()).status, 200);
 }
 
+/// The bundled catalog as it stood before the H200 coverage publication of 2026-12-07 (its runs
+/// left out of the read model): there rmsnorm_h4096's only H200 runs are the four solutions our
+/// verifier refused.
+static BEFORE_H200_COVERAGE: LazyLock<(Live, Database)> = LazyLock::new(|| {
+    let publication = crate::common::repository("data/kernelindex-verify-h200-2026-12-07.jsonl.zst");
+    let published: HashSet<String> = ki_model::export::read_export(publication)
+        .unwrap()
+        .into_iter()
+        .filter(|line| line.table == "benchmark_runs")
+        .map(|line| line.row["id"].as_str().unwrap().to_string())
+        .collect();
+    let database = Database::sqlite();
+    let catalog = database.open_with_bundle();
+    let rows = catalog_rows(&catalog)
+        .into_iter()
+        .filter(|r| match r.table.as_str() {
+            "benchmark_runs" => !published.contains(text(&r.row, "id")),
+            "measurements" => !published.contains(text(&r.row, "runId")),
+            _ => true,
+        })
+        .collect();
+    (serve_rows(rows, catalog, Limits::default()), database)
+});
+
+/// On the bundled catalog, the four refused rmsnorm_h4096 runs on the H200 stand beside the
+/// baseline's passed ones and are not counted as verified.
+#[test]
+fn refused_runs_beside_passed_ones_are_not_counted_as_verified() {
+    let model = BUNDLED.server.state.model();
+    let runs: Vec<usize> = (0..model.judgement.runs.len())
+        .filter(|&r| {
+            model.run(r).hardware_model.as_deref() == Some(H200)
+                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == "rmsnorm-h4096")
+        })
+        .collect();
+    let refused = runs.iter().filter(|&&r| &*model.run(r).status == "suspected_reward_hack").count();
+    let passed = runs.iter().filter(|&&r| &*model.run(r).status == "passed").count();
+    assert_eq!(refused, 4);
+    assert!(passed > 0 && passed + refused == runs.len(), "{passed} passed, {refused} refused of {}", runs.len());
+    let gpu = json("/api/v1/gpus/nvidia-h200");
+    let op = gpu["operations"].as_array().unwrap().iter().find(|o| o["slug"] == "rmsnorm-h4096").unwrap();
+    assert_eq!((op["runs"].as_u64(), op["verifiedRuns"].as_u64()), (Some(runs.len() as u64), Some(passed as u64)));
+    assert!(op["bestVerified"].is_object() && op["whyNoVerified"].is_null(), "{op}");
+}
+
 /// Runs our verifier refused (rmsnorm_h4096's four solutions on the H200, `suspected_reward_hack`)
-/// are never counted as verified, and where they are an operation's only runs on a GPU the GPU,
-/// model and operation pages say why nothing is ranked instead of "no eligible runs".
+/// are never counted as verified, and where they are an operation's only runs on a GPU (the
+/// bundled catalog before the H200 coverage runs) the GPU, model and operation pages say why nothing
+/// is ranked instead of "no eligible runs".
 #[test]
 fn refused_runs_are_never_counted_as_verified_and_the_pages_say_why_nothing_is_ranked() {
     const OPERATION: &str = "rmsnorm-h4096";
-    let model = BUNDLED.server.state.model();
+    let server = &BEFORE_H200_COVERAGE.0;
+    let json = |path: &str| {
+        let reply = server.get(path);
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        reply.json()
+    };
+    let html = |path: &str| server.get_with(path, &[("accept", "text/html")]);
+    let model = server.state.model();
     let refused: Vec<usize> = (0..model.judgement.runs.len())
         .filter(|&r| {
             model.run(r).hardware_model.as_deref() == Some(H200)

@@ -374,3 +374,40 @@ fn a_sweep_holds_the_batch_size_and_each_value_is_a_facet() {
         }
     }
 }
+
+/// Issue 32: on the bundled catalog each of the nine FlashInfer-Bench op types has an operation whose
+/// page, under the H200 filter, leads with a Verified run on the H200 (our coverage runs).
+#[test]
+fn every_op_type_has_a_verified_h200_leader() {
+    use crate::gpu_pages::json as bundled;
+    let pages = bundled("/api/v1/operations")["pages"].as_u64().unwrap();
+    let slugs: Vec<String> = (1..=pages)
+        .flat_map(|page| {
+            let list = bundled(&format!("/api/v1/operations?page={page}"));
+            list["operations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["slug"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for op_type in [
+        "rmsnorm-h",
+        "fused-add-rmsnorm-h",
+        "gemm-n",
+        "gqa-paged-decode-",
+        "gqa-paged-prefill-",
+        "gqa-ragged-prefill-",
+        "mla-paged-decode-",
+        "mla-paged-prefill-",
+        "moe-",
+    ] {
+        let led = slugs.iter().filter(|s| s.starts_with(op_type)).find(|slug| {
+            let view = bundled(&format!("/api/v1/operations/{slug}?gpu=nvidia-h200"));
+            let first = &view["leaderboard"]["entries"][0];
+            first["trust"] == "verified" && first["hardware"] == "NVIDIA H200"
+        });
+        assert!(led.is_some(), "no {op_type}* operation leads with a Verified H200 run");
+    }
+}
