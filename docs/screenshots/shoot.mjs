@@ -29,6 +29,13 @@ const QUERIES = [
   { name: "search-dtype", query: "fp16 matmul h100" },
 ];
 const ANSWER_HEIGHT = { 1280: 1100, 400: 1600 };
+// Operation pages of three op types under the H200 filter, each led by a Verified H200 run of our
+// coverage lane (issue 32); at 1280 px only.
+const VERIFIED_H200 = [
+  { name: "verified-h200-mla-decode", slug: "mla-paged-decode-h16-ckv512-kpe64-ps1" },
+  { name: "verified-h200-moe", slug: "moe-fp8-block-scale-ds-routing-topk8-ng8-kg4-e32-h7168-i2048" },
+  { name: "verified-h200-ragged-prefill", slug: "gqa-ragged-prefill-causal-h32-kv8-d128" },
+];
 const WIDTHS = [
   { width: 1280, maxHeight: 1800, mobile: false },
   { width: 400, maxHeight: 2200, mobile: true },
@@ -58,6 +65,7 @@ async function pages() {
     ...QUERIES.map((q) => ({ name: q.name, path: `/?q=${encodeURIComponent(q.query)}`, answer: q.name !== "search" })),
     { name: "operation", path: `/operations/${operation}` },
     { name: "dossier", path: `/runs/${first}` },
+    ...VERIFIED_H200.map((o) => ({ name: o.name, path: `/operations/${o.slug}?gpu=nvidia-h200`, widths: [1280] })),
     { name: "gpu", path: "/gpus/nvidia-h200" },
     { name: "model", path: model.href },
     { name: "source", path: source },
@@ -192,7 +200,7 @@ async function main() {
     const rows = [];
     let failed = false;
     for (const p of list) {
-      for (const { width, maxHeight, mobile } of WIDTHS) {
+      for (const { width, maxHeight, mobile } of WIDTHS.filter((w) => !p.widths || p.widths.includes(w.width))) {
         const url = base + p.path;
         await page.open(url, width, 900, mobile);
         const layout = await page.evaluate(

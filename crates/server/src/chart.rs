@@ -141,9 +141,11 @@ pub fn si_number(value: f64) -> String {
     format!("{text}{suffix}")
 }
 
-/// The latency ticks of a chart whose data spans `[lo, hi]` ns.
+/// The latency ticks of a chart whose data spans `[lo, hi]` ns: 1-2-5 of each decade, or, where
+/// the span holds fewer than two of them (11–18 ms), round linear steps, so that the axis is read.
 fn latency_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    log_ticks(lo, hi)
+    let ticks = log_ticks(lo, hi);
+    if ticks.len() >= 2 { ticks } else { linear_ticks(lo, hi, false) }
 }
 
 /// Renders one sweep chart (`index` keeps ids unique on a page), or None when there is nothing
@@ -348,6 +350,9 @@ mod tests {
     #[test]
     fn latency_ticks_stay_inside_the_range() {
         assert_eq!(latency_ticks(6_000.0, 110_000.0), vec![10_000.0, 20_000.0, 50_000.0, 100_000.0]);
+        // A narrow span (a moe sweep: 11.7-17.4 ms, with the margin) holds no two 1-2-5 ticks.
+        assert_eq!(latency_ticks(10.2e6, 20.0e6), vec![12e6, 14e6, 16e6, 18e6, 20e6]);
+        assert_eq!(latency_ticks(11_600.0, 29_300.0), vec![15_000.0, 20_000.0, 25_000.0]);
         let wide = latency_ticks(1.0, 1e9);
         assert!(wide.len() <= 10 && wide.iter().all(|t| (t.log10() - t.log10().round()).abs() < 1e-9));
     }

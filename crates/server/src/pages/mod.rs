@@ -378,16 +378,17 @@ impl ReadModel {
     }
 }
 
-/// A run a "best deployable" note names: its id, implementation and value with its unit.
+/// A run a "best deployable" note names: its id, implementation, value with its unit and rank.
 pub struct NamedRun<'a> {
     pub id: &'a str,
     pub implementation: &'a str,
     pub display: String,
+    pub rank: Option<u32>,
 }
 
 impl<'a> From<&'a RunSummary> for NamedRun<'a> {
     fn from(r: &'a RunSummary) -> Self {
-        NamedRun { id: &r.id, implementation: &r.implementation, display: r.display.clone() }
+        NamedRun { id: &r.id, implementation: &r.implementation, display: r.display.clone(), rank: r.rank }
     }
 }
 
@@ -397,18 +398,25 @@ impl<'a> From<&'a ki_ranking::RunSummary> for NamedRun<'a> {
             id: &r.run_id,
             implementation: &r.implementation,
             display: ki_model::units::value(r.value, r.unit.as_deref()),
+            rank: r.rank,
         }
     }
 }
 
 /// What every page that names a fastest run says beside it (issue 34): that it is deployable
 /// itself, or the group's best deployable run (public source, permissive licence, install
-/// recipe), or that the group has none.
+/// recipe), or that the group has none. A deployable run that shares the fastest's rank (a tie:
+/// equal values or overlapping intervals, ranking-v1) is said to tie with it, since its value may
+/// be the lower of the two.
 pub fn deployable_beside(fastest: Option<NamedRun<'_>>, deployable: Option<NamedRun<'_>>) -> Markup {
+    let tied = |f: &NamedRun<'_>, d: &NamedRun<'_>| f.rank.is_some() && f.rank == d.rank;
     html! {
         span.deployable {
             @match (fastest, deployable) {
                 (Some(f), Some(d)) if f.id == d.id => { "deployable" }
+                (Some(f), Some(d)) if tied(&f, &d) => {
+                    "best deployable, tied at #" (d.rank.unwrap_or(1)) ": " a href={ "/runs/" (d.id) } { (d.implementation) } " " span.value { (d.display) }
+                }
                 (_, Some(d)) => { "best deployable: " a href={ "/runs/" (d.id) } { (d.implementation) } " " span.value { (d.display) } }
                 (_, None) => { "best deployable: none in this group" }
             }
@@ -553,5 +561,27 @@ pub fn catalog_problem(error: CatalogError) -> Problem {
     match error {
         CatalogError::KeyRefused(refusal) => refusal_problem(refusal),
         other => Problem::internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NamedRun, deployable_beside};
+
+    fn run<'a>(id: &'a str, rank: u32, display: &str) -> NamedRun<'a> {
+        NamedRun { id, implementation: id, display: display.into(), rank: Some(rank) }
+    }
+
+    /// The deployable note: the fastest itself, one tied with it (whose value may be the lower),
+    /// one ranked below, or none.
+    #[test]
+    fn the_deployable_note_says_when_it_ties_with_the_fastest() {
+        let note = |f, d| deployable_beside(f, d).into_string();
+        assert!(note(Some(run("a", 1, "2.53 µs")), Some(run("a", 1, "2.53 µs"))).contains(">deployable<"));
+        let tied = note(Some(run("a", 1, "2.53 µs")), Some(run("b", 1, "2.43 µs")));
+        assert!(tied.contains("best deployable, tied at #1: ") && tied.contains("2.43 µs"), "{tied}");
+        let below = note(Some(run("a", 1, "2.53 µs")), Some(run("b", 3, "9.1 µs")));
+        assert!(below.contains("best deployable: ") && !below.contains("tied"), "{below}");
+        assert!(note(Some(run("a", 1, "1 µs")), None).contains("none in this group"));
     }
 }
