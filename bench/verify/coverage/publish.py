@@ -61,8 +61,14 @@ def main():
     runs = {}  # (implementationId, workloadId) -> (call, run)
     measurements = {}  # runId -> [rows]
     records = {}  # call -> records.tgz
+    if not calls:
+        sys.exit(__doc__.strip().splitlines()[-1])
     for folder in calls:
         call = os.path.basename(folder.rstrip("/"))
+        for needed in ("catalog-rows.jsonl.zst", "records.tgz"):
+            if not os.path.exists(os.path.join(folder, needed)):
+                sys.exit(f"{folder}: no {needed}, so not a coverage call's folder as publish.py reads it "
+                         "(a published call's records.tgz is in git history: bench/verify/coverage/README.md)")
         records[call] = tarfile.open(os.path.join(folder, "records.tgz"))
         for line in read_rows(os.path.join(folder, "catalog-rows.jsonl.zst")):
             table, row = line["table"], line["row"]

@@ -1378,7 +1378,8 @@ pub struct CatalogRows {
 pub fn catalog_rows(catalogs: &[PathBuf], names: &[String]) -> Result<CatalogRows> {
     let mut lines = Vec::new();
     for catalog in catalogs {
-        lines.extend(ki_model::export::read_export(catalog).map_err(|e| anyhow!("{}: {e}", catalog.display()))?);
+        // The export's own errors name the file (and line).
+        lines.extend(ki_model::export::read_export(catalog).map_err(|e| anyhow!("--catalog {e}"))?);
     }
     let mut implementations = BTreeMap::new();
     for l in lines.iter().filter(|l| l.table == "implementations") {

@@ -220,6 +220,8 @@ struct Session {
     spare_judge: Option<Worker>,
     /// Workloads whose axes no rule can honour: (definition, uuid, why); not run.
     invalid: Mutex<Vec<(String, String, String)>>,
+    /// The `--catalog` rows the records reuse (operations, workloads, implementations).
+    catalog: crate::records::CatalogRows,
 }
 
 fn os_seed() -> u64 {
@@ -249,6 +251,10 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         say!("nothing to verify ({} refused at intake); nothing written", refused.len());
         return Ok(ExitCode::FAILURE);
     }
+    // The catalogs the records reuse rows of, read before any work: a missing or malformed one
+    // stops the session here, naming it, not after the GPU time is spent.
+    let names: Vec<String> = definitions.keys().cloned().collect();
+    let catalog = crate::records::catalog_rows(&args.catalog, &names)?;
     let recorded = crate::recorded::Recorded::read(&args.skip_recorded)?;
     if !recorded.is_empty() {
         recorded.check_card(crate::records::nvidia_smi_facts().get("name").map(String::as_str))?;
@@ -302,6 +308,7 @@ pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
         descriptions: BTreeMap::new(),
         spare_judge: None,
         invalid: Mutex::new(Vec::new()),
+        catalog,
     };
     // 3. Plans for every definition (Rust synthesizes the blob inputs by the family's rule).
     let mut order: Vec<String> = definitions.keys().cloned().collect();

@@ -114,6 +114,38 @@ fn refused_documents_write_nothing() {
     assert!(!out.exists(), "a refused batch writes nothing");
 }
 
+/// A `--catalog` that is missing or malformed stops the session before any work (no judge, no
+/// build, no GPU time) and before anything is written, naming the file and, for a bad line, its
+/// number.
+#[test]
+fn a_bad_catalog_stops_the_session_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let malformed = dir.path().join("bad.jsonl");
+    std::fs::write(&malformed, "{\"table\":\"operations\",\"row\":{\n").unwrap();
+    for (catalog, said) in [
+        (dir.path().join("missing.jsonl.zst"), "missing.jsonl.zst: cannot open".to_string()),
+        (malformed.clone(), format!("{}:1: invalid JSON", malformed.display())),
+    ] {
+        let out = dir.path().join("records");
+        let output = Command::new(env!("CARGO_BIN_EXE_ki-runner"))
+            .arg("verify")
+            .arg(fixtures().join("corpus/solutions/honest_triton_rmsnorm.json"))
+            .arg("--definition")
+            .arg(fixtures().join("corpus/flashinfer_trace"))
+            .arg("--catalog")
+            .arg(&catalog)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains("--catalog") && stderr.contains(&said), "{stderr}");
+        assert!(!stderr.contains("judge") && !stderr.contains("not_run"), "work began: {stderr}");
+        assert!(!out.exists(), "nothing is written");
+    }
+}
+
 /// The verification corpus (issue 31): every solution passes intake, its definition is in the
 /// corpus's flashinfer_trace, and expected.json names each one (and only those we hold) with a
 /// verdict: honest ones `passed` with a timing method, dishonest ones a non-empty list of refusals
