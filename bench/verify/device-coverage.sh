@@ -7,7 +7,8 @@
 # what no earlier call recorded; --deadline stops starting work in time for the records to be
 # written inside the call. `--catalog` of every bundled row file in data/ (the public snapshot and our
 # published runs) makes the records name their operations, workloads and implementations, so that
-# they can be bundled beside them (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430).
+# they can be bundled beside them (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430);
+# BASELINES_ONLY=1 leaves the PR-221 solutions out (their builds otherwise come first and can take a short call).
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
 C=.carry/verify
@@ -25,7 +26,9 @@ CATALOGS=()
 for f in data/catalog-*.jsonl.zst data/kernelindex-*.jsonl.zst; do
   case $f in *.contents.jsonl.zst) ;; *) CATALOGS+=(--catalog "$f") ;; esac
 done
-timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify $C/pr221-all/*.json --definition $C/flashinfer_trace --baseline "${CATALOGS[@]}" \
+SOLUTIONS=($C/pr221-all/*.json)
+[ "${BASELINES_ONLY:-0}" = 1 ] && SOLUTIONS=()
+timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify "${SOLUTIONS[@]}" --definition $C/flashinfer_trace --baseline "${CATALOGS[@]}" \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
   "${SKIP[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
 echo "ki-runner verify rc=$? in $(( $(date +%s) - start )) s"
