@@ -95,7 +95,10 @@ fn every_read_command_prints_the_same_from_a_running_index() {
         "NVIDIA H200",
     ];
     let answer = document(&same_both_ways(&case, &local, &remote));
-    assert_eq!(answer["mode"], "exact", "{answer}");
+    // Measured on the H200 under two protocols (the runner's realistic page tables, and the
+    // verification lane's): the answer offers both groups, ours first.
+    assert_eq!(answer["mode"], "chooser", "{answer}");
+    assert_eq!(answer["cohorts"].as_array().unwrap().len(), 2, "{answer}");
     let fastest = answer["cohorts"][0]["fastest"].as_array().unwrap();
     assert!(fastest.len() >= 2, "our own H200 runs: native and FlashInfer both ways");
     let (first, second) = (fastest[0]["runId"].as_str().unwrap(), fastest[1]["runId"].as_str().unwrap());

@@ -82,11 +82,13 @@ async def main():
         found = await call("search", {"query": "gqa decode"})
         check(any(r["label"] == GQA for r in found["results"]), f"search finds {GQA}")
         one = await call("resolve", SEED_CASE)
-        check(len(one["responses"]) == 1 and one["responses"][0]["mode"] == "exact", "one workload resolves exactly")
+        # Measured under two protocols on the H200 (the runner's realistic page tables and the
+        # verification lane's), so the answer offers both groups.
+        check(len(one["responses"]) == 1 and one["responses"][0]["mode"] == "chooser", "one workload's groups offered")
         fastest = one["responses"][0]["cohorts"][0]["fastest"]
         unmeasured = {"operation": GQA, "axes": {"num_kv_indices": 5000}}
         batch = await call("resolve", {"requests": [SEED_CASE, unmeasured, {"operation": "no_such_op"}]})
-        check([r["mode"] for r in batch["responses"]] == ["exact", "browse", "none"],
+        check([r["mode"] for r in batch["responses"]] == ["chooser", "browse", "none"],
               f"a batch answers in order: {[r['mode'] for r in batch['responses']]}")
         results["resolve"] = one
         dossier = await call("show_run", {"run": fastest[0]["runId"]})

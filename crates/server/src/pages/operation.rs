@@ -163,6 +163,10 @@ pub struct AxisValue {
 
 /// Comparison groups listed per page.
 pub const GROUPS_PER_PAGE: usize = 50;
+/// Rows of the workload picker (a FlashInfer-Bench workload list's size): enough to pick from, few
+/// enough that the page stays short with several GPUs and protocols; the group list below holds
+/// every group, a page at a time, and the GPU filter narrows both.
+pub const PICKER_ROWS: usize = 48;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -541,7 +545,7 @@ impl ReadModel {
         let mut dtypes: Vec<String> = keyed.iter().map(|k| k.record.dtypes.clone()).collect();
         dtypes.sort();
         dtypes.dedup();
-        let records: Vec<WorkloadRecord> = keyed.into_iter().take(PAGE_LIMIT).map(|k| k.record).collect();
+        let records: Vec<WorkloadRecord> = keyed.into_iter().take(PICKER_ROWS).map(|k| k.record).collect();
 
         // Every group with an eligible run: those with a verified run first, then the largest;
         // the leaderboard is the chosen one, else the first.
@@ -1054,7 +1058,7 @@ pub fn render(v: &OperationView) -> Markup {
                     (order_link(RecordOrder::Value, "fastest first")) " · " (order_link(RecordOrder::Runs, "most runs first"))
                 }
                 table.picker {
-                    caption { (v.records_total) " comparison groups" @if v.records_total > v.records.len() { ", first " (v.records.len()) " shown" }
+                    caption { (v.records_total) " comparison groups" @if v.records_total > v.records.len() { ", first " (v.records.len()) " shown (the GPU filter narrows them; " a href="#groups" { "the group list" } " holds every one)" }
                         @if v.sort == RecordOrder::Workload && !v.varying_axes.is_empty() { ", by " (v.varying_axes.join(", then ")) } }
                     thead { tr {
                         @for a in &v.varying_axes { th scope="col" class="num" { (a) } }
