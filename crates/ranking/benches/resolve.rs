@@ -40,7 +40,7 @@ fn main() {
         let operation = index.operations.iter().find(|o| o.id == workload.operation_id).unwrap();
         requests.push(ResolveRequest {
             operation: operation.name.clone(),
-            axes: index.axes_of_workload(w).clone(),
+            axes: index.workload_axes(w).clone(),
             dtypes: workload.dtypes.clone(),
             hardware: run.hardware_model.as_deref().map(str::to_string),
             framework: None,

@@ -1028,11 +1028,6 @@ impl Index {
         self.runs[run].source_id.as_deref().and_then(|id| self.source_by_id.get(id)).map(|&s| &self.sources[s])
     }
 
-    /// Workload axes including the operation's constants.
-    pub fn axes_of_workload(&self, workload: usize) -> &BTreeMap<String, Value> {
-        &self.workload_axes[workload]
-    }
-
     /// Looks up an operation by name, slug or alias; exact first, then case-insensitive.
     pub fn find_operation(&self, name: &str) -> Result<usize, LookupError> {
         if let Some(&op) = self.operation_by_name.get(name) {

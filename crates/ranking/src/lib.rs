@@ -38,8 +38,8 @@
 //! `RunFacts`, `TrustLevel`, `Deployability`, `resolve` (`ResolveRequest` →
 //! `ResolveResponse`; 10 comparison groups unless the request's `limit` asks for 1 to 50, the rest
 //! counted; a case never measured answers the nearest measured cases on either side, each `NearestCase`
-//! naming every axis that differs), `ledger` (`LedgerEvent`, `diff_ledger`), `views` (`RunDossier`,
-//! `CohortView`, `Comparison`), `feed` (`list_runs`, `index_events`, `feed_page`: the run list
+//! naming every axis that differs), `ledger` (`LedgerEvent`, `diff_ledger`), `views` (`RunSummary`,
+//! `CohortView`, `Comparison`; the run page's dossier is the server's), `feed` (`list_runs`, `index_events`, `feed_page`: the run list
 //! and the change feed with opaque cursors), `query` (`parse_search` → `SearchRequest`: the one
 //! search grammar of words, `Filter`s and axes), `understand` (plain words → `Understood`: a
 //! `Lexicon` of the catalog's names built once per read model reads GPU aliases, model spellings,
@@ -72,6 +72,4 @@ pub use rank::{CohortProfile, Direction, Ineligibility, POLICY_VERSION, TrustLev
 pub use resolve::{BatchSizeError, NearestCase, ResolveMode, ResolveRequest, ResolveResponse, Side};
 pub use rows::{CatalogRows, RowError};
 pub use time::Instant;
-pub use views::{
-    Caveat, CaveatKind, CohortView, CompareError, Comparison, KeyPart, RecordView, RunDossier, RunSummary,
-};
+pub use views::{Caveat, CaveatKind, CohortView, CompareError, Comparison, KeyPart, RecordView, RunSummary};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::index::{Deployability, Index};
+use crate::index::Index;
 use crate::rank::{CohortProfile, Direction, Ineligibility, TrustLevel};
 
 /// One run as a line in a table.
@@ -258,118 +258,6 @@ impl Index {
             baseline: cohort_row.baseline.map(|b| self.run_summary(b)),
             caveats: Vec::new(),
         }
-    }
-}
-
-/// Everything a run page shows.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunDossier {
-    pub summary: RunSummary,
-    pub profile: CohortProfile,
-    pub direction: Direction,
-    /// Size of the comparison group and its eligible part.
-    pub cohort_runs: usize,
-    pub cohort_eligible_runs: usize,
-    /// The rank-1 run to compare with, when this run is not it.
-    pub leader: Option<RunSummary>,
-    pub deployability: Deployability,
-    pub status: String,
-    pub published_at: Option<String>,
-    pub retracted_at: Option<String>,
-    pub retraction_reason: Option<String>,
-    pub superseded_by: Option<String>,
-    pub supersedes: Option<String>,
-    pub implementation_revision: Option<String>,
-    pub workload_axes: BTreeMap<String, Value>,
-    pub workload_dtypes: Vec<String>,
-    pub workload_tensors: Option<Value>,
-    pub external_id: Option<String>,
-    pub correctness: Option<Value>,
-    pub measurements: Vec<crate::rows::MeasurementRow>,
-    pub protocol: Option<Value>,
-    pub environment: Option<Value>,
-    pub artifacts: Vec<crate::rows::ArtifactRow>,
-    pub source_native_metrics: Option<Value>,
-    /// Record events naming this run, as stored.
-    pub record_events: Vec<crate::rows::RecordEventRow>,
-    pub keys: RunKeys,
-    pub manifest: Value,
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunKeys {
-    pub comparison_key: String,
-    pub protocol_key: String,
-    pub environment_key: String,
-    pub correctness_key: String,
-    pub workload_digest: String,
-    pub implementation_digest: String,
-    pub operation_digest: String,
-}
-
-impl Index {
-    pub fn run_dossier(&self, reference: &str) -> Result<RunDossier, crate::index::LookupError> {
-        let run = self.find_run(reference)?;
-        let row = &self.runs[run];
-        let facts = &self.facts[run];
-        let cohort = &self.cohorts[facts.cohort()];
-        let implementation = self.implementation_of(run);
-        let workload = self.workload_of(run);
-        let leader =
-            cohort.ranking.first().filter(|e| e.run != run && facts.rank() != Some(1)).map(|e| self.run_summary(e.run));
-        let manifest = self.run_manifest(run).unwrap_or(Value::Null);
-        let implementation_manifest = self.implementation_manifest(self.run_implementation(run));
-        let artifacts = implementation_manifest
-            .pointer("/spec/source/contentDigest")
-            .and_then(Value::as_str)
-            .and_then(|digest| self.artifact_by_digest.get(digest))
-            .map(|&a| vec![self.artifacts[a].clone()])
-            .unwrap_or_default();
-        Ok(RunDossier {
-            summary: self.run_summary(run),
-            profile: cohort.profile,
-            direction: cohort.direction,
-            cohort_runs: cohort.runs.len(),
-            cohort_eligible_runs: cohort.ranking.len(),
-            leader,
-            deployability: (*facts.deployability).clone(),
-            status: row.status.to_string(),
-            published_at: row.published_at.get().map(|t| t.text().into_owned()),
-            retracted_at: row.retracted_at.as_ref().map(|t| t.text().into_owned()),
-            retraction_reason: row.retraction_reason.as_deref().map(String::from),
-            superseded_by: facts.ineligibility().iter().find_map(|r| match r {
-                Ineligibility::Superseded { by } => Some(by.clone()),
-                _ => None,
-            }),
-            supersedes: row.supersedes_id.as_deref().map(String::from),
-            implementation_revision: implementation.source_revision.clone(),
-            workload_axes: self.workload_axes[self.run_workload(run)].clone(),
-            workload_dtypes: workload.dtypes.clone(),
-            workload_tensors: self.workload_manifest(self.run_workload(run)).pointer("/spec/tensors").cloned(),
-            external_id: manifest
-                .pointer("/run/spec/sourceNative/externalId")
-                .and_then(Value::as_str)
-                .map(String::from),
-            correctness: manifest.pointer("/run/spec/correctness").cloned(),
-            measurements: self.measurements_of(run).cloned().collect(),
-            protocol: manifest.pointer("/protocol/spec").cloned(),
-            environment: manifest.pointer("/environment/spec").cloned(),
-            artifacts,
-            source_native_metrics: manifest.pointer("/run/spec/sourceNative/metrics").cloned(),
-            record_events: self.events_of(run).cloned().collect(),
-            keys: RunKeys {
-                comparison_key: row.comparison_key.to_string(),
-                protocol_key: row.protocol_key.to_string(),
-                environment_key: row.environment_key.to_string(),
-                correctness_key: row.correctness_key.to_string(),
-                workload_digest: workload.workload_digest.clone(),
-                implementation_digest: implementation.implementation_digest.clone(),
-                operation_digest: self.operation_of(run).semantic_digest.clone(),
-            },
-            manifest,
-        })
     }
 }
 

@@ -183,8 +183,8 @@ async fn retract_the_record_holder(db: TestDb) {
     // The run is ineligible as RETRACTED, with its reason; the next best run took over.
     let index = judgement(&catalog).await;
     assert!(codes(&index, &group.holder).contains(&"RETRACTED".to_string()), "{:?}", codes(&index, &group.holder));
-    let run = index.run_dossier(&group.holder).unwrap();
-    assert_eq!(run.retraction_reason.as_deref(), Some("did not compute the operation"));
+    let run = index.find_run(&group.holder).unwrap();
+    assert_eq!(index.runs[run].retraction_reason.as_deref(), Some("did not compute the operation"));
     assert_eq!(report.events.len(), 1, "{}: {:?}", db.name, report.events);
     let event = &report.events[0];
     let leader = event.run_id.clone();

@@ -171,7 +171,7 @@ fn measured_values(index: &Index, op: usize, axis: &str, fixed: &BTreeMap<String
         .enumerate()
         .filter(|(_, w)| &w.operation_id == op_id)
         .filter(|(w, _)| {
-            let axes = index.axes_of_workload(*w);
+            let axes = index.workload_axes(*w);
             fixed.iter().all(|(k, v)| k == axis || axes.get(k).and_then(Value::as_f64) == v.as_f64())
         })
         .filter(|(w, _)| {
@@ -181,7 +181,7 @@ fn measured_values(index: &Index, op: usize, axis: &str, fixed: &BTreeMap<String
                 .enumerate()
                 .any(|(r, run)| *run.workload_id == *index.workloads[*w].id && index.facts[r].eligible())
         })
-        .filter_map(|(w, _)| index.axes_of_workload(w).get(axis).and_then(Value::as_f64))
+        .filter_map(|(w, _)| index.workload_axes(w).get(axis).and_then(Value::as_f64))
         .collect();
     values.sort_by(f64::total_cmp);
     values.dedup();
@@ -298,7 +298,7 @@ fn several_comparison_groups_for_one_case_make_a_chooser() {
         groups.iter().filter(|(_, k)| k.len() >= 2).min_by_key(|(w, _)| **w).expect("a case in two groups");
     let w = index.workloads.iter().position(|w| &w.id == workload_id).unwrap();
     let op = index.operations.iter().position(|o| o.id == index.workloads[w].operation_id).unwrap();
-    let axes = index.axes_of_workload(w).clone();
+    let axes = index.workload_axes(w).clone();
     let request = ResolveRequest { operation: index.operations[op].name.clone(), axes, ..Default::default() };
     let answer = index.resolve(&request);
     // Other workloads of the operation may share these axes (e.g. other dtypes), so at
@@ -334,13 +334,9 @@ fn compare_and_dossier_on_real_runs() {
     let second = cohort.ranking[1].run;
     let id = index.runs[second].id.to_string();
     let short_id = &id[..13];
-    let dossier = index.run_dossier(short_id).or_else(|_| index.run_dossier(&id)).unwrap();
-    assert_eq!(dossier.summary.run_id, index.runs[second].id);
-    let by_digest = index.run_dossier(&index.runs[second].run_digest.to_string()).unwrap();
-    assert_eq!(by_digest.summary.run_id, dossier.summary.run_id);
-    if dossier.summary.rank != Some(1) {
-        assert_eq!(dossier.leader.as_ref().unwrap().rank, Some(1));
-    }
-    assert!(!dossier.measurements.is_empty());
-    assert!(index.run_dossier("zzzzzzzz-not-a-run").is_err());
+    // A run is found by its id, a unique prefix of it, or its digest.
+    assert_eq!(index.find_run(short_id).or_else(|_| index.find_run(&id)).unwrap(), second);
+    assert_eq!(index.find_run(&index.runs[second].run_digest.to_string()).unwrap(), second);
+    assert!(index.measurements_of(second).next().is_some());
+    assert!(index.find_run("zzzzzzzz-not-a-run").is_err());
 }
