@@ -26,6 +26,8 @@ use ki_model::folder_archive::FolderArchive;
 
 /// The largest content the store takes (16 MiB).
 pub const MAX_CONTENT_BYTES: usize = 16 << 20;
+// A runner folder's archive refuses a file over its limit, so what it holds fits the store.
+const _: () = assert!(ki_model::folder_archive::MAX_FILE_BYTES == MAX_CONTENT_BYTES as u64);
 
 /// The rows file a runner output folder holds.
 pub const FOLDER_ROWS_FILE: &str = "catalog-rows.jsonl";
@@ -298,27 +300,12 @@ pub fn read_folder(folder: &Path) -> Result<FolderContents> {
     };
     if let Some(packed) = FolderArchive::standing_for(folder, FOLDER_ROWS_FILE) {
         let archive = FolderArchive::read(&packed).map_err(|error| not_a_folder(error.to_string()))?;
-        let rows_file = archive.file(FOLDER_ROWS_FILE).ok_or_else(|| {
-            not_a_folder(format!("holds no {FOLDER_ROWS_FILE}: not a runner output folder's archive"))
-        })?;
-        let origin = packed.join(FOLDER_ROWS_FILE);
-        let rows =
-            ki_model::export::export_reader(origin, std::io::Cursor::new(rows_file.to_vec()), rows_file.len() as u64)
-                .and_then(|reader| reader.collect::<std::result::Result<Vec<_>, _>>())
-                .map_err(|error| CatalogError::Snapshot(error.to_string()))?;
+        let rows = archive
+            .export(FOLDER_ROWS_FILE)
+            .ok_or_else(|| not_a_folder(format!("holds no {FOLDER_ROWS_FILE}: not a runner output folder's archive")))?
+            .map_err(|error| CatalogError::Snapshot(error.to_string()))?;
         return read_named(rows, |address| {
-            let bytes = archive.file(address)?;
-            let origin = packed.join(address).display().to_string();
-            Some(if bytes.len() > MAX_CONTENT_BYTES {
-                Err(CatalogError::ContentRefused(ContentRefusal::TooLarge {
-                    origin,
-                    digest: "not computed".into(),
-                    size: bytes.len() as u64,
-                    limit: MAX_CONTENT_BYTES,
-                }))
-            } else {
-                Ok((bytes.to_vec(), origin))
-            })
+            archive.file(address).map(|bytes| Ok((bytes.to_vec(), packed.join(address).display().to_string())))
         });
     }
     let rows_path = folder.join(FOLDER_ROWS_FILE);

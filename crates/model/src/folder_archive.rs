@@ -109,6 +109,17 @@ impl FolderArchive {
         Ok(FolderArchive { path: path.to_path_buf(), files })
     }
 
+    /// The export rows of the file at `name` (`catalog-rows.jsonl`), errors naming the archive's
+    /// path and the file; `None` when the archive does not hold it.
+    pub fn export(&self, name: &str) -> Option<Result<Vec<crate::export::ExportLine>, crate::export::ExportError>> {
+        let bytes = self.file(name)?.to_vec();
+        let size = bytes.len() as u64;
+        Some(
+            crate::export::export_reader(self.path.join(name), std::io::Cursor::new(bytes), size)
+                .and_then(|reader| reader.collect()),
+        )
+    }
+
     /// The archive's own path (for messages).
     pub fn path(&self) -> &Path {
         &self.path

@@ -190,7 +190,7 @@ fn committed_baseline_records_are_consistent() {
         let bytes = folder.file(samples["uri"].as_str().unwrap()).unwrap();
         assert_eq!(ki_runner::records::sha256_of(bytes), samples["digest"].as_str().unwrap());
     }
-    let rows = rows_of(&folder, "catalog-rows.jsonl");
+    let rows = folder.export("catalog-rows.jsonl").unwrap().unwrap();
     let report = ki_model::verify::verify_export(&rows);
     assert!(report.is_clean(), "{:?}", report.first_mismatch());
     let run_rows: Vec<_> = rows.iter().filter(|l| l.table == "benchmark_runs").collect();
@@ -201,16 +201,6 @@ fn committed_baseline_records_are_consistent() {
 /// A runner output folder kept in fixtures/ as its `files.tar.zst`.
 fn packed(folder: &std::path::Path) -> FolderArchive {
     FolderArchive::read(&folder.join(ki_model::folder_archive::PACKED)).unwrap()
-}
-
-/// The export rows of one file of a packed folder.
-fn rows_of(folder: &FolderArchive, name: &str) -> Vec<ki_model::export::ExportLine> {
-    let bytes = folder.file(name).unwrap().to_vec();
-    let size = bytes.len() as u64;
-    ki_model::export::export_reader(folder.path().join(name), std::io::Cursor::new(bytes), size)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// The protocol-v2 records of the final runs (fixtures/gqa-paged-decode/<rule>/, packed): every manifest
