@@ -3,7 +3,7 @@
 # 72 PR-221 solutions of those definitions, on every workload, three trials, through `ki-runner
 # verify`. Resumable: every .carry/verify/coverage/<call>/runs.jsonl (earlier calls' results, brought
 # back into bench/verify/coverage/<call>/ and copied there with their session.json, which names the
-# card: runs of another card are refused) is passed as --skip-recorded, so a call does only
+# card) of this machine's card is passed as --skip-recorded, so a call does only
 # what no earlier call recorded; --deadline stops starting work in time for the records to be
 # written inside the call. `--catalog` of every bundled row file in data/ (the public snapshot and our
 # published runs) makes the records name their operations, workloads and implementations, so that
@@ -18,8 +18,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 # A warm machine keeps the last calls' folders: each is kept as /tmp/cov-done-N and skipped too,
 # so that back-to-back calls need no copy here in between.
 if [ -d /tmp/cov ]; then mv /tmp/cov /tmp/cov-done-$(ls -d /tmp/cov-done-* 2>/dev/null | wc -l); fi
+# Both cards' series may be carried: only the folders whose session.json names this machine's card
+# are passed (the runner refuses runs of another card), so a call continues whichever series its card has.
+CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 SKIP=()
-for f in $C/coverage/*/runs.jsonl /tmp/cov-done-*/runs.jsonl; do [ -e "$f" ] && SKIP+=(--skip-recorded "$f"); done
+for f in $C/coverage/*/runs.jsonl /tmp/cov-done-*/runs.jsonl; do
+  [ -e "$f" ] || continue
+  card=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["machine"]["device"])' "$(dirname "$f")/session.json" 2>/dev/null)
+  if [ "$card" = "$CARD" ]; then SKIP+=(--skip-recorded "$f"); else echo "not this card's series ($card): $f"; fi
+done
 echo "earlier calls: ${#SKIP[@]} flags"
 start=$(date +%s)
 CATALOGS=()

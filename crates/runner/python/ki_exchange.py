@@ -23,11 +23,19 @@ class _IpcHandle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * 64)]
 
 
+_CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+class OutOfMemory(RuntimeError):
+    pass
+
+
 def _check(result, what):
     if result != 0:
         name = ctypes.c_char_p()
         _CUDA.cuGetErrorName(result, ctypes.byref(name))
-        raise RuntimeError(f"{what}: CUDA driver error {result} ({(name.value or b'?').decode()})")
+        kind = OutOfMemory if result == _CUDA_ERROR_OUT_OF_MEMORY else RuntimeError
+        raise kind(f"{what}: CUDA driver error {result} ({(name.value or b'?').decode()})")
 
 
 def _ensure_context():

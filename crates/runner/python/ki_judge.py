@@ -109,7 +109,17 @@ def run_reference(job):
         for n in names:
             tensors[f"reference.{n}"] = outputs[n].contiguous().cpu()
         save_file(tensors, job["dump"])
+    del inputs
+    release_cache()
     return {"seconds": seconds, "outputs": shapes}
+
+
+def release_cache():
+    """Gives the memory torch caches for this process back to the driver: a reference's
+    intermediates (moe dequantizes every expert's weights) would otherwise stay reserved here while
+    a solution worker on the same GPU needs it (moe at seq_len 14,107 ran out of memory on an H200,
+    2026-12-07)."""
+    torch.cuda.empty_cache()
 
 
 def compare(out, ref, atol, rtol):
@@ -179,6 +189,7 @@ def run_compare(job):
             results.append(stats)
         calls.append({"label": call["label"], "outputs": results})
     torch.cuda.synchronize()
+    release_cache()
     return {"calls": calls}
 
 

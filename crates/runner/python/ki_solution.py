@@ -471,7 +471,13 @@ class Exchange:
         if self.buffer is not None:
             size = max(size, 2 * self.buffer.nbytes)
             self.retired.append(self.buffer)
-        self.buffer = ki_exchange.Exported(size)
+        try:
+            self.buffer = ki_exchange.Exported(size)
+        except ki_exchange.OutOfMemory:
+            # cuMemAlloc does not draw on torch's cache: what torch holds unused is given back to
+            # the driver first (moe at seq_len 14,107 failed here on an H200, 2026-12-07).
+            torch.cuda.empty_cache()
+            self.buffer = ki_exchange.Exported(size)
         self.serial += 1
         return {"serial": self.serial, "handle": self.buffer.handle_hex, "bytes": self.buffer.nbytes}
 
