@@ -120,7 +120,7 @@ impl Reader {
             Reader::Api(api) => api.get(&["runs", reference.trim()], &[]),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                let run = ki_server::pages::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
+                let run = ki_server::dossier::find_run(&model, reference).map_err(|problem| anyhow!(problem.detail))?;
                 let id = model.run(run).id.to_string();
                 let attestations = catalog.attestations_of(&id)?;
                 let detail = catalog.run_detail(&model, run)?;
@@ -163,7 +163,7 @@ impl Reader {
             Reader::Api(api) => api.get(&["records"], &[("page", &page.to_string())]),
             Reader::Catalog(catalog) => {
                 let model = catalog.model()?;
-                Ok(serde_json::to_value(model.record_list(page, ki_server::pages::records::RECORDS_PER_PAGE))?)
+                Ok(serde_json::to_value(model.record_list(page, ki_server::model::RECORDS_PER_PAGE))?)
             }
         }
     }
@@ -327,7 +327,7 @@ impl CatalogReader {
                 None => self.data.database.open().await?,
                 Some(url) => ki_catalog::Catalog::open(url).await.context("cannot open the scratch catalog")?,
             };
-            let answer = model.search_answer(&catalog, query, ki_server::pages::PAGE_LIMIT).await;
+            let answer = model.search_answer(&catalog, query, ki_server::model::PAGE_LIMIT).await;
             let answer = answer.context("cannot search the catalog").and_then(|a| Ok(serde_json::to_value(a)?));
             catalog.close().await;
             answer
@@ -355,14 +355,14 @@ impl CatalogReader {
         &self,
         model: &ki_server::model::ReadModel,
         run: usize,
-        dossier: &mut ki_server::pages::run::RunDossier,
+        dossier: &mut ki_server::dossier::RunDossier,
     ) -> anyhow::Result<()> {
         if self.data.export.is_some() {
             return Ok(());
         }
         runtime()?.block_on(async {
             let catalog = self.data.database.open().await?;
-            let added = ki_server::pages::run::held_contents(&catalog, model, run, dossier)
+            let added = ki_server::dossier::held_contents(&catalog, model, run, dossier)
                 .await
                 .context("cannot read the content store");
             catalog.close().await;

@@ -32,7 +32,7 @@ fn admin_publish_prints_a_hostile_title_escaped() {
         let catalog = Catalog::open(&url).await.unwrap();
         catalog.ensure_bundled_snapshot().await.unwrap();
         let (_, secret) = catalog.create_api_key("terminal test", &[Scope::Submit], 10).await.unwrap();
-        let validated = ki_server::pages::submission::validate_bundle(&bundle).expect("the bundle is valid");
+        let validated = ki_server::bundle::validate_bundle(&bundle).expect("the bundle is valid");
         assert_eq!(validated.title, HOSTILE_TITLE);
         let submission = catalog.add_submission(Some(&secret), validated.title, validated.documents).await.unwrap();
         catalog.close().await;

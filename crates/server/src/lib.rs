@@ -10,6 +10,8 @@
 //! Organised by page: [`pages`] has one module per page or API resource (`pages::run`,
 //! `pages::operation`, …), each holding its view model, its template and its handlers;
 //! [`routes`] is the route table that names them (and feeds the OpenAPI document).
+//! A run's dossier is built from the read model in [`dossier`]; `pages::run` renders it and
+//! the CLI (`ki show run`) prints it, so the CLI asks the read model, never a page.
 //!
 //! # Architecture notes
 //!
@@ -73,8 +75,8 @@
 //! per query; only an implementation filter reads an entry's runs, `Tables::entry_runs`),
 //! and are scored and ranked there; `ki search --export` indexes the export in a scratch catalog once), `routes` (route table → router and OpenAPI), `http` (ids, security headers),
 //! `problem::Problem` (RFC 9457), `connections` (`Limits`, `Tracker`, `serve`). The run dossier
-//! (`pages::run::RunDossier`) shows every statistic a run's manifest records, in words and through
-//! `ki_model::units`; where the content store holds the run's raw samples, a histogram of their
+//! (`dossier::RunDossier`, built in `dossier.rs`, rendered by `pages::run`) shows every statistic a
+//! run's manifest records, in words and through `ki_model::units`; where the content store holds the run's raw samples, a histogram of their
 //! per-call times (`chart::histogram_svg`: median, p05 and p95 marked, a hover title per bar) beside
 //! the manifest's summary, and a link to the implementation's source when the store holds it. The operation
 //! page (`pages::operation`) states the constant axes once, leads with the picked group's leaderboard
@@ -109,8 +111,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
+pub mod bundle;
 pub mod chart;
 pub mod connections;
+pub mod dossier;
 pub mod http;
 pub mod model;
 pub mod openapi;

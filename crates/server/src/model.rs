@@ -1,6 +1,9 @@
 //! The server's in-memory read model: every catalog row in export format, indexed for
 //! the lookups the pages make. Built once at start (and after writes) so that a request
 //! only does hash lookups and rendering, never a database query.
+//!
+//! It also holds what the run dossier ([`crate::dossier`]) and the pages share: links, fields,
+//! run summaries and the sizes of a page's lists.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -8,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 use ki_ranking::understand::Lexicon;
 
 use ki_model::search_text::{self, SearchKind};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub type Row = Map<String, Value>;
@@ -1072,6 +1076,147 @@ fn bounded_insert<T>(map: &std::sync::Mutex<HashMap<String, Arc<[T]>>>, key: &st
         map.clear();
     }
     map.insert(key.to_string(), list);
+}
+
+// ---------- what the dossier and the pages share ----------
+
+/// Most rows any list on a page shows.
+pub const PAGE_LIMIT: usize = 200;
+
+/// Record events on one page of the records ledger (`/records`, `ki records`).
+pub const RECORDS_PER_PAGE: usize = 100;
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Link {
+    pub label: String,
+    pub href: String,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Field {
+    pub label: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    /// Shown in a monospace face with a copy button (digests, keys).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub code: bool,
+}
+
+impl Field {
+    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Field {
+        Field { label: label.into(), value: value.into(), href: None, code: false }
+    }
+
+    pub fn link(mut self, href: impl Into<String>) -> Field {
+        self.href = Some(href.into());
+        self
+    }
+
+    pub fn code(mut self) -> Field {
+        self.code = true;
+        self
+    }
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub short_id: String,
+    pub digest: String,
+    pub title: String,
+    pub implementation: String,
+    pub project: String,
+    pub hardware: String,
+    pub status: String,
+    pub value: Option<f64>,
+    pub unit: String,
+    pub display: String,
+    pub statistic: String,
+    pub rank: Option<u32>,
+    pub trust: String,
+    pub observed_at: String,
+    pub href: String,
+}
+
+pub fn short_id(id: &str) -> String {
+    id.chars().filter(|c| *c != '-').take(8).collect()
+}
+
+/// The primary value with its unit for display ("93.0 µs"), or "—".
+pub fn primary_display(run: &RunRow) -> String {
+    ki_model::units::value(run.primary_value.get(), run.primary_unit.as_deref())
+}
+
+impl ReadModel {
+    pub fn run_summary(&self, run: usize) -> RunSummary {
+        let row = self.run(run);
+        let implementation = self.implementations.get(&row.implementation_id);
+        let implementation = implementation.as_ref();
+        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
+        let facts = &self.judgement.facts[run];
+        let id = row.id.to_string();
+        RunSummary {
+            short_id: short_id(&id),
+            href: format!("/runs/{id}"),
+            id,
+            digest: row.run_digest.to_string(),
+            title: self.run_title(run),
+            implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
+            project: project.map(|p| text(p, "name")).unwrap_or("").into(),
+            hardware: row.hardware_model.as_deref().unwrap_or_default().to_string(),
+            status: row.status.to_string(),
+            value: row.primary_value.get(),
+            unit: row.primary_unit.as_deref().unwrap_or_default().to_string(),
+            display: primary_display(row),
+            statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
+            rank: facts.rank(),
+            trust: facts.trust.as_str().into(),
+            observed_at: row.observed_at.text().into_owned(),
+        }
+    }
+
+    /// The run manifest's title, else "Run" and its short id.
+    pub fn run_title(&self, run: usize) -> String {
+        match self.judgement.run_title(run) {
+            Some(title) => title.to_string(),
+            None => format!("Run {}", short_id(&self.run(run).id.text())),
+        }
+    }
+}
+
+pub fn code_of<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A GPU model's page, `/gpus/{slug}`.
+pub fn gpu_href(model: &str) -> String {
+    format!("/gpus/{}", slugify(model))
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The digest and file name the implementation's manifest gives its source.
+pub fn source_reference(row: &Row) -> Option<(String, Option<String>)> {
+    let source = row.get("manifest").and_then(|m| m.pointer("/spec/source"))?;
+    let digest = source.get("contentDigest").and_then(Value::as_str)?.to_string();
+    Some((digest, source.get("fileName").and_then(Value::as_str).map(str::to_string)))
 }
 
 #[cfg(test)]

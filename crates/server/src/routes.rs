@@ -109,7 +109,7 @@ fn table() -> Routes {
             api("/api/v1/runs/{id}", "Run dossier as JSON (`?page=N`: its attestations' page, newest first)")
                 .path_max_length(RUN_REFERENCE_CHARS)
                 .query::<PageQuery>()
-                .answers::<run::RunDossier>(),
+                .answers::<crate::dossier::RunDossier>(),
             run::api,
         )
         .add(

@@ -1,7 +1,8 @@
 //! The web, one module per page (or API resource): each holds its view model (plain
 //! serializable data; the HTML renders it and the JSON twin serializes the very same
 //! value), its maud template, and its axum handlers. This module holds what pages share:
-//! the layout, small templates, links and run summaries, and the handler helpers.
+//! the layout, small templates, links and run summaries (the read model's, [`crate::model`],
+//! re-exported here), and the handler helpers. A run's dossier is built in [`crate::dossier`].
 //!
 //! Templates are maud: every interpolated string is escaped, so source and submitter
 //! text can never become markup. No page carries inline script or style (the CSP forbids
@@ -13,12 +14,13 @@ use std::sync::Arc;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::AppState;
-use crate::model::{ReadModel, RunRow, text};
-pub use crate::model::{scalar, workload_label};
+use crate::model::ReadModel;
+pub use crate::model::{
+    Field, Link, PAGE_LIMIT, RunSummary, code_of, gpu_href, percent_encode, primary_display, scalar, short_id,
+    workload_label,
+};
 use crate::problem::Problem;
 use ki_catalog::{CatalogError, KeyRefusal};
 
@@ -42,9 +44,6 @@ pub mod serving;
 pub mod source;
 pub mod submission;
 pub mod verifications;
-
-/// Most rows any list on a page shows.
-pub const PAGE_LIMIT: usize = 200;
 
 pub type Shared = Arc<AppState>;
 
@@ -210,106 +209,6 @@ pub fn evidence_badge(level: &str) -> Markup {
     html! { span.badge.(evidence_class(level)) title=(evidence_meaning(level)) { (level) } }
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Link {
-    pub label: String,
-    pub href: String,
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Field {
-    pub label: String,
-    pub value: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub href: Option<String>,
-    /// Shown in a monospace face with a copy button (digests, keys).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub code: bool,
-}
-
-impl Field {
-    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Field {
-        Field { label: label.into(), value: value.into(), href: None, code: false }
-    }
-
-    pub fn link(mut self, href: impl Into<String>) -> Field {
-        self.href = Some(href.into());
-        self
-    }
-
-    pub fn code(mut self) -> Field {
-        self.code = true;
-        self
-    }
-}
-
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunSummary {
-    pub id: String,
-    pub short_id: String,
-    pub digest: String,
-    pub title: String,
-    pub implementation: String,
-    pub project: String,
-    pub hardware: String,
-    pub status: String,
-    pub value: Option<f64>,
-    pub unit: String,
-    pub display: String,
-    pub statistic: String,
-    pub rank: Option<u32>,
-    pub trust: String,
-    pub observed_at: String,
-    pub href: String,
-}
-
-pub fn short_id(id: &str) -> String {
-    id.chars().filter(|c| *c != '-').take(8).collect()
-}
-
-/// The primary value with its unit for display ("93.0 µs"), or "—".
-pub fn primary_display(run: &RunRow) -> String {
-    ki_model::units::value(run.primary_value.get(), run.primary_unit.as_deref())
-}
-
-impl ReadModel {
-    pub fn run_summary(&self, run: usize) -> RunSummary {
-        let row = self.run(run);
-        let implementation = self.implementations.get(&row.implementation_id);
-        let implementation = implementation.as_ref();
-        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
-        let facts = &self.judgement.facts[run];
-        let id = row.id.to_string();
-        RunSummary {
-            short_id: short_id(&id),
-            href: format!("/runs/{id}"),
-            id,
-            digest: row.run_digest.to_string(),
-            title: self.run_title(run),
-            implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
-            project: project.map(|p| text(p, "name")).unwrap_or("").into(),
-            hardware: row.hardware_model.as_deref().unwrap_or_default().to_string(),
-            status: row.status.to_string(),
-            value: row.primary_value.get(),
-            unit: row.primary_unit.as_deref().unwrap_or_default().to_string(),
-            display: primary_display(row),
-            statistic: row.primary_statistic.as_deref().unwrap_or_default().to_string(),
-            rank: facts.rank(),
-            trust: facts.trust.as_str().into(),
-            observed_at: row.observed_at.text().into_owned(),
-        }
-    }
-
-    /// The run manifest's title, else "Run" and its short id.
-    pub fn run_title(&self, run: usize) -> String {
-        match self.judgement.run_title(run) {
-            Some(title) => title.to_string(),
-            None => format!("Run {}", short_id(&self.run(run).id.text())),
-        }
-    }
-}
-
 /// Statuses a verifier gives a run it refuses to publish as a measurement (the others that are
 /// not `passed` are failures).
 const REFUSED_STATUSES: [&str; 3] = ["suspected_reward_hack", "policy_violation", "revoked"];
@@ -430,56 +329,12 @@ impl ReadModel {
     }
 }
 
-pub fn code_of<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-pub fn profile_label(profile: ki_ranking::rank::CohortProfile) -> &'static str {
-    match profile {
-        ki_ranking::rank::CohortProfile::SourceNative => "source-native comparison",
-        ki_ranking::rank::CohortProfile::StrictExact => "strict exact comparison",
-    }
-}
-
-/// A GPU model's page, `/gpus/{slug}`.
-pub fn gpu_href(model: &str) -> String {
-    format!("/gpus/{}", crate::model::slugify(model))
-}
-
 /// A GPU model's name linking to its page; a name with no slug (empty, or no letter or
 /// digit) stays plain text.
 pub fn gpu_link(model: &str) -> Markup {
     html! {
         @if crate::model::slugify(model).is_empty() { (model) } @else { a href=(gpu_href(model)) { (model) } }
     }
-}
-
-pub fn hardware_label(run: &RunRow) -> String {
-    fn present(text: &Option<ki_ranking::rows::Text>) -> Option<&str> {
-        text.as_deref().filter(|t| !t.is_empty())
-    }
-    match (present(&run.hardware_model), present(&run.hardware_architecture)) {
-        (Some(model), Some(arch)) => format!("{model} ({arch})"),
-        (Some(model), None) => model.to_string(),
-        _ => "unknown".into(),
-    }
-}
-
-/// Percent-encodes everything but unreserved characters (RFC 3986).
-pub fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 pub fn pages_for(total: usize, per_page: usize) -> usize {
@@ -528,16 +383,6 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Re
     let document = ki_model::parse::parse_json(body)
         .map_err(|problem| Problem::bad_request(format!("the body must be {what}: {problem}")))?;
     serde_json::from_value(document).map_err(|e| Problem::bad_request(format!("the body must be {what}: {e}")))
-}
-
-pub fn find_run(model: &ReadModel, reference: &str) -> Result<usize, Problem> {
-    if reference.chars().count() > 200 {
-        return Err(Problem::bad_request("a run reference is a uuid, a sha256 digest or a short id"));
-    }
-    model.judgement.find_run(reference).map_err(|e| match e {
-        ki_ranking::LookupError::Ambiguous { .. } => Problem::bad_request(e.to_string()),
-        ki_ranking::LookupError::NotFound { .. } => Problem::not_found(e.to_string()),
-    })
 }
 
 pub fn find_operation(model: &ReadModel, slug: &str) -> Result<usize, Problem> {

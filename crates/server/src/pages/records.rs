@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde::Serialize;
 
 use super::{Answer, Link, PageQuery, RunSummary, Shared, html_response, json_response, layout, pager, pages_for};
-use crate::model::{ReadModel, RecordRef, text};
+use crate::model::{RECORDS_PER_PAGE, ReadModel, RecordRef, text};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -310,8 +310,6 @@ pub fn atom(list: &RecordList, base_url: &str) -> String {
 }
 
 // ---------- records ----------
-
-pub const RECORDS_PER_PAGE: usize = 100;
 
 fn records_page(q: &RecordsQuery) -> usize {
     PageQuery { page: q.page }.number()

@@ -23,7 +23,7 @@ use syntect::util::LinesWithEndings;
 
 use super::{Answer, Link, Shared, catalog_problem, html_response, json_response, layout, section};
 use crate::AppState;
-use crate::model::{ReadModel, opt_text, text};
+use crate::model::{ReadModel, opt_text, source_reference, text};
 use crate::problem::Problem;
 
 /// Files larger than this are shown unhighlighted (still escaped, still numbered).
@@ -75,13 +75,6 @@ impl SourceView {
     pub fn file(&self, path: &str) -> Option<&SourceFile> {
         self.files.iter().find(|f| f.path == path)
     }
-}
-
-/// The digest and file name the implementation's manifest gives its source.
-pub fn source_reference(row: &crate::model::Row) -> Option<(String, Option<String>)> {
-    let source = row.get("manifest").and_then(|m| m.pointer("/spec/source"))?;
-    let digest = source.get("contentDigest").and_then(Value::as_str)?.to_string();
-    Some((digest, source.get("fileName").and_then(Value::as_str).map(str::to_string)))
 }
 
 /// The files of a stored content: a Solution document's `sources` (each `{path, content}`),
