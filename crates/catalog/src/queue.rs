@@ -50,9 +50,10 @@
 //! them, `verify_queue.rs` holds them).
 //!
 //! - **Executors.** The worker loop is generic over `Executor`. The real one
-//!   (`crates/ki/src/cmd/queue_runner.rs`, `--executor runner`) runs each job as a child of the
-//!   same `ki` binary — `ki run` for a catalog implementation (native, FlashInfer), `ki verify`
-//!   for a FlashInfer-Bench Solution — in a job folder, and publishes the child's
+//!   ([`RunnerExecutor`] in `queue/child_executor.rs`; `ki verify --worker --executor runner`
+//!   builds it from its flags) runs each job as a child of the same `ki` binary — `ki run`
+//!   for a catalog implementation (native, FlashInfer), `ki verify` for a FlashInfer-Bench
+//!   Solution — in a job folder, and publishes the child's
 //!   `catalog-rows.jsonl` after checking that its runs are on the worker's GPU, under the job's
 //!   protocol, of the job's implementation revision. A child dies with its worker
 //!   (`PR_SET_PDEATHSIG`) and with a lost lease (kill on drop), so a killed worker never leaves
@@ -130,10 +131,12 @@ use crate::rows::{SqlValue, Storage};
 use crate::store::{Backend, Pool, Session};
 use crate::{Catalog, ExportLine};
 
+mod child_executor;
 #[cfg(feature = "fixture-executor")]
 mod fixture;
 mod worker;
 
+pub use child_executor::RunnerExecutor;
 #[cfg(feature = "fixture-executor")]
 pub use fixture::FixtureExecutor;
 pub use worker::{

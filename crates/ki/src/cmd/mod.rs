@@ -8,7 +8,6 @@ pub mod manifest;
 pub mod mcp;
 pub mod mcp_tools;
 pub mod output;
-pub mod queue_runner;
 pub mod ranking;
 pub mod records;
 pub mod resolve;

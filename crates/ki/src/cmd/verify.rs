@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use super::verify_queue::{self, EnqueueArgs, QueueDatabase, ReverifyArgs, StatusArgs, WorkerArgs};
+use super::database::DatabaseArgs;
+use super::verify_queue::{self, EnqueueArgs, ReverifyArgs, StatusArgs, WorkerArgs};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -24,7 +25,7 @@ pub enum QueueCommand {
     #[command(long_flag = "worker")]
     Worker {
         #[command(flatten)]
-        database: QueueDatabase,
+        database: DatabaseArgs,
         #[command(flatten)]
         args: WorkerArgs,
     },
@@ -32,21 +33,21 @@ pub enum QueueCommand {
     #[command(long_flag = "enqueue")]
     Enqueue {
         #[command(flatten)]
-        database: QueueDatabase,
+        database: DatabaseArgs,
         #[command(flatten)]
         args: EnqueueArgs,
     },
     /// The queue (pending, running with which worker, done, parked), or one job in full.
     Status {
         #[command(flatten)]
-        database: QueueDatabase,
+        database: DatabaseArgs,
         #[command(flatten)]
         args: StatusArgs,
     },
     /// Enqueue the #1 Verified runs (and runners-up) that went stale.
     Reverify {
         #[command(flatten)]
-        database: QueueDatabase,
+        database: DatabaseArgs,
         #[command(flatten)]
         args: ReverifyArgs,
     },
@@ -60,10 +61,10 @@ pub fn run(command: VerifyCommand) -> Result<ExitCode> {
             }
             ki_runner::verify::verify(command.here)
         }
-        Some(QueueCommand::Worker { database, args }) => verify_queue::worker(&database.database, args),
-        Some(QueueCommand::Enqueue { database, args }) => verify_queue::enqueue(&database.database, args),
-        Some(QueueCommand::Status { database, args }) => verify_queue::status(&database.database, args),
-        Some(QueueCommand::Reverify { database, args }) => verify_queue::reverify(&database.database, args),
+        Some(QueueCommand::Worker { database, args }) => verify_queue::worker(&database, args),
+        Some(QueueCommand::Enqueue { database, args }) => verify_queue::enqueue(&database, args),
+        Some(QueueCommand::Status { database, args }) => verify_queue::status(&database, args),
+        Some(QueueCommand::Reverify { database, args }) => verify_queue::reverify(&database, args),
     }
 }
 

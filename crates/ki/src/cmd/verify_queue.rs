@@ -1,8 +1,9 @@
 //! The verification queue from the command line: a GPU host's worker (`ki verify --worker`),
 //! enqueuing jobs (`ki verify --enqueue FILE`), the queue's state (`ki verify status [JOB]`),
 //! and re-verification planning (`ki verify reverify`); cmd/verify.rs registers them. Each
-//! function takes the database URL apart from its arguments, so that one `--database`
-//! serves them all.
+//! function takes the catalog ([`DatabaseArgs`], every command's one `--database`) apart from
+//! its arguments, and runs on the one runtime (cmd/database.rs). The worker's executor is the
+//! catalog's ([`ki_catalog::queue::RunnerExecutor`]); this file only builds it from flags.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,22 +12,15 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use clap::{Args, ValueEnum};
-use ki_catalog::Catalog;
 use ki_catalog::queue::{
     EnqueueOutcome, EnqueueRequest, Enqueued, Job, JobDetail, JobQuery, JobSpec, JobState, Origin, QueueSummary,
-    Requirement, ReverifyOptions, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord, WorkloadSet,
+    Requirement, ReverifyOptions, RunnerExecutor, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord,
+    WorkloadSet,
 };
 use ki_ranking::reverify::{EnvironmentFacts, Framework, Policy};
 
+use super::database::{DatabaseArgs, runtime};
 use crate::term::outln;
-
-/// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
-#[derive(Args)]
-pub struct QueueDatabase {
-    /// `sqlite://PATH` or `postgres://USER@HOST[:PORT]/DATABASE`.
-    #[arg(long, env = ki_catalog::DATABASE_URL_ENV, default_value = ki_catalog::DEFAULT_DATABASE_URL)]
-    pub database: String,
-}
 
 /// Which executor runs the jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -288,16 +282,6 @@ pub struct ReverifyArgs {
     pub json: bool,
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
-}
-
-async fn open(database: &str) -> anyhow::Result<Catalog> {
-    Catalog::open(database)
-        .await
-        .with_context(|| format!("cannot open the catalog {}", Catalog::redacted_url(database)))
-}
-
 fn seconds(value: f64, what: &str) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(value)
         .ok()
@@ -332,7 +316,7 @@ async fn stop_signal() {
     }
 }
 
-pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
+pub fn worker(database: &DatabaseArgs, args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let options = WorkerOptions {
         lease: seconds(args.lease_seconds, "lease-seconds")?,
         poll: seconds(args.poll_seconds, "poll-seconds")?,
@@ -361,7 +345,7 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let host = args.host.clone().unwrap_or_else(hostname);
     let json = args.json;
     runtime()?.block_on(async {
-        let catalog = open(database).await?;
+        let catalog = database.open().await?;
         let worker = catalog.register_worker(&host, &environment).await?;
         let mut on_event = |event: &WorkerEvent| print_event(event, json);
         if json {
@@ -386,7 +370,7 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
             ExecutorKind::Runner => {
                 let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
                 std::fs::create_dir_all(&scratch).with_context(|| format!("cannot make {}", scratch.display()))?;
-                let executor = super::queue_runner::RunnerExecutor {
+                let executor = RunnerExecutor {
                     catalog: catalog.clone(),
                     ki: std::env::current_exe().context("cannot tell where this ki binary is")?,
                     gpu_lock: args.gpu_lock.clone().unwrap_or_else(|| scratch.join("kernelindex-gpu.lock")),
@@ -395,6 +379,7 @@ pub fn worker(database: &str, args: WorkerArgs) -> anyhow::Result<ExitCode> {
                     trace: args.trace.clone(),
                     environment: environment.clone(),
                     trials: args.trials.max(1),
+                    samples_per_trial: ki_runner::protocol::TimingProtocol::RERUN_V2.graph_pairs,
                     job_timeout: Duration::from_secs(args.job_timeout_seconds.max(1)),
                 };
                 ki_catalog::queue::run_worker(&catalog, &worker, &executor, &options, stop_signal(), &mut on_event)
@@ -478,13 +463,13 @@ fn workloads_from(path: &Path) -> anyhow::Result<Vec<String>> {
     Ok(names)
 }
 
-pub fn enqueue(database: &str, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
+pub fn enqueue(database: &DatabaseArgs, args: EnqueueArgs) -> anyhow::Result<ExitCode> {
     let mut workloads = args.workloads.clone();
     if let Some(path) = &args.workloads_file {
         workloads.extend(workloads_from(path)?);
     }
     runtime()?.block_on(async {
-        let catalog = open(database).await?;
+        let catalog = database.open().await?;
         let (subject, definition) = match (&args.solution, &args.implementation) {
             (Some(path), _) => {
                 let bytes = read_bounded(path, ki_catalog::queue::MAX_SOLUTION_BYTES)?;
@@ -592,9 +577,9 @@ fn describe_spec(job: &Job) -> String {
     text
 }
 
-pub fn status(database: &str, args: StatusArgs) -> anyhow::Result<ExitCode> {
+pub fn status(database: &DatabaseArgs, args: StatusArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
-        let catalog = open(database).await?;
+        let catalog = database.open().await?;
         if let Some(reference) = &args.job {
             let Some(detail) = catalog.job(reference).await? else {
                 bail!("no verification job {:?} in {} (give a job id or its sha256: key)", reference, catalog.url());
@@ -771,7 +756,7 @@ fn print_job(detail: &JobDetail) {
     }
 }
 
-pub fn reverify(database: &str, args: ReverifyArgs) -> anyhow::Result<ExitCode> {
+pub fn reverify(database: &DatabaseArgs, args: ReverifyArgs) -> anyhow::Result<ExitCode> {
     let max_age_ns = match args.older_than_days {
         None => None,
         Some(days) if days.is_finite() && days > 0.0 => Some((days * 86_400e9) as i64),
@@ -779,7 +764,7 @@ pub fn reverify(database: &str, args: ReverifyArgs) -> anyhow::Result<ExitCode> 
     };
     let policy = Policy { max_age_ns, runners_up: args.runners_up };
     runtime()?.block_on(async {
-        let catalog = open(database).await?;
+        let catalog = database.open().await?;
         let options = ReverifyOptions {
             policy,
             limit: args.limit,

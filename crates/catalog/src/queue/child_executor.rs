@@ -1,7 +1,9 @@
-//! The queue's real executor: each claimed job is run by this same `ki` binary in a child
-//! process (`ki run` for an implementation the catalog holds, `ki verify` for a
+//! The queue's real executor, [`RunnerExecutor`]: each claimed job is run by a `ki` binary
+//! in a child process (`ki run` for an implementation the catalog holds, `ki verify` for a
 //! FlashInfer-Bench Solution), exactly as a person would run it, and the child's
-//! `catalog-rows.jsonl` becomes the job's records.
+//! `catalog-rows.jsonl` becomes the job's records. The binary is given (`ki verify --worker`
+//! passes itself, so the child runs the same build as the worker); this crate knows only its
+//! command line.
 //!
 //! Why child processes: a crash, hang or leak of the code under test (or of a CUDA context)
 //! ends with its process, never with the worker that holds the lease; and the worker's async
@@ -13,10 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use ki_catalog::queue::{ClaimedJob, EnvironmentFailure, Executor, JobOutcome, Subject, Verdict, VerdictStatus};
-use ki_catalog::{Catalog, ExportLine};
 use ki_ranking::reverify::EnvironmentFacts;
 use serde_json::{Map, Value, json};
+
+use super::worker::{EnvironmentFailure, Executor, JobOutcome};
+use super::{ClaimedJob, Subject, Verdict, VerdictStatus};
+use crate::{Catalog, ExportLine};
 
 /// Protocols the runner times, by the page-table rule that ends their name.
 const RUNNER_PROTOCOL_PREFIX: &str = "kernelindex-rerun-v2-";
@@ -26,9 +30,10 @@ const RUNNER_IMPLEMENTATIONS: [&str; 3] = ["kernelindex-native", "flashinfer-tc"
 /// The tail of a failed child's log kept in the failure reason.
 const LOG_TAIL_BYTES: usize = 1500;
 
+/// Runs each job as a child `ki run` or `ki verify` (see the module notes).
 pub struct RunnerExecutor {
     pub catalog: Catalog,
-    /// This binary: the child runs the same build as the worker.
+    /// The `ki` binary the children run (the worker's own, so that they run its build).
     pub ki: PathBuf,
     /// Where each job's folder is made (removed when the job ends).
     pub scratch: PathBuf,
@@ -41,6 +46,10 @@ pub struct RunnerExecutor {
     pub environment: EnvironmentFacts,
     /// Trials per workload (each on fresh inputs).
     pub trials: usize,
+    /// Samples one trial of the runner's protocol takes (`ki_runner`'s
+    /// `TimingProtocol::RERUN_V2.graph_pairs`): a re-verification is timed with as many
+    /// trials as give its basis run's samples.
+    pub samples_per_trial: usize,
     /// Longest a job's child may run.
     pub job_timeout: Duration,
 }
@@ -224,7 +233,7 @@ impl RunnerExecutor {
             .and_then(|manifest| manifest.pointer("/protocol/spec/measurement/samples"))
             .and_then(Value::as_u64)
             .unwrap_or(0) as usize;
-        trials_for(samples, self.trials).map_err(|why| failure(format!("run {basis}: {why}")))
+        trials_for(samples, self.samples_per_trial, self.trials).map_err(|why| failure(format!("run {basis}: {why}")))
     }
 
     async fn one_row(&self, table: &str, column: &str, value: &str) -> Result<Map<String, Value>, EnvironmentFailure> {
@@ -333,12 +342,11 @@ fn outcome_of(
     Ok(JobOutcome { lines, verdict: Verdict { status, summary, detail: json!({"statuses": statuses}) } })
 }
 
-/// Trials that give `samples` samples under the runner's protocol (none known: `fallback`).
-fn trials_for(samples: usize, fallback: usize) -> Result<usize, String> {
-    let per_trial = ki_runner::protocol::TimingProtocol::RERUN_V2.graph_pairs;
+/// Trials that give `samples` samples at `per_trial` samples a trial (none known: `fallback`).
+fn trials_for(samples: usize, per_trial: usize, fallback: usize) -> Result<usize, String> {
     match samples {
         0 => Ok(fallback),
-        samples if samples % per_trial == 0 => Ok(samples / per_trial),
+        samples if per_trial > 0 && samples % per_trial == 0 => Ok(samples / per_trial),
         samples => Err(format!(
             "{samples} samples is not a whole number of trials of {per_trial}: this runner cannot time it the same way"
         )),
@@ -445,10 +453,10 @@ mod tests {
 
     #[test]
     fn a_re_verification_is_timed_with_as_many_trials_as_its_basis_run() {
-        assert_eq!(trials_for(90, 1), Ok(3));
-        assert_eq!(trials_for(30, 3), Ok(1));
-        assert_eq!(trials_for(0, 3), Ok(3), "no basis: the worker's number");
-        assert!(trials_for(45, 3).unwrap_err().contains("not a whole number of trials of 30"));
+        assert_eq!(trials_for(90, 30, 1), Ok(3));
+        assert_eq!(trials_for(30, 30, 3), Ok(1));
+        assert_eq!(trials_for(0, 30, 3), Ok(3), "no basis: the worker's number");
+        assert!(trials_for(45, 30, 3).unwrap_err().contains("not a whole number of trials of 30"));
     }
 
     #[test]
