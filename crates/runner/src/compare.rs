@@ -25,6 +25,7 @@ impl Tolerance {
 
 /// How one output compared. Errors are taken over elements where both values are finite.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OutputComparison {
     pub name: String,

@@ -48,7 +48,7 @@ impl Session {
                     let reply = w.receive(Duration::from_secs(300));
                     say!(
                         "precompiled torch header: {}",
-                        if matches!(&reply, Reply::Line(v) if v["ok"] == true) { "ready" } else { "not made" }
+                        if matches!(&reply, Reply::Line(v) if Status::of(v).ok) { "ready" } else { "not made" }
                     );
                     crate::worker::unregister(w.pid());
                 }
@@ -172,15 +172,21 @@ pub(super) fn build_one(
     let reply = worker.receive(timeout);
     crate::worker::unregister(worker.pid());
     match reply {
-        Reply::Line(v) if v["ok"] == true => Built::Ready { so_path: v["so_path"].as_str().map(str::to_string) },
-        Reply::Line(v) => {
-            let text = v["log"].as_str().unwrap_or("").to_string();
-            let _ = std::fs::write(log.with_extension("compiler.log"), &text);
-            Built::Failed {
-                verdict: Verdict::CompileError { first_lines: first_error_lines(&text, 6) },
-                log: text.chars().rev().take(4000).collect::<String>().chars().rev().collect(),
+        Reply::Line(v) => match decode::<BuildReply>(&v, "the build") {
+            Ok(BuildReply { ok: true, so_path, .. }) => Built::Ready { so_path },
+            Ok(BuildReply { log: text, .. }) => {
+                let text = text.unwrap_or_default();
+                let _ = std::fs::write(log.with_extension("compiler.log"), &text);
+                Built::Failed {
+                    verdict: Verdict::CompileError { first_lines: first_error_lines(&text, 6) },
+                    log: text.chars().rev().take(4000).collect::<String>().chars().rev().collect(),
+                }
             }
-        }
+            Err(error) => Built::Failed {
+                verdict: Verdict::HarnessError { reason: format!("{error:#}") },
+                log: log_tail(log, 2000),
+            },
+        },
         Reply::Timeout(d) => {
             worker.kill();
             Built::Failed {
@@ -214,7 +220,7 @@ pub(super) fn warm_baseline(
     crate::worker::register(worker.pid());
     let load = json!({"op": "load", "kind": "baseline", "definition": definition});
     match worker.request(&load, timeout) {
-        Reply::Line(v) if v["ok"] == true => {}
+        Reply::Line(v) if Status::of(&v).ok => {}
         other => {
             return Built::Failed {
                 verdict: Verdict::RuntimeError { reason: format!("loading the baseline: {other:?}") },
@@ -223,11 +229,9 @@ pub(super) fn warm_baseline(
         }
     }
     match worker.request(&json!({"op": "warm", "plan": plan}), timeout) {
-        Reply::Line(v) if v["ok"] == true => Built::Ready { so_path: None },
+        Reply::Line(v) if Status::of(&v).ok => Built::Ready { so_path: None },
         Reply::Line(v) => Built::Failed {
-            verdict: Verdict::RuntimeError {
-                reason: format!("warming the baseline: {}", v["reason"].as_str().unwrap_or("")),
-            },
+            verdict: Verdict::RuntimeError { reason: format!("warming the baseline: {}", Status::of(&v).why()) },
             log: log_tail(log, 2000),
         },
         other => Built::Failed {

@@ -36,13 +36,14 @@ use crate::worker::{Reply, Worker, log_tail, sanitize};
 
 mod build;
 mod intake;
+mod messages;
 mod plan;
 mod record;
 mod run;
 use build::*;
 use intake::*;
+use messages::*;
 use plan::*;
-use record::*;
 use run::*;
 
 /// Every Python module the workers of `ki verify` import, written beside each other in the scratch

@@ -11,17 +11,17 @@ impl Session {
         definition: &Definition,
         plans: &WorkloadPlans,
         verdict: Verdict,
-        answer: Option<&Value>,
+        answer: Option<&Finished>,
         dps: Option<String>,
         log: String,
     ) -> RunResult {
-        let trials: Vec<Value> = answer.and_then(|a| a["trials"].as_array().cloned()).unwrap_or_default();
+        let trials: &[Trial] = answer.map(|a| a.answer.trials.as_slice()).unwrap_or_default();
         // A figure every trial has (none when a trial lacks it).
-        let collect = |key: &str| -> Option<Vec<f64>> {
-            (!trials.is_empty() && trials.iter().all(|t| t[key].is_array())).then(|| samples(&trials, key))
+        let collect = |figure: Figure| -> Option<Vec<f64>> {
+            (!trials.is_empty() && trials.iter().all(|t| t.figure(figure).is_some())).then(|| samples(trials, figure))
         };
         // Each trial's primary figure: in-graph where its calls were captured, else CUPTI.
-        let in_graph_trials = trials.iter().filter(|t| t["in_graph_ns"].is_array()).count();
+        let in_graph_trials = trials.iter().filter(|t| t.figure(Figure::InGraph).is_some()).count();
         let mut method = match in_graph_trials {
             _ if trials.is_empty() => None,
             0 => Some("latency_cupti".to_string()),
@@ -30,19 +30,18 @@ impl Session {
         };
         let mut primary: Vec<f64> = trials
             .iter()
-            .flat_map(|t| {
-                samples(std::slice::from_ref(t), if t["in_graph_ns"].is_array() { "in_graph_ns" } else { "cupti_ns" })
-            })
+            .flat_map(|t| t.in_graph_ns.as_deref().or(t.cupti_ns.as_deref()).unwrap_or_default())
+            .copied()
             .collect();
         let mut method_note = None;
         let mut verdict = verdict;
         if verdict == Verdict::Passed
             && let Some(answer) = answer
         {
-            match self.harness_rules(answer, plans, &trials, &primary, in_graph_trials) {
+            match self.harness_rules(answer, plans, trials, &primary, in_graph_trials) {
                 Ok(None) => {}
                 Ok(Some(why)) => {
-                    primary = samples(&trials, "cupti_ns");
+                    primary = samples(trials, Figure::Cupti);
                     method = Some("latency_cupti".to_string());
                     method_note = Some(why);
                 }
@@ -50,8 +49,8 @@ impl Session {
             }
         }
         let latency = (!primary.is_empty()).then(|| summarize(&primary));
-        let eager = collect("eager_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
-        let graph_replay = collect("graph_replay_ns").filter(|s| !s.is_empty()).map(|s| summarize(&s));
+        let eager = collect(Figure::Eager).filter(|s| !s.is_empty()).map(|s| summarize(&s));
+        let graph_replay = collect(Figure::GraphReplay).filter(|s| !s.is_empty()).map(|s| summarize(&s));
         let bound = plans.trials.first().map(|t| t.bound).unwrap_or_default();
         let bound_ns = bound.time_ns(&Ceilings::H200_DATASHEET);
         if verdict == Verdict::Passed
@@ -73,9 +72,8 @@ impl Session {
         if verdict == Verdict::Passed && latency.is_none() {
             verdict = Verdict::RuntimeError { reason: "passed every check but produced no timing samples".into() };
         }
-        let worst: Vec<OutputComparison> =
-            answer.and_then(|a| serde_json::from_value(a["worst"].clone()).ok()).unwrap_or_default();
-        let checks = trials.iter().map(|t| t["checks"].as_u64().unwrap_or(0) as usize).sum();
+        let worst: Vec<OutputComparison> = answer.map(|a| a.worst.clone()).unwrap_or_default();
+        let checks = trials.iter().map(|t| t.checks as usize).sum();
         // Filled in when the records are written (the CPU reference runs beside the GPU work).
         let agreement = None;
         let result = RunResult {
@@ -95,7 +93,7 @@ impl Session {
             checks,
             dps,
             reference_agreement: agreement,
-            seconds: answer.and_then(|a| a["requestSeconds"].as_f64()).unwrap_or(0.0),
+            seconds: answer.map_or(0.0, |a| a.seconds),
             samples: json!({"trials": trials}),
             primary_samples: primary,
             log: (!log.is_empty()).then_some(log),
@@ -487,9 +485,4 @@ impl Session {
         }
         md
     }
-}
-
-/// Every trial's samples of one figure (a worker's `<figure>_ns` arrays), in trial order.
-pub(super) fn samples(trials: &[Value], key: &str) -> Vec<f64> {
-    trials.iter().flat_map(|t| t[key].as_array().into_iter().flatten().filter_map(Value::as_f64)).collect()
 }

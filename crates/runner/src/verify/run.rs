@@ -121,19 +121,22 @@ impl Session {
             None => self.spawn_judge()?,
         };
         self.spare_judge = self.spawn_judge().ok();
-        let hello = expect_ok(judge.request(&json!({"op": "hello"}), Duration::from_secs(120)), "judge hello")?;
+        let hello: JudgeHello = decode(
+            &expect_ok(judge.request(&json!({"op": "hello"}), Duration::from_secs(120)), "judge hello")?,
+            "judge hello",
+        )?;
         {
             let mut m = machine.lock().unwrap();
             if m.device.is_empty() {
-                let e = &hello["environment"];
-                m.device = e["device"].as_str().unwrap_or("").to_string();
-                m.capability = e["capability"].as_str().unwrap_or("").to_string();
-                m.sm_count = e["sm_count"].as_u64().unwrap_or(0);
-                m.memory_bytes = e["memory_bytes"].as_u64().unwrap_or(0);
-                m.l2_bytes = e["l2_bytes"].as_u64().unwrap_or(0);
-                m.cuda = e["torch_cuda"].as_str().map(str::to_string);
-                m.torch = e["torch"].as_str().map(str::to_string);
-                m.flashinfer = e["flashinfer"].as_str().map(str::to_string);
+                let e = hello.environment;
+                m.device = e.device;
+                m.capability = e.capability;
+                m.sm_count = e.sm_count;
+                m.memory_bytes = e.memory_bytes;
+                m.l2_bytes = e.l2_bytes;
+                m.cuda = e.torch_cuda;
+                m.torch = e.torch;
+                m.flashinfer = e.flashinfer;
             }
         }
         expect_ok(
@@ -155,28 +158,28 @@ impl Session {
                     job["dump"] = json!(path.display().to_string());
                 }
                 match judge.request(&job, Duration::from_secs(self.args.timeout.max(120))) {
-                    Reply::Line(v) if v["ok"] == true => {
-                        if dump {
+                    Reply::Line(v) => {
+                        let status = Status::of(&v);
+                        if !status.ok {
+                            reference_failed.insert(w.case.uuid.clone(), status.why().to_string());
+                        } else if dump {
                             cross_check.submit(definition, &w.case.uuid, trial, path);
                         }
-                    }
-                    Reply::Line(v) => {
-                        reference_failed.insert(w.case.uuid.clone(), v["error"].as_str().unwrap_or("").to_string());
                     }
                     other => bail!("the judge failed on workload {}: {other:?}", w.case.uuid),
                 }
             }
         }
         say!("references of {}: {:.1} s", definition.name, started.elapsed().as_secs_f64());
-        let mut next: Option<Worker> = None;
+        let mut next: Option<Result<Worker>> = None;
         for (position, implementation) in implementations.iter().enumerate() {
             let worker = match next.take() {
-                Some(w) => Some(w),
-                None => self.spawn_solution_worker(&implementation.label()).ok(),
+                Some(w) => w,
+                None => self.spawn_solution_worker(&implementation.label()),
             };
             // The next implementation's worker starts (imports, CUDA, warm-up) while this one runs.
             if let Some(following) = implementations.get(position + 1) {
-                next = self.spawn_solution_worker(&following.label()).ok();
+                next = Some(self.spawn_solution_worker(&following.label()));
             }
             self.run_implementation(definition, plans, implementation, worker, &mut judge, board, &reference_failed);
         }
@@ -204,7 +207,7 @@ impl Session {
         definition: &Definition,
         plans: &[WorkloadPlans],
         implementation: &Implementation,
-        worker: Option<Worker>,
+        worker: Result<Worker>,
         judge: &mut Worker,
         board: &BuildBoard,
         reference_failed: &BTreeMap<String, String>,
@@ -256,7 +259,11 @@ impl Session {
                 })
             }
         };
-        let mut worker = worker;
+        // The worker in hand, and why the last one asked for could not be started.
+        let (mut worker, mut spawn_error) = match worker {
+            Ok(worker) => (Some(worker), None),
+            Err(error) => (None, Some(format!("{error:#}"))),
+        };
         let mut crashes = 0;
         let mut timeouts = 0;
         let mut dps_note: Option<String> = None;
@@ -266,6 +273,8 @@ impl Session {
         // synchronizes inside and exits when that fails under capture): from then on its calls are
         // not captured, and the workload it died on is run again, timed by CUPTI.
         let mut graph = true;
+        // The worker (by pid) that has loaded this solution: a fresh one loads it first.
+        let mut loaded: Option<u32> = None;
         let mut queue: std::collections::VecDeque<&WorkloadPlans> = plans.iter().copied().collect();
         while let Some(w) = queue.pop_front() {
             if let Some(reason) = &stop {
@@ -314,68 +323,79 @@ impl Session {
                     );
                     continue;
                 }
-                worker = self.spawn_solution_worker(&label).ok();
+                match self.spawn_solution_worker(&label) {
+                    Ok(started) => worker = Some(started),
+                    Err(error) => spawn_error = Some(format!("{error:#}")),
+                }
             }
             let Some(mut current) = worker.take() else {
-                stop = Some("its worker process could not be started".into());
+                let why = spawn_error.take().unwrap_or_default();
+                let reason = format!("its worker process could not be started: {why}");
+                self.record(
+                    implementation,
+                    definition,
+                    w,
+                    Verdict::RuntimeError { reason: reason.clone() },
+                    None,
+                    None,
+                    String::new(),
+                );
+                stop = Some(reason);
                 continue;
             };
             // Load on first use of this worker.
-            if current.label != "loaded" {
-                match current.request(&load_job, Duration::from_secs(600)) {
-                    Reply::Line(v) if v["ok"] == true => {
-                        current.label = "loaded".into();
-                        dps_note = v["dps_reason"].as_str().map(str::to_string).or(dps_note);
-                        label_override = v["label"].as_str().map(str::to_string).or(label_override);
-                        if let Some(d) = v["description"].as_str() {
-                            self.descriptions.insert(
-                                implementation.key.clone(),
-                                (label_override.clone().unwrap_or_default(), d.to_string()),
-                            );
+            if loaded != Some(current.pid()) {
+                let failed = match current.request(&load_job, Duration::from_secs(600)) {
+                    Reply::Line(v) => match (Status::of(&v), decode::<Loaded>(&v, "the solution's load")) {
+                        (status, Ok(info)) if status.ok => {
+                            loaded = Some(current.pid());
+                            dps_note = info.dps_reason.or(dps_note);
+                            label_override = info.label.or(label_override);
+                            if let Some(d) = info.description {
+                                self.descriptions.insert(
+                                    implementation.key.clone(),
+                                    (label_override.clone().unwrap_or_default(), d),
+                                );
+                            }
+                            None
                         }
-                    }
-                    Reply::Line(v) => {
-                        let verdict = Verdict::from_worker(
-                            v["verdict"].as_str().unwrap_or("runtime_error"),
-                            v["reason"].as_str().unwrap_or(""),
-                            v["check"].as_str(),
-                        );
-                        let tail = log_tail(&current.log, 2000);
-                        for &w2 in &plans {
-                            self.record(
-                                implementation,
-                                definition,
-                                w2,
-                                verdict.clone(),
-                                None,
-                                dps_note.clone(),
-                                tail.clone(),
-                            );
-                        }
-                        return;
-                    }
+                        (status, Ok(_)) => Some((
+                            Verdict::from_worker(
+                                status.verdict.as_deref().unwrap_or("runtime_error"),
+                                status.reason.as_deref().unwrap_or(""),
+                                status.check.as_deref(),
+                            ),
+                            dps_note.clone(),
+                            log_tail(&current.log, 2000),
+                        )),
+                        (_, Err(error)) => Some((
+                            Verdict::HarnessError { reason: format!("{error:#}") },
+                            None,
+                            log_tail(&current.log, 2000),
+                        )),
+                    },
                     Reply::Timeout(d) => {
                         current.kill();
-                        let verdict = Verdict::Timeout { seconds: d.as_secs(), reason: "loading the solution".into() };
-                        for &w2 in &plans {
-                            self.record(implementation, definition, w2, verdict.clone(), None, None, String::new());
-                        }
-                        return;
+                        Some((
+                            Verdict::Timeout { seconds: d.as_secs(), reason: "loading the solution".into() },
+                            None,
+                            String::new(),
+                        ))
                     }
-                    Reply::Ended(why) => {
-                        let verdict = Verdict::RuntimeError {
-                            reason: format!("the worker ended while loading the solution: {why}"),
-                        };
-                        for &w2 in &plans {
-                            self.record(implementation, definition, w2, verdict.clone(), None, None, String::new());
-                        }
-                        return;
+                    Reply::Ended(why) => Some((
+                        Verdict::RuntimeError { reason: format!("the worker ended while loading the solution: {why}") },
+                        None,
+                        String::new(),
+                    )),
+                };
+                if let Some((verdict, dps, log)) = failed {
+                    for &w2 in &plans {
+                        self.record(implementation, definition, w2, verdict.clone(), None, dps.clone(), log.clone());
                     }
+                    return;
                 }
             }
-            let started = Instant::now();
             let outcome = self.run_workload(&mut current, judge, w, graph);
-            let seconds = started.elapsed().as_secs_f64();
             if let (WorkloadOutcome::EndedCapturing(why), true) = (&outcome, graph) {
                 say!(
                     "  {label} {}: the worker ended while capturing a graph ({}); run again without the graph method",
@@ -388,54 +408,43 @@ impl Session {
                 queue.push_front(w);
                 continue;
             }
-            let (verdict, done, keep) = match outcome {
-                WorkloadOutcome::Final(v) => {
-                    let fatal = v["fatal"] == true;
-                    (v, true, !fatal)
+            let (v, finished, keep) = match outcome {
+                WorkloadOutcome::Final(finished) => {
+                    let status = &finished.answer.status;
+                    let mut v = Verdict::from_worker(
+                        status.verdict.as_deref().unwrap_or("runtime_error"),
+                        status.reason.as_deref().unwrap_or(""),
+                        status.check.as_deref(),
+                    );
+                    if let Verdict::Incorrect { output, .. } = &mut v {
+                        output.clone_from(&finished.answer.output);
+                    }
+                    let keep = !status.fatal;
+                    (v, Some(finished), keep)
                 }
+                WorkloadOutcome::Unreadable(error) => (Verdict::HarnessError { reason: error }, None, false),
                 WorkloadOutcome::Timeout(d) => {
                     current.kill();
-                    (json!({"verdict": "timeout", "seconds": d.as_secs()}), true, false)
+                    let reason = "the workload request (build excluded) did not finish".into();
+                    (Verdict::Timeout { seconds: d.as_secs(), reason }, None, false)
                 }
-                WorkloadOutcome::Ended(why) | WorkloadOutcome::EndedCapturing(why) => (
-                    json!({"verdict": "runtime_error", "reason": format!("the worker process ended: {why}")}),
-                    true,
-                    false,
-                ),
-            };
-            let _ = done;
-            let status = verdict["verdict"].as_str().unwrap_or("runtime_error").to_string();
-            let mut v = match status.as_str() {
-                "timeout" => Verdict::Timeout {
-                    seconds: verdict["seconds"].as_u64().unwrap_or(self.args.timeout),
-                    reason: "the workload request (build excluded) did not finish".into(),
-                },
-                other => {
-                    Verdict::from_worker(other, verdict["reason"].as_str().unwrap_or(""), verdict["check"].as_str())
+                WorkloadOutcome::Ended(why) | WorkloadOutcome::EndedCapturing(why) => {
+                    (Verdict::RuntimeError { reason: format!("the worker process ended: {why}") }, None, false)
                 }
             };
-            if let Verdict::Incorrect { output, reason, .. } = &mut v {
-                *output = verdict["output"].as_str().map(str::to_string);
-                let _ = reason;
-            }
             let log = if v == Verdict::Passed { String::new() } else { log_tail(&current.log, 2000) };
             let hack = matches!(v, Verdict::SuspectedRewardHack { .. });
             if matches!(v, Verdict::Timeout { .. }) {
                 timeouts += 1;
             }
-            if !keep || matches!(v, Verdict::RuntimeError { .. }) && verdict["fatal"] == true {
+            if !keep {
                 crashes += 1;
                 judge.request(&json!({"op": "close", "exchange": current.pid().to_string()}), Duration::from_secs(30));
                 current.kill();
             } else {
                 worker = Some(current);
             }
-            // The request's wall time goes into runs.jsonl with the rest of the run's record.
-            let mut verdict = verdict;
-            if let Some(fields) = verdict.as_object_mut() {
-                fields.insert("requestSeconds".into(), json!(seconds));
-            }
-            self.record(implementation, definition, w, v, Some(&verdict), dps_note.clone(), log);
+            self.record(implementation, definition, w, v, finished.as_deref(), dps_note.clone(), log);
             if hack {
                 stop = Some(format!("refused as dishonest on workload {}", w.case.uuid));
             } else if timeouts >= 2 {
@@ -459,7 +468,8 @@ impl Session {
         let mut protocol = timing_protocol();
         protocol["graph"] = json!(graph);
         let job = json!({"op": "workload", "trials": plans.trials.iter().map(|t| t.json.clone()).collect::<Vec<_>>(), "protocol": protocol});
-        let deadline = Instant::now() + Duration::from_secs(self.args.timeout);
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(self.args.timeout);
         if let Err(e) = worker.send(&job) {
             return WorkloadOutcome::Ended(format!("{e:#}"));
         }
@@ -475,25 +485,25 @@ impl Session {
                 Reply::Timeout(_) => return WorkloadOutcome::Timeout(Duration::from_secs(self.args.timeout)),
                 Reply::Ended(why) if capturing => return WorkloadOutcome::EndedCapturing(why),
                 Reply::Ended(why) => return WorkloadOutcome::Ended(why),
-                Reply::Line(line) => {
-                    if let Some(stage) = line.get("stage").and_then(Value::as_str) {
-                        capturing = stage == "capture";
-                        continue;
+                Reply::Line(line) => match decode::<WorkloadLine>(&line, "a workload request") {
+                    Err(error) => return WorkloadOutcome::Unreadable(format!("{error:#}")),
+                    Ok(WorkloadLine::Stage { stage }) => capturing = stage == Stage::Capture,
+                    Ok(WorkloadLine::Final(answer)) => {
+                        return WorkloadOutcome::Final(Box::new(Finished {
+                            answer: *answer,
+                            worst: worst.into_values().collect(),
+                            relayed,
+                            seconds: started.elapsed().as_secs_f64(),
+                        }));
                     }
-                    if line.get("final").is_some() {
-                        let mut line = line;
-                        line["worst"] =
-                            serde_json::to_value(worst.into_values().collect::<Vec<_>>()).unwrap_or(Value::Null);
-                        line["relayed_seeds"] = json!(relayed);
-                        return WorkloadOutcome::Final(line);
+                    Ok(WorkloadLine::Check { check }) => {
+                        relayed.extend(check.seeds());
+                        let answer = self.judge_check(judge, &exchange, &check, &mut worst);
+                        if worker.send(&answer).is_err() {
+                            return WorkloadOutcome::Ended("the worker closed its input".into());
+                        }
                     }
-                    let Some(check) = line.get("check") else { continue };
-                    relayed.extend(check["calls"].as_array().into_iter().flatten().filter_map(|c| c["seed"].as_u64()));
-                    let answer = self.judge_check(judge, &exchange, check, &mut worst);
-                    if worker.send(&answer).is_err() {
-                        return WorkloadOutcome::Ended("the worker closed its input".into());
-                    }
-                }
+                },
             }
         }
     }
@@ -502,18 +512,19 @@ impl Session {
         &self,
         judge: &mut Worker,
         exchange: &str,
-        check: &Value,
+        check: &CheckRequest,
         worst: &mut BTreeMap<String, OutputComparison>,
     ) -> Value {
-        if let Some(announce) = check.get("exchange").filter(|a| a.is_object()) {
-            let open =
-                json!({"op": "open", "exchange": exchange, "handle": announce["handle"], "bytes": announce["bytes"]});
+        if let Some(announce) = &check.exchange {
+            let open = json!({"op": "open", "exchange": exchange, "handle": announce.handle, "bytes": announce.bytes});
             if let Err(e) = expect_ok(judge.request(&open, Duration::from_secs(60)), "judge open") {
                 return json!({"pass": false, "harness_error": true, "reason": format!("the judge could not map the outputs: {e:#}")});
             }
         }
-        let compare = json!({"op": "compare", "exchange": exchange, "workload": check["workload"], "trial": check["trial"], "calls": check["calls"], "atol": 1e-2, "rtol": 1e-2});
-        let reply = match expect_ok(judge.request(&compare, Duration::from_secs(120)), "judge compare") {
+        let compare = json!({"op": "compare", "exchange": exchange, "workload": check.workload, "trial": check.trial, "calls": check.calls, "atol": 1e-2, "rtol": 1e-2});
+        let reply = match expect_ok(judge.request(&compare, Duration::from_secs(120)), "judge compare")
+            .and_then(|line| decode::<JudgeComparison>(&line, "judge compare"))
+        {
             Ok(r) => r,
             Err(e) => {
                 return json!({"pass": false, "harness_error": true, "reason": format!("the judge failed: {e:#}")});
@@ -521,33 +532,26 @@ impl Session {
         };
         // A probe's failure is the worker's to interpret (a replay that shows the work escaped the
         // capture): its figures join the published worst case only when it passes.
-        let probe = check["probe"] == true;
+        let probe = check.probe;
         let mut seen = Vec::new();
         let mut failure = None;
-        'calls: for call in reply["calls"].as_array().into_iter().flatten() {
-            for out in call["outputs"].as_array().into_iter().flatten() {
-                let name = out["name"].as_str().unwrap_or("?").to_string();
-                if let Some(mismatch) = out["mismatch"].as_str() {
-                    let status = if out["kind"] == "dtype" { "incorrect_dtype" } else { "incorrect_shape" };
-                    return json!({"pass": false, "verdict": status, "output": name, "reason": format!("output {name}: {mismatch} ({})", call["label"].as_str().unwrap_or(""))});
-                }
-                let cmp = OutputComparison {
-                    name: name.clone(),
-                    elements: out["elements"].as_u64().unwrap_or(0) as usize,
-                    max_abs_error: out["maxAbsError"].as_f64().unwrap_or(f64::NAN),
-                    max_rel_error: out["maxRelError"].as_f64().unwrap_or(f64::NAN),
-                    relative_l2_error: out["relativeL2Error"].as_f64().unwrap_or(f64::INFINITY),
-                    matched_ratio: out["matchedRatio"].as_f64().unwrap_or(0.0),
-                    flashinfer_bench_pass: out["flashinferBenchPass"] == true,
-                    sol_execbench_matched_ratio: out["solExecbenchMatchedRatio"].as_f64().unwrap_or(0.0),
-                    sol_execbench_pass: out["solExecbenchPass"] == true,
-                    non_finite_mismatches: out["nonFiniteMismatches"].as_u64().unwrap_or(0) as usize,
+        'calls: for call in &reply.calls {
+            for out in &call.outputs {
+                let cmp = match out {
+                    OutputResult::Mismatch { name, mismatch, kind } => {
+                        let status = match kind {
+                            MismatchKind::Dtype => "incorrect_dtype",
+                            MismatchKind::Shape => "incorrect_shape",
+                        };
+                        return json!({"pass": false, "verdict": status, "output": name, "reason": format!("output {name}: {mismatch} ({})", call.label)});
+                    }
+                    OutputResult::Compared(cmp) => cmp.clone(),
                 };
                 if !cmp.flashinfer_bench_pass {
                     failure = Some(
-                        json!({"pass": false, "verdict": "incorrect_numerical", "output": name, "reason": format!(
-                        "output {name} ({}, trial {}): max abs error {:.3e}, max rel error {:.3e}, matched {:.4} of {} elements, {} non-finite",
-                        call["label"].as_str().unwrap_or(""), check["trial"], cmp.max_abs_error, cmp.max_rel_error, cmp.matched_ratio, cmp.elements, cmp.non_finite_mismatches)}),
+                        json!({"pass": false, "verdict": "incorrect_numerical", "output": cmp.name, "reason": format!(
+                        "output {} ({}, trial {}): max abs error {:.3e}, max rel error {:.3e}, matched {:.4} of {} elements, {} non-finite",
+                        cmp.name, call.label, check.trial, cmp.max_abs_error, cmp.max_rel_error, cmp.matched_ratio, cmp.elements, cmp.non_finite_mismatches)}),
                     );
                     seen.push(cmp);
                     break 'calls;
@@ -571,23 +575,26 @@ impl Session {
     /// the CUPTI figure is to be published in place of the in-graph one.
     pub(super) fn harness_rules(
         &self,
-        answer: &Value,
+        answer: &Finished,
         plans: &WorkloadPlans,
-        trials: &[Value],
+        trials: &[Trial],
         primary: &[f64],
         in_graph_trials: usize,
     ) -> Result<Option<String>, Verdict> {
         use crate::consistency::{self, Figures, Finding, Ledger, Method};
-        let seeds = |v: &Value| -> Vec<u64> { v.as_array().into_iter().flatten().filter_map(Value::as_u64).collect() };
-        let ledger = Ledger { timed: seeds(&answer["seeds"]["timed"]), checked: seeds(&answer["seeds"]["checked"]) };
-        let relayed = seeds(&answer["relayed_seeds"]);
+        let reported = answer.answer.seeds.as_ref();
+        let ledger = Ledger {
+            timed: reported.map(|s| s.timed.clone()).unwrap_or_default(),
+            checked: reported.map(|s| s.checked.clone()).unwrap_or_default(),
+        };
+        let relayed = &answer.relayed;
         let plan_seeds: Vec<u64> = plans.trials.iter().filter_map(|t| t.json["seed"].as_u64()).collect();
-        if let Err(breach) = consistency::check_ledger(&ledger, &relayed, &plan_seeds, trials.len()) {
+        if let Err(breach) = consistency::check_ledger(&ledger, relayed, &plan_seeds, trials.len()) {
             return Err(Verdict::HarnessError {
                 reason: format!("the input-value rule cannot be vouched for: {breach}"),
             });
         }
-        let cupti = samples(trials, "cupti_ns");
+        let cupti = samples(trials, Figure::Cupti);
         let method = if in_graph_trials == trials.len() { Method::InGraph } else { Method::Cupti };
         let spread = match method {
             Method::InGraph if !primary.is_empty() => {
@@ -601,12 +608,14 @@ impl Session {
             method,
             primary: median(primary),
             primary_spread: spread,
-            eager: median(&samples(trials, "eager_ns")),
+            eager: median(&samples(trials, Figure::Eager)),
             cupti: (!cupti.is_empty()).then(|| median(&cupti)),
-            activities: median(&samples(trials, "kernels_per_call")),
-            launch_overhead: answer["launch_overhead_ns"].as_f64().unwrap_or(0.0),
+            activities: median(&samples(trials, Figure::KernelsPerCall)),
+            launch_overhead: answer.answer.launch_overhead_ns.unwrap_or(0.0),
             // Without probes nothing is taken off for a synchronization (the stricter floor).
-            sync_overhead: Some(samples(trials, "sync_probe_ns")).filter(|p| !p.is_empty()).map_or(0.0, |p| median(&p)),
+            sync_overhead: Some(samples(trials, Figure::SyncProbe))
+                .filter(|p| !p.is_empty())
+                .map_or(0.0, |p| median(&p)),
         };
         match consistency::judge_figures(&figures) {
             Finding::Consistent => Ok(None),
@@ -619,8 +628,21 @@ impl Session {
     }
 }
 
+/// A workload request answered, with what the runner saw on the way.
+pub(super) struct Finished {
+    pub answer: WorkloadAnswer,
+    /// The worst comparison of each output over the checks the runner relayed.
+    pub worst: Vec<OutputComparison>,
+    /// The seeds of the calls the runner itself asked the judge about (the ledger's other side).
+    pub relayed: Vec<u64>,
+    /// The request's wall time (build excluded).
+    pub seconds: f64,
+}
+
 pub(super) enum WorkloadOutcome {
-    Final(Value),
+    Final(Box<Finished>),
+    /// A line that is not the protocol's: the harness's fault, never the solution's.
+    Unreadable(String),
     Timeout(Duration),
     Ended(String),
     /// The worker ended while capturing a graph of the solution's calls.
@@ -629,8 +651,13 @@ pub(super) enum WorkloadOutcome {
 
 pub(super) fn expect_ok(reply: Reply, what: &str) -> Result<Value> {
     match reply {
-        Reply::Line(v) if v["ok"] == true => Ok(v),
-        Reply::Line(v) => bail!("{what}: {}", v["error"].as_str().or(v["reason"].as_str()).unwrap_or("failed")),
+        Reply::Line(v) => {
+            let status = Status::of(&v);
+            if !status.ok {
+                bail!("{what}: {}", status.why());
+            }
+            Ok(v)
+        }
         Reply::Timeout(d) => bail!("{what}: no answer in {} s", d.as_secs()),
         Reply::Ended(why) => bail!("{what}: the process ended: {why}"),
     }
