@@ -90,7 +90,9 @@ def main():
     # A run that ran out of device memory failed through the harness (the worker's input slots and the
     # judge share the card), not through the implementation: a harness fault is never published as
     # the implementation's failure.
-    out_of_memory = {k for k, (_, row) in runs.items() if row["status"] == "runtime_error" and is_out_of_memory(row)}
+    # (A runtime error, or since the typed-protocol runner a harness error: incomplete evidence.)
+    out_of_memory = {k for k, (_, row) in runs.items()
+                     if row["status"] in ("runtime_error", "incomplete_evidence") and is_out_of_memory(row)}
     held_back += [
         {"run": runs[k][1]["id"], "implementation": runs[k][1]["implementationId"],
          "reason": "the card ran out of memory under the harness (a harness fault)"}

@@ -101,7 +101,7 @@ fn verified_runs_and_failures_with_reasons() {
 /// than queries); the contents bundled beside each are exactly those its rows name.
 #[test]
 fn the_coverage_publications_are_the_calls_rows() {
-    publication_is_the_calls_rows("h100", &["s25-call1", "s25-call2"], "NVIDIA H100", 1000, 800);
+    publication_is_the_calls_rows("h100", &["s25-call1", "s25-call2", "s27-call1"], "NVIDIA H100", 1600, 1100);
     publication_is_the_calls_rows("h200", &["s26-call1", "s26-call2", "s26-call3"], "NVIDIA H200", 800, 700);
 }
 
@@ -148,7 +148,7 @@ fn publication_is_the_calls_rows(card: &str, calls: &[&str], hardware: &str, min
             let reason = run["manifest"]["run"]["metadata"]["description"].as_str().unwrap_or("");
             assert!(!reason.is_empty(), "a failure says why: {run}");
             // Out of memory under the harness is the harness's fault, never published as the run's.
-            assert!(!reason.contains("OUT_OF_MEMORY"), "{run}");
+            assert!(!reason.contains("OUT_OF_MEMORY") && !reason.contains("CUDA out of memory"), "{run}");
         }
     }
     let passed = runs.iter().filter(|r| r["status"] == "passed").count();

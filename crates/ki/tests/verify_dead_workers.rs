@@ -45,9 +45,10 @@ fn verify_with(
 fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
     // Closes its input, answers the first request (so `ki verify` writes the next one), then
     // lingers: that next write meets a closed pipe (EPIPE, or SIGPIPE under the default disposition).
-    let judge =
-        "#!/bin/sh\nexec 0<&-\necho '{\"ok\": true, \"environment\": {\"device\": \"none\"}, \"pid\": 1}'\nsleep 1\n";
-    let (output, out, _dir) = verify_with(judge, "1", "5", &[]);
+    let judge = format!(
+        "#!/bin/sh\nexec 0<&-\necho '{{\"ok\": true, \"environment\": {HELLO_ENVIRONMENT}, \"pid\": 1}}'\nsleep 1\n"
+    );
+    let (output, out, _dir) = verify_with(&judge, "1", "5", &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.signal(), None, "ki verify was killed by a signal; stderr: {stderr}");
     assert_eq!(output.status.code(), Some(1), "nothing was verified, so the exit is 1; stderr: {stderr}");
@@ -72,9 +73,14 @@ for line in sys.stdin:
         if os.environ["KI_TEST_DEATH"] == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         sys.exit(3)
-    answer = {"ok": True, "pid": os.getpid(), "environment": {"device": "none"}}
+    answer = {"ok": True, "pid": os.getpid(), "environment": json.loads(os.environ["KI_TEST_ENVIRONMENT"])}
     print(json.dumps(answer), flush=True)
 "#;
+
+/// What a judge says of its machine in answer to `hello` (every field the protocol requires,
+/// crates/runner/python/messages.schema.json): a machine with no GPU.
+const HELLO_ENVIRONMENT: &str =
+    r#"{"device": "none", "capability": "0.0", "sm_count": 0, "memory_bytes": 0, "l2_bytes": 0}"#;
 
 /// A solution's worker that dies at each stage (while loading, or loaded and asked for its
 /// workload), by exiting or by SIGKILL: each is a recorded verdict naming the death, for every
@@ -84,7 +90,7 @@ for line in sys.stdin:
 fn a_worker_that_dies_at_any_stage_is_a_recorded_verdict_and_the_batch_goes_on() {
     for stage in ["load", "workload"] {
         for death in ["exit", "kill"] {
-            let env = [("KI_TEST_DIE_AT", stage), ("KI_TEST_DEATH", death)];
+            let env = [("KI_TEST_DIE_AT", stage), ("KI_TEST_DEATH", death), ("KI_TEST_ENVIRONMENT", HELLO_ENVIRONMENT)];
             let (output, out, _dir) = verify_with(FAKE_INTERPRETER, "2", "20", &env);
             let stderr = String::from_utf8_lossy(&output.stderr);
             let case = format!("dies at {stage} by {death}");
