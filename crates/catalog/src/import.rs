@@ -118,11 +118,6 @@ fn origin_prefix(options: &ImportOptions) -> String {
     options.origin.as_ref().map(|origin| format!("{origin}: ")).unwrap_or_default()
 }
 
-/// Rows grouped by table (index into `TABLES`), validated.
-struct Snapshot {
-    tables: Vec<Vec<PreparedRow>>,
-}
-
 /// A line refused, named by its line, table and the JSON pointer of what is wrong.
 fn invalid_row(options: &ImportOptions, line: &ExportLine, pointer: &str, message: String) -> CatalogError {
     CatalogError::InvalidRow {
@@ -160,10 +155,9 @@ fn check_lines(lines: &[ExportLine], options: &ImportOptions) -> Vec<Result<(usi
         .collect()
 }
 
-fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
+fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<()> {
     let invalid = |line: &ExportLine, pointer: &str, message: String| invalid_row(options, line, pointer, message);
     let checked = check_lines(lines, options);
-    let mut tables: Vec<Vec<PreparedRow>> = TABLES.iter().map(|_| Vec::new()).collect();
     let mut seen: Vec<HashMap<String, usize>> = TABLES.iter().map(|_| HashMap::new()).collect();
     for (line, result) in lines.iter().zip(checked) {
         let (position, prepared) = result?;
@@ -176,9 +170,8 @@ fn prepare(lines: &[ExportLine], options: &ImportOptions) -> Result<Snapshot> {
                 format!("repeats the {} row {} of line {earlier}", table.name, key.replace('\u{0}', " ")),
             ));
         }
-        tables[position].push(prepared);
     }
-    Ok(Snapshot { tables })
+    Ok(())
 }
 
 /// Parent rows the snapshot refers to but does not carry, loaded from the catalog so the
@@ -284,55 +277,27 @@ fn existing_from(table: &'static Table, stored: Vec<Vec<SqlValue>>) -> Existing 
     existing
 }
 
-async fn load_existing(session: &mut Session, table: &'static Table) -> Result<Existing> {
-    let backend = session.backend();
-    let sql = format!("SELECT {} FROM {}", store::select_list(backend, table), table.name);
-    let storages = store::storages(table.columns.iter().map(|column| column.kind));
-    let unique_positions: Vec<usize> =
-        table.columns.iter().enumerate().filter(|(_, column)| column.unique).map(|(index, _)| index).collect();
-    let mut existing = Existing {
-        text_by_key: HashMap::new(),
-        unique_owner: unique_positions.iter().map(|_| HashMap::new()).collect(),
-    };
-    session
-        .for_each(&sql, &[], &storages, |values| -> Result<()> {
-            let key = row_key(table, &values);
-            for (slot, position) in unique_positions.iter().enumerate() {
-                if let Some(text) = values[*position].as_text() {
-                    existing.unique_owner[slot].insert(text.to_string(), key.clone());
-                }
-            }
-            existing.text_by_key.insert(key, rows::rendered(table, &values));
-            Ok(())
-        })
-        .await?;
-    Ok(existing)
-}
-
 impl From<sqlx::Error> for CatalogError {
     fn from(cause: sqlx::Error) -> Self {
         CatalogError::Database { context: "catalog query failed".into(), cause }
     }
 }
 
-fn show_key(key: &str) -> String {
-    key.replace('\u{0}', " ")
+fn lost_transaction() -> CatalogError {
+    CatalogError::Export("the import's transaction was lost".into())
 }
 
-/// Rows checked against their tables and verified (every digest and key), ready to be
-/// written by [`write_verified`].
-pub(crate) struct Verified {
-    snapshot: Snapshot,
+fn show_key(key: &str) -> String {
+    key.replace('\u{0}', " ")
 }
 
 /// Checks and verifies `lines` (reading the parents they name from the catalog); writes
 /// nothing. Done before a write transaction begins, so that the writer lock is held only
 /// for the writing.
-pub(crate) async fn verify_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<Verified> {
-    let snapshot = prepare(lines, options)?;
+pub(crate) async fn verify_lines(pool: &Pool, lines: &[ExportLine], options: &ImportOptions) -> Result<()> {
+    prepare(lines, options)?;
     let context = reference_context(pool, lines).await?;
-    verify(lines, context, options)?;
-    Ok(Verified { snapshot })
+    verify(lines, context, options)
 }
 
 /// Verifies `lines` and writes the rows the catalog lacks, in one transaction: the
@@ -359,176 +324,27 @@ pub(crate) async fn import_lines(pool: &Pool, lines: &[ExportLine], options: &Im
     importer.finish().await
 }
 
-/// Writes the verified rows the catalog lacks inside the caller's write transaction (which
-/// the caller commits, or rolls back on an error and after a dry run). Conflicting rows and
-/// dangling references are errors; the caller's transaction must then not be committed.
-pub(crate) async fn write_verified(
-    session: &mut Session,
-    verified: &Verified,
+/// Writes `lines`, verified by [`verify_lines`] before the caller's write transaction began, as
+/// [`import_lines`] does (the one classifier and writer of every publication path), inside that
+/// transaction: the caller writes more in it and commits, or rolls back on an error. The
+/// transaction comes back with the outcome (a conflict, a dangling reference: the caller must
+/// not commit); Err only when it was lost.
+pub(crate) async fn write_within(
+    session: Session,
+    lines: &[ExportLine],
     options: &ImportOptions,
-) -> Result<ImportReport> {
-    let snapshot = &verified.snapshot;
-    let backend = session.backend();
-    let mut counts = Vec::with_capacity(TABLES.len());
-    let mut conflicts = Vec::new();
-    let mut to_insert: Vec<Vec<&PreparedRow>> = Vec::with_capacity(TABLES.len());
-    // Keys present after the import, per table, for reference checks.
-    let mut known_keys: HashMap<&'static str, HashSet<String>> = HashMap::new();
-
-    for (position, table) in TABLES.iter().enumerate() {
-        report_progress(options, ImportStage::Checking, Some(table.name), position as u64, TABLES.len() as u64);
-        let incoming = &snapshot.tables[position];
-        let mut existing = load_existing(session, table).await?;
-        let mut table_counts = TableCounts { table: table.name, inserted: 0, unchanged: 0, conflicting: 0 };
-        let mut new_rows = Vec::new();
-        let mut keys: HashSet<String> = existing.text_by_key.keys().cloned().collect();
-        let unique_columns: Vec<(usize, &schema::Column)> =
-            table.columns.iter().enumerate().filter(|(_, column)| column.unique).collect();
-        for row in incoming {
-            let key = row_key(table, &row.values);
-            let conflict = |reason: String| Conflict { line: row.line, table: table.name, key: show_key(&key), reason };
-            // Only a row whose key is already stored needs its text, to compare.
-            if let Some(stored) = existing.text_by_key.get(&key) {
-                let text = rows::rendered(table, &row.values);
-                if *stored == text {
-                    table_counts.unchanged += 1;
-                } else {
-                    table_counts.conflicting += 1;
-                    conflicts.push(conflict(first_difference(table, stored, &text)));
-                }
-                continue;
-            }
-            let mut clash = None;
-            for (slot, (position, column)) in unique_columns.iter().enumerate() {
-                if let Some(value) = row.values[*position].as_text()
-                    && let Some(owner) = existing.unique_owner[slot].get(value)
-                {
-                    clash = Some(format!("{} {value} is already held by row {}", column.json, show_key(owner)));
-                    break;
-                }
-            }
-            if let Some(reason) = clash {
-                table_counts.conflicting += 1;
-                conflicts.push(conflict(reason));
-                // Rows referring to it are not dangling: the conflict is what gets reported.
-                keys.insert(key);
-                continue;
-            }
-            for (slot, (position, _)) in unique_columns.iter().enumerate() {
-                if let Some(value) = row.values[*position].as_text() {
-                    existing.unique_owner[slot].insert(value.to_string(), key.clone());
-                }
-            }
-            // No later snapshot row can have this key (prepare refuses repeats), so the
-            // row's text is not kept for comparison.
-            keys.insert(key);
-            table_counts.inserted += 1;
-            new_rows.push(row);
-        }
-        known_keys.insert(table.name, keys);
-        // Every reference must land on a row that exists once the import is done.
-        for row in &new_rows {
-            for (column, value) in table.columns.iter().zip(&row.values) {
-                let (Some(target), Some(id)) = (column.references, value.as_text()) else { continue };
-                if !known_keys.get(target).is_some_and(|keys| keys.contains(id)) {
-                    let problem = crate::RowProblem {
-                        line: row.line,
-                        table: table.name.to_string(),
-                        pointer: format!("/row/{}", column.json),
-                        message: format!(
-                            "refers to {target} row {id}, which neither the snapshot nor the catalog holds"
-                        ),
-                    };
-                    return Err(CatalogError::InvalidRow {
-                        origin: origin_prefix(options),
-                        problem: Box::new(problem),
-                    });
-                }
-            }
-        }
-        counts.push(table_counts);
-        to_insert.push(new_rows);
-    }
-
-    if options.dry_run || !conflicts.is_empty() {
-        if !options.dry_run {
-            conflicts.sort_by_key(|conflict| conflict.line);
-            let first = Box::new(conflicts[0].clone());
-            return Err(CatalogError::Conflicts {
-                origin: origin_prefix(options),
-                count: conflicts.len(),
-                first,
-                conflicts,
-            });
-        }
-        conflicts.sort_by_key(|conflict| conflict.line);
-        return Ok(ImportReport { dry_run: true, tables: counts, conflicts, record_events: Vec::new() });
-    }
-
-    let total: u64 = counts.iter().map(|counts| counts.inserted).sum();
-    let mut done = 0u64;
-    for (table, rows) in TABLES.iter().zip(&to_insert) {
-        report_progress(options, ImportStage::Writing, Some(table.name), done, total);
-        for batch in rows.chunks(store::batch_rows(table)) {
-            write_batch(session, backend, table, batch).await?;
-            done += batch.len() as u64;
-            report_progress(options, ImportStage::Writing, Some(table.name), done, total);
+) -> Result<(Session, Result<ImportReport>)> {
+    let mut importer = Importer::start(session, options, Load::Rows).await?;
+    importer.verified_before = true;
+    for part in lines.chunks(CHUNK_LINES) {
+        if let Err(error) = importer.add(part).await {
+            // The writer's own failure, if any, is the same error or a consequence of it.
+            let _ = importer.reclaim().await;
+            let session = importer.session.take().ok_or_else(lost_transaction)?;
+            return Ok((session, Err(error)));
         }
     }
-    crate::search::refresh(session, &search_index_input(&to_insert)).await?;
-    let mut record_events = Vec::new();
-    if options.append_record_events {
-        let runs = TABLES.iter().position(|table| table.name == "benchmark_runs");
-        let key_column =
-            runs.and_then(|position| TABLES[position].columns.iter().position(|column| column.json == "comparisonKey"));
-        let keys: std::collections::BTreeSet<String> = match (runs, key_column) {
-            (Some(runs), Some(column)) => {
-                to_insert[runs].iter().filter_map(|row| row.values[column].as_text().map(str::to_string)).collect()
-            }
-            _ => Default::default(),
-        };
-        record_events = crate::ledger::append_pending(session, &keys).await?;
-        if let Some(events) = counts.iter_mut().find(|counts| counts.table == "record_events") {
-            events.inserted += record_events.len() as u64;
-        }
-    }
-    report_progress(options, ImportStage::Committing, None, total, total);
-    Ok(ImportReport { dry_run: false, tables: counts, conflicts: Vec::new(), record_events })
-}
-
-/// What the new rows change in the search index: any new named row, and the new runs' GPUs.
-fn search_index_input(to_insert: &[Vec<&PreparedRow>]) -> crate::search::NewRows {
-    let mut new = crate::search::NewRows::default();
-    for (table, rows) in TABLES.iter().zip(to_insert) {
-        if rows.is_empty() {
-            continue;
-        }
-        match table.name {
-            "operations" | "operation_aliases" | "implementations" | "projects" => new.text_changed = true,
-            "benchmark_runs" => {
-                if let Some(column) = table.columns.iter().position(|column| column.json == "hardwareModel") {
-                    new.gpus.extend(rows.iter().filter_map(|row| row.values[column].as_text().map(str::to_string)));
-                }
-            }
-            _ => {}
-        }
-    }
-    new
-}
-
-async fn write_batch(
-    session: &mut Session,
-    backend: Backend,
-    table: &'static Table,
-    batch: &[&PreparedRow],
-) -> Result<()> {
-    let sql = store::insert_sql(backend, table, batch.len());
-    let params: Vec<SqlValue> = batch.iter().flat_map(|row| row.values.iter().cloned()).collect();
-    session.execute(&sql, &params).await.context(|| {
-        let lines: Vec<String> = batch.iter().map(|row| row.line.to_string()).collect();
-        format!("cannot write {} rows (lines {})", table.name, abbreviate(&lines))
-    })?;
-    Ok(())
+    importer.conclude_within().await
 }
 
 fn abbreviate(lines: &[String]) -> String {
@@ -789,8 +605,7 @@ impl Importer {
     /// which tables hold rows.
     pub(crate) async fn begin(pool: &Pool, options: &ImportOptions, load: Load) -> Result<Importer> {
         let mut session = Session::begin(pool, !options.dry_run).await?;
-        let backend = session.backend();
-        if backend == Backend::Sqlite && !options.dry_run {
+        if session.backend() == Backend::Sqlite && !options.dry_run {
             // The pages a bulk load keeps changing (the B-trees of its tables' unique keys and of the
             // indexes kept up to date) stay in memory rather than being written and read again.
             session
@@ -798,6 +613,12 @@ impl Importer {
                 .await
                 .context(|| "cannot size the cache".into())?;
         }
+        Importer::start(session, options, load).await
+    }
+
+    /// An import inside a transaction the caller began and ends ([`write_within`]).
+    async fn start(mut session: Session, options: &ImportOptions, load: Load) -> Result<Importer> {
+        let backend = session.backend();
         let mut stored_before = Vec::with_capacity(TABLES.len());
         for table in TABLES {
             let sql = format!("SELECT CAST(1 AS BIGINT) FROM {} LIMIT 1", table.name);
@@ -1339,27 +1160,12 @@ impl Importer {
     /// mismatch, then a reference to a row nobody holds, then conflicts); otherwise the rows
     /// that waited are written, the search index refreshed and the record events appended,
     /// and the transaction committed (rolled back after a dry run).
-    pub(crate) async fn finish(mut self) -> Result<ImportReport> {
-        let started = std::time::Instant::now();
-        let concluded = self.conclude().await;
-        let reclaimed = self.reclaim().await;
-        if std::env::var_os("KI_IMPORT_TIMING").is_some() {
-            eprintln!("concluded (queued writes done) in {:?}", started.elapsed());
-        }
-        let Some(mut session) = self.session.take() else {
-            return Err(concluded
-                .err()
-                .or(reclaimed.err())
-                .unwrap_or_else(|| CatalogError::Export("the import's transaction was lost".into())));
-        };
-        let outcome = match (concluded, reclaimed) {
-            (Err(error), _) | (Ok(_), Err(error)) => Err(error),
-            (Ok(report), Ok(())) if report.dry_run => Ok(report),
-            (Ok(report), Ok(())) => self.complete(&mut session, report).await,
-        };
+    pub(crate) async fn finish(self) -> Result<ImportReport> {
+        let (options, lines) = (self.options.clone(), self.lines);
+        let (mut session, outcome) = self.conclude_within().await?;
         match outcome {
             Ok(report) if !report.dry_run => {
-                report_progress(&self.options, ImportStage::Committing, None, self.lines, self.lines);
+                report_progress(&options, ImportStage::Committing, None, lines, lines);
                 let started = std::time::Instant::now();
                 session.commit().await.context(|| "cannot commit the import".into())?;
                 if std::env::var_os("KI_IMPORT_TIMING").is_some() {
@@ -1373,6 +1179,29 @@ impl Importer {
                 outcome
             }
         }
+    }
+
+    /// Ends the import but not its transaction: the rows that waited are written, the search
+    /// index refreshed and the record events appended, or the first problem refuses the import
+    /// (as [`Importer::finish`] says); the transaction comes back with the outcome, for the
+    /// caller to write more in it and commit, or to roll back. Err only when the transaction
+    /// itself was lost.
+    async fn conclude_within(mut self) -> Result<(Session, Result<ImportReport>)> {
+        let started = std::time::Instant::now();
+        let concluded = self.conclude().await;
+        let reclaimed = self.reclaim().await;
+        if std::env::var_os("KI_IMPORT_TIMING").is_some() {
+            eprintln!("concluded (queued writes done) in {:?}", started.elapsed());
+        }
+        let Some(mut session) = self.session.take() else {
+            return Err(concluded.err().or(reclaimed.err()).unwrap_or_else(lost_transaction));
+        };
+        let outcome = match (concluded, reclaimed) {
+            (Err(error), _) | (Ok(_), Err(error)) => Err(error),
+            (Ok(report), Ok(())) if report.dry_run => Ok(report),
+            (Ok(report), Ok(())) => self.complete(&mut session, report).await,
+        };
+        Ok((session, outcome))
     }
 
     /// After every row is written: the search index, the record events, the cache size.

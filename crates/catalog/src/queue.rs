@@ -1406,10 +1406,9 @@ impl Catalog {
         }
         // Verified before the writer lock is taken: that is the slow part. A job may publish
         // no records (a verdict alone).
-        let verified = match outcome.lines.is_empty() {
-            true => None,
-            false => Some(import::verify_lines(&self.pool, &outcome.lines, &options).await.map_err(refused)?),
-        };
+        if !outcome.lines.is_empty() {
+            import::verify_lines(&self.pool, &outcome.lines, &options).await.map_err(refused)?;
+        }
         let mut verdict = outcome.verdict.clone();
         verdict.summary = bounded(&verdict.summary);
         let verdict_json = serde_json::to_string(&verdict).map_err(|error| corrupt("verdict", error))?;
@@ -1420,15 +1419,18 @@ impl Catalog {
             session.rollback().await.context(|| "cannot roll back".into())?;
             return Err(refusal);
         }
-        let report = match &verified {
-            None => None,
-            Some(verified) => match import::write_verified(&mut session, verified, &options).await {
+        let report = if outcome.lines.is_empty() {
+            None
+        } else {
+            let (written, result) = import::write_within(session, &outcome.lines, &options).await?;
+            session = written;
+            match result {
                 Ok(report) => Some(report),
                 Err(error) => {
                     session.rollback().await.context(|| "cannot roll back".into())?;
                     return Err(refused(error));
                 }
-            },
+            }
         };
         let published = Published {
             run_ids: outcome
