@@ -45,7 +45,7 @@ async fn main() -> anyhow::Result<()> {
         let mut total = 0;
         for _ in 0..rounds {
             let started = std::time::Instant::now();
-            let answer = model.search_answer(&catalog, query, ki_server::pages::PAGE_LIMIT).await?;
+            let answer = model.search_answer(&catalog, query, ki_server::model::PAGE_LIMIT).await?;
             let json = serde_json::to_vec(&answer)?;
             times.push(started.elapsed().as_secs_f64() * 1e6);
             bytes = json.len();

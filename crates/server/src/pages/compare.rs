@@ -21,7 +21,7 @@ fn rank_text(r: &ki_ranking::RunSummary) -> String {
     match r.rank {
         Some(rank) => format!("#{rank}"),
         None => {
-            format!("unranked ({})", r.ineligibility.iter().map(crate::pages::code_of).collect::<Vec<_>>().join(", "))
+            format!("unranked ({})", r.ineligibility.iter().map(crate::model::code_of).collect::<Vec<_>>().join(", "))
         }
     }
 }
@@ -35,7 +35,7 @@ fn interval_text(r: &ki_ranking::views::ComparedRun) -> Option<String> {
 
 pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
     let query: String =
-        refs.iter().map(|r| format!("run={}", crate::pages::percent_encode(r))).collect::<Vec<_>>().join("&");
+        refs.iter().map(|r| format!("run={}", crate::model::percent_encode(r))).collect::<Vec<_>>().join("&");
     let differing: Vec<&str> = c.differing_keys.iter().map(|k| k.label()).collect();
     let main = html! {
         h1 { "Compare " (c.runs.len()) " runs" }
@@ -52,7 +52,7 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
                 th scope="col" class="num" { "× best in group" } th scope="col" class="num" { "rank" } th scope="col" { "evidence" }
                 @for axis in &c.differing_axes { th scope="col" { (axis) } } } }
             tbody { @for r in &c.runs { tr {
-                td { a href={ "/runs/" (r.summary.run_id) } { (crate::pages::short_id(&r.summary.run_id)) } }
+                td { a href={ "/runs/" (r.summary.run_id) } { (crate::model::short_id(&r.summary.run_id)) } }
                 td { (r.summary.implementation) } td { (r.summary.project) }
                 td { (crate::pages::gpu_link(r.summary.hardware.as_deref().unwrap_or(""))) }
                 td.num { (summary_value(&r.summary)) " " span.muted { (r.summary.statistic.as_deref().unwrap_or("")) } }
@@ -64,8 +64,8 @@ pub fn render(c: &ki_ranking::Comparison, refs: &[String]) -> Markup {
                 } @else { "—" } }
                 td.num { (r.relative_to_best_in_group.map(|x| format!("{x:.3}")).unwrap_or_else(|| "—".into())) }
                 td.num { (rank_text(&r.summary)) }
-                td { (crate::pages::evidence_badge(&crate::pages::code_of(&r.summary.trust))) }
-                @for axis in &c.differing_axes { td { (r.axes.get(axis).map(crate::pages::scalar).unwrap_or_default()) } }
+                td { (crate::pages::evidence_badge(&crate::model::code_of(&r.summary.trust))) }
+                @for axis in &c.differing_axes { td { (r.axes.get(axis).map(crate::model::scalar).unwrap_or_default()) } }
             } } }
         }
         p { "Export: " a href={ "/compare?" (query) "&format=markdown" } { "Markdown" } " · "

@@ -12,7 +12,8 @@ use ki_ranking::TrustLevel;
 use maud::{Markup, html};
 use serde::Serialize;
 
-use super::{Answer, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, section};
+use super::{Answer, Shared, html_response, json_response, layout, section};
+use crate::model::{PAGE_LIMIT, RunSummary};
 use crate::model::{ReadModel, slugify, text};
 use crate::problem::Problem;
 

@@ -71,7 +71,7 @@ impl ReadModel {
                 GpuItem {
                     model: model.clone(),
                     anchor: slugify(model),
-                    href: crate::pages::gpu_href(model),
+                    href: crate::model::gpu_href(model),
                     vendor: runs().next().and_then(|r| self.run(r).hardware_vendor.as_deref()).unwrap_or("").into(),
                     architectures,
                     runs: run_list.len(),
@@ -103,7 +103,7 @@ impl ReadModel {
                     })
                     .map(|(m, model, runs)| NearestGpu {
                         model: model.to_string(),
-                        href: crate::pages::gpu_href(model),
+                        href: crate::model::gpu_href(model),
                         architecture: m.architecture.into(),
                         runs: *runs,
                         reason: match m.generation.abs_diff(k.generation) {

@@ -5,7 +5,8 @@ use axum::extract::Query;
 use axum::extract::State;
 use maud::{Markup, html};
 
-use super::{Answer, PAGE_LIMIT, Shared, catalog_problem, html_response, json_response, layout};
+use super::{Answer, Shared, catalog_problem, html_response, json_response, layout};
+use crate::model::PAGE_LIMIT;
 use crate::model::ReadModel;
 
 // ---------- home ----------

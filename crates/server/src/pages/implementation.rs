@@ -5,7 +5,8 @@ use maud::{Markup, html};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Answer, Link, PAGE_LIMIT, RunSummary, Shared, html_response, json_response, layout, runs_table, section};
+use super::{Answer, Shared, html_response, json_response, layout, runs_table, section};
+use crate::model::{Link, PAGE_LIMIT, RunSummary};
 use crate::model::{ReadModel, opt_text, text};
 use crate::problem::Problem;
 
@@ -32,7 +33,7 @@ pub struct ImplementationView {
     pub licence: Option<String>,
     pub source_available: bool,
     /// Where the source is (a repository, a file by digest), or that the index has neither.
-    pub source_code: super::Field,
+    pub source_code: crate::model::Field,
     pub installable: bool,
     pub install_command: Option<String>,
     pub runs: Vec<RunSummary>,

@@ -1,8 +1,8 @@
 //! The web, one module per page (or API resource): each holds its view model (plain
 //! serializable data; the HTML renders it and the JSON twin serializes the very same
 //! value), its maud template, and its axum handlers. This module holds what pages share:
-//! the layout, small templates, links and run summaries (the read model's, [`crate::model`],
-//! re-exported here), and the handler helpers. A run's dossier is built in [`crate::dossier`].
+//! the layout, small templates and the handler helpers (links, fields and run summaries are the
+//! read model's, [`crate::model`]). A run's dossier is built in [`crate::dossier`].
 //!
 //! Templates are maud: every interpolated string is escaped, so source and submitter
 //! text can never become markup. No page carries inline script or style (the CSP forbids
@@ -16,11 +16,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::AppState;
-use crate::model::ReadModel;
-pub use crate::model::{
-    Field, Link, PAGE_LIMIT, RunSummary, code_of, gpu_href, percent_encode, primary_display, scalar, short_id,
-    workload_label,
-};
+use crate::model::{Field, ReadModel, RunSummary, gpu_href};
 use crate::problem::Problem;
 use ki_catalog::{CatalogError, KeyRefusal};
 

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::gpu::{BestRun, Claim, best_cell};
-use super::{Answer, Shared, gpu_href, gpu_link, html_response, json_response, layout, section};
+use super::{Answer, Shared, gpu_link, html_response, json_response, layout, section};
+use crate::model::gpu_href;
 use crate::model::{ReadModel, slugify, text};
 use crate::problem::Problem;
 

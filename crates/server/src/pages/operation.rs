@@ -17,10 +17,11 @@ use serde_json::Value;
 
 use super::implementation::ImplementationItem;
 use super::{
-    Answer, PAGE_LIMIT, PageQuery, RunSummary, Shared, find_operation, gpu_link, html_response, json_response, layout,
-    pager, pages_for, scalar, section, trusted,
+    Answer, PageQuery, Shared, find_operation, gpu_link, html_response, json_response, layout, pager, pages_for,
+    section, trusted,
 };
 use crate::chart::{Sweep, SweepFacet, SweepPoint, SweepSeries};
+use crate::model::{PAGE_LIMIT, RunSummary, scalar};
 use crate::model::{ReadModel, RunRow, pointer, slugify, text};
 use crate::problem::Problem;
 
@@ -249,10 +250,10 @@ fn params(list: Option<&Value>) -> Vec<ParameterView> {
 pub fn operation_href(slug: &str, gpu: Option<&str>, group: Option<&str>, sort: RecordOrder, page: usize) -> String {
     let mut params = Vec::new();
     if let Some(gpu) = gpu {
-        params.push(format!("gpu={}", crate::pages::percent_encode(gpu)));
+        params.push(format!("gpu={}", crate::model::percent_encode(gpu)));
     }
     if let Some(group) = group {
-        params.push(format!("group={}", crate::pages::percent_encode(group)));
+        params.push(format!("group={}", crate::model::percent_encode(group)));
     }
     if sort != RecordOrder::Workload {
         params.push(format!("sort={}", sort.as_str()));
@@ -591,7 +592,7 @@ impl ReadModel {
         let facet_href = |key: &str| {
             let base = operation_href(slug, gpu_slug.as_deref(), group_key.as_deref(), sort, 1);
             let sep = if base.contains('?') { '&' } else { '?' };
-            format!("{base}{sep}facet={}#sweep", crate::pages::percent_encode(key))
+            format!("{base}{sep}facet={}#sweep", crate::model::percent_encode(key))
         };
         let sweeps: Vec<Sweep> = gpus
             .iter()
@@ -993,7 +994,7 @@ pub fn render(v: &OperationView) -> Markup {
                 "." }
         }
         p { a href={ "/api/v1/operations/" (v.slug) } type="application/json" { "JSON" } " · "
-            a href={ "/resolve?operation=" (crate::pages::percent_encode(&v.name)) } { "Resolve a workload of this operation" } }
+            a href={ "/resolve?operation=" (crate::model::percent_encode(&v.name)) } { "Resolve a workload of this operation" } }
         @if !v.gpus.is_empty() {
             nav.choices aria-label="GPU" {
                 span { "GPU: " }

@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::implementation::ImplementationItem;
-use super::{Answer, PAGE_LIMIT, PageQuery, Shared, html_response, json_response, layout, pager, pages_for, section};
+use super::{Answer, PageQuery, Shared, html_response, json_response, layout, pager, pages_for, section};
+use crate::model::PAGE_LIMIT;
 use crate::model::{ReadModel, opt_text, text};
 use crate::problem::Problem;
 

@@ -7,7 +7,8 @@ use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde::Serialize;
 
-use super::{Answer, Link, PageQuery, RunSummary, Shared, html_response, json_response, layout, pager, pages_for};
+use super::{Answer, PageQuery, Shared, html_response, json_response, layout, pager, pages_for};
+use crate::model::{Link, RunSummary};
 use crate::model::{RECORDS_PER_PAGE, ReadModel, RecordRef, text};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -63,7 +64,7 @@ impl RecordFilter {
     pub fn query(&self) -> String {
         let mut params = Vec::new();
         if let Some(slug) = &self.gpu_slug {
-            params.push(format!("gpu={}", crate::pages::percent_encode(slug)));
+            params.push(format!("gpu={}", crate::model::percent_encode(slug)));
         }
         if self.verified {
             params.push("verified=1".to_string());
@@ -149,7 +150,7 @@ impl ReadModel {
                 .get(&self.run(run).implementation_id)
                 .map(|i| text(&i, "slug").to_string())
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("Run {}", crate::pages::short_id(&self.run(run).id.text())))
+                .unwrap_or_else(|| format!("Run {}", crate::model::short_id(&self.run(run).id.text())))
         };
         RecordItem {
             at: event.at.text().into_owned(),
@@ -161,11 +162,11 @@ impl ReadModel {
             workload: holder.map(|h| self.run_workload_label(h).into()),
             gpu: holder
                 .and_then(|h| self.run(h).hardware_model.as_deref().filter(|g| !g.is_empty()))
-                .map(|g| Link { label: g.to_string(), href: crate::pages::gpu_href(g) }),
+                .map(|g| Link { label: g.to_string(), href: crate::model::gpu_href(g) }),
             holder: holder.map(|h| self.run_summary(h)),
             previous: previous
                 .map(|p| Link { label: implementation_name(p), href: format!("/runs/{}", self.run(p).id) }),
-            previous_display: previous.map(|p| crate::pages::primary_display(self.run(p))),
+            previous_display: previous.map(|p| crate::model::primary_display(self.run(p))),
             comparison_key: event.comparison_key.to_string(),
         }
     }

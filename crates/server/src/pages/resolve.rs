@@ -28,7 +28,7 @@ pub struct ResolveForm {
 impl ResolveForm {
     /// This form's page with `limit` groups.
     fn href_with_limit(&self, limit: usize) -> String {
-        use crate::pages::percent_encode as enc;
+        use crate::model::percent_encode as enc;
         format!(
             "/resolve?operation={}&axes={}&dtypes={}&hardware={}&framework={}&limit={limit}",
             enc(&self.operation),
@@ -66,7 +66,7 @@ pub fn speed_bar(fraction: f64, label: &str) -> Markup {
 }
 
 fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
-    let axes: Vec<String> = c.axes.iter().map(|(k, v)| format!("{k}={}", crate::pages::scalar(v))).collect();
+    let axes: Vec<String> = c.axes.iter().map(|(k, v)| format!("{k}={}", crate::model::scalar(v))).collect();
     let first = c.fastest.first().and_then(|r| r.value);
     let name = |run: &Option<ki_ranking::RunSummary>| match run {
         Some(r) => {
@@ -81,7 +81,7 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
                 (c.metric.as_deref().unwrap_or("?")) " " (c.statistic.as_deref().unwrap_or("")) " ("
                 @match c.direction { ki_ranking::Direction::LowerIsBetter => "lower is better", ki_ranking::Direction::HigherIsBetter => "higher is better" } ")" }
             @if !c.caveats.is_empty() {
-                ul.caveats aria-label="Caveats" { @for caveat in &c.caveats { li data-kind=(crate::pages::code_of(&caveat.kind)) { (caveat.message) } } }
+                ul.caveats aria-label="Caveats" { @for caveat in &c.caveats { li data-kind=(crate::model::code_of(&caveat.kind)) { (caveat.message) } } }
             }
             table {
                 caption { "Fastest eligible runs, speed relative to #1" }
@@ -98,7 +98,7 @@ fn cohort_block(c: &ki_ranking::CohortView) -> Markup {
                             @let label = format!("{}% of #1's speed", ki_model::units::plain_number((f * 1000.0).round() / 10.0));
                             (speed_bar(f, &label)) " " span.muted { (label) }
                         } @else { "—" } }
-                        td { (crate::pages::evidence_badge(&crate::pages::code_of(&r.trust))) }
+                        td { (crate::pages::evidence_badge(&crate::model::code_of(&r.trust))) }
                         td { @if r.deployable { "yes" } @else { "no" } }
                         td { (ki_model::utc::date_of(&r.observed_at)) }
                     }
@@ -139,14 +139,14 @@ pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, 
         @if let Some(message) = error { p.banner role="alert" { (message) } }
         @if let Some(a) = answer {
             section #answer aria-labelledby="answer-h" {
-                h2 #answer-h { "Answer: " (crate::pages::code_of(&a.mode)) " — " (mode_words(a)) }
+                h2 #answer-h { "Answer: " (crate::model::code_of(&a.mode)) " — " (mode_words(a)) }
                 @if !a.read_as.is_empty() {
                     ul #read-as aria-label="Read as" { @for r in &a.read_as { li { "Read " (r.field) " “" (r.given) "” as " strong { (r.read) } "." @if let Some(note) = &r.note { " " span.muted { (note) } } } } }
                 }
                 @if let Some(op) = &a.operation { p { "Operation " a href={ "/operations/" (op.slug) } { (op.name) } " · variable axes: " (op.variable_axes.join(", ")) } }
                 @else {
                     p.banner role="status" { "No operation is named “" (a.request.operation) "”. "
-                        a href={ "/?q=" (crate::pages::percent_encode(&a.request.operation)) } { "Search for it" } " to see the operations its words match." }
+                        a href={ "/?q=" (crate::model::percent_encode(&a.request.operation)) } { "Search for it" } " to see the operations its words match." }
                 }
                 @for n in &a.notes { p.muted { (n) } }
                 @for c in &a.cohorts { (cohort_block(c)) }
@@ -160,7 +160,7 @@ pub fn render(form: &ResolveForm, answer: Option<&ki_ranking::ResolveResponse>, 
                     h2 { "Nearest measured cases" }
                     @for n in &a.nearest {
                         h3.nearest { (match n.side { ki_ranking::Side::Below => "Below", ki_ranking::Side::Above => "Above" }) ": "
-                            (n.differs.iter().map(|d| format!("{} = {} (asked {})", d.axis, crate::pages::scalar(&d.measured), crate::pages::scalar(&d.asked))).collect::<Vec<_>>().join(", ")) }
+                            (n.differs.iter().map(|d| format!("{} = {} (asked {})", d.axis, crate::model::scalar(&d.measured), crate::model::scalar(&d.asked))).collect::<Vec<_>>().join(", ")) }
                         @for c in &n.cohorts { (cohort_block(c)) }
                     }
                 }

@@ -792,7 +792,7 @@ impl ReadModel {
             // Enough groups for the evidence filters and the verified-first order to choose from.
             limit: Some(ki_ranking::resolve::MAX_COHORTS_PER_ANSWER),
         };
-        (resolve, ignored.into_iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect())
+        (resolve, ignored.into_iter().map(|(k, v)| format!("{k} = {}", crate::model::scalar(v))).collect())
     }
 }
 
@@ -811,7 +811,7 @@ fn operation_axes(row: &crate::model::Row) -> Option<&serde_json::Map<String, se
 /// The search results page (the home page with a query).
 pub fn render_results(answer: &SearchAnswer<'_>) -> Markup {
     let understood = &answer.understood;
-    let href = |query: &str| format!("/?q={}", crate::pages::percent_encode(query));
+    let href = |query: &str| format!("/?q={}", crate::model::percent_encode(query));
     html! {
         section aria-labelledby="results-h" {
             h2 #results-h { (answer.total) " " (if answer.total == 1 { "result" } else { "results" }) " for “" (answer.query) "”" }
@@ -864,7 +864,7 @@ fn run_cell(run: &Option<ki_ranking::RunSummary>) -> Markup {
         Some(r) => html! {
             a href={ "/runs/" (r.run_id) } { (r.implementation) } " "
             span.value { (ki_model::units::value(r.value, r.unit.as_deref())) } " "
-            (crate::pages::evidence_badge(&crate::pages::code_of(&r.trust)))
+            (crate::pages::evidence_badge(&crate::model::code_of(&r.trust)))
         },
         None => html! { span.muted { "none" } },
     }
@@ -884,7 +884,7 @@ fn statistic_of(c: &ki_ranking::CohortView) -> String {
 fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
     let Some(operation) = &resolved.operation else { return html! {} };
     let axes_text = |axes: &std::collections::BTreeMap<String, serde_json::Value>| {
-        axes.iter().map(|(k, v)| format!("{k} = {}", crate::pages::scalar(v))).collect::<Vec<_>>().join(" · ")
+        axes.iter().map(|(k, v)| format!("{k} = {}", crate::model::scalar(v))).collect::<Vec<_>>().join(" · ")
     };
     let mode = if !lead.differs.is_empty() {
         "the workload you named was not measured; this is the nearest measured one"
@@ -905,13 +905,13 @@ fn render_answer(resolved: &ResolveResponse, lead: &Lead) -> Markup {
                 @if let Some(gpu) = first.and_then(|c| c.hardware.as_deref()) { " on " (gpu) } }
             p.muted { (mode) @if !resolved.request.axes.is_empty() { " (asked: " (axes_text(&resolved.request.axes)) ")" } "." }
             @for d in &lead.differs {
-                p.banner #differs { "Not measured at " (d.axis) " = " (crate::pages::scalar(&d.asked)) "; nearest measured: " (d.axis) " = " (crate::pages::scalar(&d.measured)) "." }
+                p.banner #differs { "Not measured at " (d.axis) " = " (crate::model::scalar(&d.asked)) "; nearest measured: " (d.axis) " = " (crate::model::scalar(&d.measured)) "." }
             }
             @if let (Some(leader), Some(c)) = (&lead.leader, first) {
                 p #leader { strong { "Leader: " } a href={ "/runs/" (leader.run_id) } { (leader.implementation) } " · "
                     span.value { (ki_model::units::value(leader.value, leader.unit.as_deref())) } " (" (statistic_of(c)) ") · "
-                    (crate::pages::evidence_badge(&crate::pages::code_of(&leader.trust)))
-                    @if let Some(f) = &lead.fastest { " · fastest whatever its evidence: " a href={ "/runs/" (f.run_id) } { (f.implementation) } " " span.value { (ki_model::units::value(f.value, f.unit.as_deref())) } " " (crate::pages::evidence_badge(&crate::pages::code_of(&f.trust))) }
+                    (crate::pages::evidence_badge(&crate::model::code_of(&leader.trust)))
+                    @if let Some(f) = &lead.fastest { " · fastest whatever its evidence: " a href={ "/runs/" (f.run_id) } { (f.implementation) } " " span.value { (ki_model::units::value(f.value, f.unit.as_deref())) } " " (crate::pages::evidence_badge(&crate::model::code_of(&f.trust))) }
                     " · " (crate::pages::deployable_beside(lead.fastest.as_ref().or(Some(leader)).map(Into::into), lead.best_deployable.as_ref().map(Into::into)))
                 }
             }

@@ -6,9 +6,8 @@ use maud::{Markup, html};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{
-    Answer, Link, PAGE_LIMIT, Shared, html_response, json_response, layout, pager, pages_for, scalar, section,
-};
+use super::{Answer, Shared, html_response, json_response, layout, pager, pages_for, section};
+use crate::model::{Link, PAGE_LIMIT, scalar};
 use crate::model::{ReadModel, number, pointer, text};
 use crate::problem::Problem;
 

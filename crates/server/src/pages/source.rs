@@ -21,8 +21,9 @@ use syntect::html::{ClassStyle, line_tokens_to_classed_spans};
 use syntect::parsing::{ParseState, Scope, ScopeStack, SyntaxReference, SyntaxSet};
 use syntect::util::LinesWithEndings;
 
-use super::{Answer, Link, Shared, catalog_problem, html_response, json_response, layout, section};
+use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, section};
 use crate::AppState;
+use crate::model::Link;
 use crate::model::{ReadModel, opt_text, source_reference, text};
 use crate::problem::Problem;
 
@@ -99,7 +100,7 @@ fn source_file(slug: &str, path: String, content: String) -> SourceFile {
         language: syntax_for(&path).name.clone(),
         lines: content.lines().count(),
         size_bytes: content.len(),
-        raw_href: format!("/implementations/{slug}/source?file={}", super::percent_encode(&path)),
+        raw_href: format!("/implementations/{slug}/source?file={}", crate::model::percent_encode(&path)),
         path,
         content,
     }

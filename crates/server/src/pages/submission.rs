@@ -16,10 +16,11 @@ use axum::response::IntoResponse;
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, short_id};
+use super::{Answer, Shared, catalog_problem, html_response, json_response, layout};
 use crate::AppState;
 use crate::bundle::{problem, validate_bundle};
 use crate::http::presented_key;
+use crate::model::short_id;
 use crate::problem::Problem;
 use ki_catalog::{Scope, Submission};
 

@@ -107,8 +107,8 @@ async fn find_job(state: &AppState, id: &str) -> Result<JobDetail, Problem> {
 
 fn worker_label(worker: Option<&WorkerRecord>, id: &str) -> String {
     match worker {
-        Some(w) => format!("{} on {} ({})", crate::pages::short_id(&w.id), w.host, w.environment.gpu),
-        None => crate::pages::short_id(id),
+        Some(w) => format!("{} on {} ({})", crate::model::short_id(&w.id), w.host, w.environment.gpu),
+        None => crate::model::short_id(id),
     }
 }
 
@@ -123,7 +123,7 @@ pub fn jobs_table(caption: &str, jobs: &[Job], workers: &BTreeMap<String, Worker
                 th scope="col" { "enqueued" }
             } }
             tbody { @for j in jobs { tr {
-                td { a href={ "/verifications/" (j.id) } { (crate::pages::short_id(&j.id)) } }
+                td { a href={ "/verifications/" (j.id) } { (crate::model::short_id(&j.id)) } }
                 td { (j.spec.subject.label()) }
                 td { (j.spec.workloads.operation) }
                 td.num { (j.spec.workloads.workloads.len()) }
@@ -203,10 +203,10 @@ pub fn render_job(detail: &JobDetail) -> Markup {
     let j = &detail.job;
     let workers: BTreeMap<String, WorkerRecord> = detail.workers.iter().map(|w| (w.id.clone(), w.clone())).collect();
     layout(
-        &format!("Verification {}", crate::pages::short_id(&j.id)),
+        &format!("Verification {}", crate::model::short_id(&j.id)),
         html! {
             nav.crumbs aria-label="Breadcrumb" { a href="/verifications" { "Verification queue" } }
-            h1 { "Verification " (crate::pages::short_id(&j.id)) }
+            h1 { "Verification " (crate::model::short_id(&j.id)) }
             p.subtitle { (j.spec.subject.label()) " · " (j.spec.workloads.operation) " · " (j.spec.protocol) }
             p.badges { span.badge { "state: " (j.state.as_str()) } " " span.badge { "origin: " (j.origin.as_str()) } }
             dl.fields {

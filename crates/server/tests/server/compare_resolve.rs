@@ -231,12 +231,12 @@ fn resolve_shows_the_caveats_of(cohort: &ki_ranking::Cohort) {
     assert_eq!(ours, messages);
 
     // The page shows every caveat, and a bar per candidate.
-    let axes: Vec<String> = request.axes.iter().map(|(k, v)| format!("{k}={}", ki_server::pages::scalar(v))).collect();
+    let axes: Vec<String> = request.axes.iter().map(|(k, v)| format!("{k}={}", ki_server::model::scalar(v))).collect();
     let path = format!(
         "/resolve?operation={}&axes={}&hardware={}",
-        ki_server::pages::percent_encode(&request.operation),
-        ki_server::pages::percent_encode(&axes.join(", ")),
-        ki_server::pages::percent_encode(request.hardware.as_deref().unwrap_or(""))
+        ki_server::model::percent_encode(&request.operation),
+        ki_server::model::percent_encode(&axes.join(", ")),
+        ki_server::model::percent_encode(request.hardware.as_deref().unwrap_or(""))
     );
     let page = get_html(&path);
     assert_eq!(page.status, 200);
@@ -419,7 +419,7 @@ fn the_atom_feed_names_workload_and_gpu_under_the_filters() {
 #[test]
 fn hostile_strings_are_escaped() {
     let hostile = "<script>alert(1)</script>";
-    let encoded = ki_server::pages::percent_encode(hostile);
+    let encoded = ki_server::model::percent_encode(hostile);
     for path in [
         format!("/records?gpu={encoded}"),
         format!("/records.atom?gpu={encoded}"),

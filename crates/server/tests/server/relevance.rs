@@ -153,7 +153,7 @@ pub static BUNDLED: LazyLock<Bundled> = LazyLock::new(|| {
 /// A query's JSON answer, as `/api/v1/search` gives it.
 pub fn answer(query: &str) -> Value {
     let bundled = &*BUNDLED;
-    let answer = block_on(bundled.model.search_answer(&bundled.catalog, query, ki_server::pages::PAGE_LIMIT))
+    let answer = block_on(bundled.model.search_answer(&bundled.catalog, query, ki_server::model::PAGE_LIMIT))
         .unwrap_or_else(|e| panic!("{query:?}: {e}"));
     serde_json::to_value(&answer).unwrap()
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::serving::{Database, Live, serve};
 
 fn search(server: &Live, query: &str) -> Value {
-    let path = format!("/api/v1/search?q={}", ki_server::pages::percent_encode(query));
+    let path = format!("/api/v1/search?q={}", ki_server::model::percent_encode(query));
     let reply = server.get(&path);
     assert_eq!(reply.status, 200, "{query}: {}", reply.body);
     reply.json()
@@ -236,7 +236,7 @@ fn plain_words_answer_with_chips_and_odd_input_gets_a_message() {
         ("zzqqxx wwvvkk", "No operation, GPU, model"),
         ("batch 16", "Axes alone"),
     ] {
-        let path = format!("/?q={}", ki_server::pages::percent_encode(query));
+        let path = format!("/?q={}", ki_server::model::percent_encode(query));
         let page = server.get_with(&path, &[("accept", "text/html")]);
         assert_eq!(page.status, 200, "{query:?}");
         assert!(page.body.contains(says), "{query:?}: no {says:?}");
