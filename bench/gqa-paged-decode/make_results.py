@@ -5,6 +5,7 @@ flashinfer,native`): per workload the per-call medians in one graph of FlashInfe
 use_tensor_cores settings) and the native kernel, the speedup over the better FlashInfer setting
 under each length rule, the real capture, 128 x 4,096, h32/kv8, and the summary line issue 14 asks
 for. Every figure in RESULTS.md comes from here; RESULTS.head.md holds the words."""
+
 import math
 import re
 import sys
@@ -87,9 +88,7 @@ for wl, impls in tables["realistic"].items():
 rule_rows = []
 for wl, impls in tables["uniform"].items():
     n = impls[NATIVE]
-    cells = " | ".join(
-        f"{tables[rule][wl][NATIVE]['per_call']:.2f} / {ratios[rule][wl]:.2f}" for rule in KV4_RULES
-    )
+    cells = " | ".join(f"{tables[rule][wl][NATIVE]['per_call']:.2f} / {ratios[rule][wl]:.2f}" for rule in KV4_RULES)
     rule_rows.append(f"| {wl} | {n['batch']} | {n['tokens']} | {cells} |")
 
 
@@ -107,9 +106,7 @@ cap_rows = "\n".join(
     f"| {impl} | {v['per_call']:.2f} | {v['replay']:.2f} | {v['eager']:.2f} | {'yes' if v['correct'] else 'no'} | {v['l2']} |"
     for impl, v in next(iter(capture.values())).items()
 )
-fi_geo = {
-    rule: geomean(min(i[NOTC]["per_call"], i[TC]["per_call"]) for i in t.values()) for rule, t in tables.items()
-}
+fi_geo = {rule: geomean(min(i[NOTC]["per_call"], i[TC]["per_call"]) for i in t.values()) for rule, t in tables.items()}
 native_geo = {rule: geomean(i[NATIVE]["per_call"] for i in t.values()) for rule, t in tables.items()}
 rule_summary = "\n".join(
     f"| {rule} | {geo[rule]:.2f} | {low[rule]:.2f} ({worst[rule]}) | {sum(r > 1 for r in ratios[rule].values())} of 48 | "

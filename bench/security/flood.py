@@ -13,6 +13,7 @@ probes, unanswered, p50, p99, max (ms), sockets the flood opened.
 
     python3 bench/security/flood.py --addr 127.0.0.1:8099 --seconds 8 --peers 1
 """
+
 import argparse
 import asyncio
 import socket
@@ -20,8 +21,7 @@ import time
 
 HOLD = 3000
 STALLED_HEAD = b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\n"
-STALLED_BODY = (b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                b"content-length: 100\r\n\r\n{")
+STALLED_BODY = b"POST /api/v1/resolve/kernel HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"
 
 
 async def open_from(peer, host, port):
@@ -92,9 +92,12 @@ async def scenario(name, args, host, port):
     def pct(q):
         return answered[min(len(answered) - 1, int(q * len(answered)))] if answered else float("nan")
 
-    print(f"{name:9} peers={args.peers} probes={len(times)} unanswered={unanswered} "
-          f"p50={pct(0.5):.2f}ms p99={pct(0.99):.2f}ms max={answered[-1] if answered else float('nan'):.2f}ms "
-          f"flood_sockets={opened}", flush=True)
+    print(
+        f"{name:9} peers={args.peers} probes={len(times)} unanswered={unanswered} "
+        f"p50={pct(0.5):.2f}ms p99={pct(0.99):.2f}ms max={answered[-1] if answered else float('nan'):.2f}ms "
+        f"flood_sockets={opened}",
+        flush=True,
+    )
     await asyncio.sleep(2.0)
 
 

@@ -45,8 +45,10 @@ def main():
         n = ncu.get(name, {}).get("ns_per_call")
         a = ncu.get(name, {}).get("sm_active_ns_per_call")
         exp = "passed" if want.get("verdict") == "passed" else "refused: " + "/".join(want["refused"])
-        print(f"| {name} | {lang} | {exp} | {label(r) if r else 'missing'} | {f'{us:.2f}' if us else '-'} | "
-              f"{(r or {}).get('method') or '-'} | {beside(us, n)} | {beside(us, a)} | {why(r) if r else ''} |")
+        print(
+            f"| {name} | {lang} | {exp} | {label(r) if r else 'missing'} | {f'{us:.2f}' if us else '-'} | "
+            f"{(r or {}).get('method') or '-'} | {beside(us, n)} | {beside(us, a)} | {why(r) if r else ''} |"
+        )
     print()
     ncu2 = json.load(open(os.path.join(D, "ncu-pr221.json")))
     print("| solution | workload | axes | verdict | ours µs | method | ncu µs | ours ÷ ncu | ncu SM-active µs | ours ÷ SM-active | why |")
@@ -56,8 +58,10 @@ def main():
         us = r["latency"]["median"] / 1e3 if r.get("latency") else None
         k = ncu2.get(f"{r['implementation']}|{r['workload']}", {})
         n, a = k.get("ns_per_call"), k.get("sm_active_ns_per_call")
-        print(f"| {r['implementation'][:48]} | {r['workload'][:8]} | {r['axes']} | {label(r)} | {f'{us:.2f}' if us else '-'} | "
-              f"{r.get('method') or '-'} | {beside(us, n)} | {beside(us, a)} | {why(r)} |")
+        print(
+            f"| {r['implementation'][:48]} | {r['workload'][:8]} | {r['axes']} | {label(r)} | {f'{us:.2f}' if us else '-'} | "
+            f"{r.get('method') or '-'} | {beside(us, n)} | {beside(us, a)} | {why(r)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,17 @@ def geomean(values):
 
 
 def family(definition):
-    for prefix in ("gemm", "fused_add_rmsnorm", "rmsnorm", "gqa_paged_decode", "gqa_paged_prefill", "gqa_ragged", "mla_paged_decode", "mla_paged_prefill", "moe"):
+    for prefix in (
+        "gemm",
+        "fused_add_rmsnorm",
+        "rmsnorm",
+        "gqa_paged_decode",
+        "gqa_paged_prefill",
+        "gqa_ragged",
+        "mla_paged_decode",
+        "mla_paged_prefill",
+        "moe",
+    ):
         if definition.startswith(prefix):
             return prefix
     return definition
@@ -61,21 +71,27 @@ def main():
     names = solution_names(pr_dir)
     claimed = claims(pr_dir)
     print("# `ki verify` on the H200: baselines, the flashinfer-bench PR 221 corpus, negative controls, bad inputs\n")
-    print(f"- Session: {session['startedAt']} (UTC, when the records were written), {session['seconds']:.0f} s of `ki verify`; "
-          f"seed {session['seed']} (published after the run); {session['trials']} trials per workload.")
-    print(f"- GPU: {machine['device']} ({machine['smCount']} SMs, {machine['memoryBytes'] >> 30} GiB), driver {machine.get('driver')}, "
-          f"CUDA {machine.get('cuda')}, nvcc {machine.get('nvcc')}, torch {machine.get('torch')}, FlashInfer {machine.get('flashinfer')}, "
-          f"{machine.get('operatingSystem')}.")
+    print(
+        f"- Session: {session['startedAt']} (UTC, when the records were written), {session['seconds']:.0f} s of `ki verify`; "
+        f"seed {session['seed']} (published after the run); {session['trials']} trials per workload."
+    )
+    print(
+        f"- GPU: {machine['device']} ({machine['smCount']} SMs, {machine['memoryBytes'] >> 30} GiB), driver {machine.get('driver')}, "
+        f"CUDA {machine.get('cuda')}, nvcc {machine.get('nvcc')}, torch {machine.get('torch')}, FlashInfer {machine.get('flashinfer')}, "
+        f"{machine.get('operatingSystem')}."
+    )
     print(f"- nvidia-smi at the start: `{open(smi).read().strip().splitlines()[1] if os.path.exists(smi) else '?'}`")
     print(f"- Device command (device tool `run`, carry `.whl`, `.carry/verify`): `{command}`; inside it:\n  `{session['command']}`")
     print(f"- Protocol: {session['protocolDescription']}\n")
 
     base = [r for r in runs if r["implementationKey"].startswith("baseline:")]
     print("## Baselines of every definition with workloads\n")
-    print("Latency: median µs of the primary per-call figure (`latency_in_graph` where the callable can be captured in a CUDA graph, "
-          "else `latency_cupti`), [bootstrap 95% interval]; SOL % = the speed-of-light bound at the H200 datasheet peaks ÷ median. "
-          "Every output of every checked call compared with the definition's reference on the GPU (flashinfer_bench_eval, atol = rtol = 1e-2); "
-          "for gqa paged decode the Rust CPU reference recomputed every trial as well.\n")
+    print(
+        "Latency: median µs of the primary per-call figure (`latency_in_graph` where the callable can be captured in a CUDA graph, "
+        "else `latency_cupti`), [bootstrap 95% interval]; SOL % = the speed-of-light bound at the H200 datasheet peaks ÷ median. "
+        "Every output of every checked call compared with the definition's reference on the GPU (flashinfer_bench_eval, atol = rtol = 1e-2); "
+        "for gqa paged decode the Rust CPU reference recomputed every trial as well.\n"
+    )
     by_family = defaultdict(list)
     for r in base:
         by_family[family(r["definition"])].append(r)
@@ -90,14 +106,18 @@ def main():
         for r in rows:
             lat = r.get("latency")
             axes = ", ".join(f"{k}={v}" for k, v in r["axes"].items())
-            print(f"| {r['definition']} | {r['workload'][:8]} | {axes} | {r['verdict']['verdict']} | "
-                  f"{lat['median'] / 1e3:.2f} | [{lat['ci95Low'] / 1e3:.2f}, {lat['ci95High'] / 1e3:.2f}] | {r.get('method') or '-'} | "
-                  f"{(r.get('eager') or {}).get('median', 0) / 1e3:.2f} | {r.get('speedOfLightPercent') or 0:.1f} | {r.get('referenceAgreement') or '-'} |"
-                  if lat else
-                  f"| {r['definition']} | {r['workload'][:8]} | {axes} | {r['verdict']['verdict']} | - | - | - | - | - | {(r['verdict'].get('reason') or r['verdict'].get('first_lines') or '')[:160].replace('|', '/')} |")
+            print(
+                f"| {r['definition']} | {r['workload'][:8]} | {axes} | {r['verdict']['verdict']} | "
+                f"{lat['median'] / 1e3:.2f} | [{lat['ci95Low'] / 1e3:.2f}, {lat['ci95High'] / 1e3:.2f}] | {r.get('method') or '-'} | "
+                f"{(r.get('eager') or {}).get('median', 0) / 1e3:.2f} | {r.get('speedOfLightPercent') or 0:.1f} | {r.get('referenceAgreement') or '-'} |"
+                if lat
+                else f"| {r['definition']} | {r['workload'][:8]} | {axes} | {r['verdict']['verdict']} | - | - | - | - | - | {(r['verdict'].get('reason') or r['verdict'].get('first_lines') or '')[:160].replace('|', '/')} |"
+            )
         if skipped:
-            print(f"\nNot measured in this session ({len(skipped)} planned runs of {len({r['definition'] for r in skipped})} definitions): "
-                  f"{skipped[0]['verdict'].get('reason', '')}.")
+            print(
+                f"\nNot measured in this session ({len(skipped)} planned runs of {len({r['definition'] for r in skipped})} definitions): "
+                f"{skipped[0]['verdict'].get('reason', '')}."
+            )
         print()
 
     # Baseline medians per (definition, workload) for the ratios.
@@ -121,10 +141,14 @@ def main():
         (fixture_keys if name.startswith(("rmsnorm-hack", "bad-", "honest-")) else pr_keys).append(key)
 
     print("## The flashinfer-bench PR 221 corpus (every solution of the families with workloads)\n")
-    print("Ours: the verdicts over the definition's workloads (passed / all; the first failure's reason), and for a solution that passed "
-          "on every workload its geometric-mean H200 latency and the geometric mean of (baseline ÷ solution) over the workloads. "
-          "Theirs: the PR's own A800 traces where it published any (status counts and geometric-mean latency); most solutions have none.\n")
-    print("| solution | definition | our verdict | passed / workloads | our H200 latency µs (geomean) | baseline ÷ solution | their A800 claim | first failure |")
+    print(
+        "Ours: the verdicts over the definition's workloads (passed / all; the first failure's reason), and for a solution that passed "
+        "on every workload its geometric-mean H200 latency and the geometric mean of (baseline ÷ solution) over the workloads. "
+        "Theirs: the PR's own A800 traces where it published any (status counts and geometric-mean latency); most solutions have none.\n"
+    )
+    print(
+        "| solution | definition | our verdict | passed / workloads | our H200 latency µs (geomean) | baseline ÷ solution | their A800 claim | first failure |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     pr_run = pr_passed = 0
     for key in sorted(pr_keys, key=lambda k: (sol_runs[k][0]["definition"], title_of(sol_runs[k]))):
@@ -139,7 +163,9 @@ def main():
         if recorded and len(passed) == len(rs):
             pr_passed += 1
         lat = geomean([r["latency"]["median"] for r in passed])
-        ratios = [baseline_of[(r["definition"], r["workload"])] / r["latency"]["median"] for r in passed if (r["definition"], r["workload"]) in baseline_of]
+        ratios = [
+            baseline_of[(r["definition"], r["workload"])] / r["latency"]["median"] for r in passed if (r["definition"], r["workload"]) in baseline_of
+        ]
         ratio = geomean(ratios)
         short = rs[0]["implementation"]
         solution = slugs.get(short.rsplit("-", 1)[0], short)
@@ -157,8 +183,12 @@ def main():
         if first:
             v = first["verdict"]
             reason = (v.get("reason") or v.get("first_lines") or "")[:180].replace("|", "/")
-        print(f"| {solution} | {rs[0]['definition']} | {verdict} | {len(passed)} / {len(rs)} | {lat / 1e3:.2f} |" if lat else
-              f"| {solution} | {rs[0]['definition']} | {verdict} | {len(passed)} / {len(rs)} | - |", end="")
+        print(
+            f"| {solution} | {rs[0]['definition']} | {verdict} | {len(passed)} / {len(rs)} | {lat / 1e3:.2f} |"
+            if lat
+            else f"| {solution} | {rs[0]['definition']} | {verdict} | {len(passed)} / {len(rs)} | - |",
+            end="",
+        )
         print(f" {ratio:.2f}× |" if ratio else " - |", f"{claim_text} | {reason} |")
     print()
 
@@ -173,18 +203,26 @@ def main():
             refused_controls += 1
         print(f"| {title_of(rs)} | {v['verdict']} | {v.get('check', '')} {(v.get('reason') or v.get('first_lines') or '')[:240].replace('|', '/')} |")
     for e in session.get("refusedAtIntake", []):
-        print(f"| {os.path.basename(e['file'])} | refused at intake (nothing written) | `{e['pointer'] or '/'}`: {e['reason'][:200].replace('|', '/')} |")
+        print(
+            f"| {os.path.basename(e['file'])} | refused at intake (nothing written) | `{e['pointer'] or '/'}`: {e['reason'][:200].replace('|', '/')} |"
+        )
     print()
     measured = [r for r in base if r["verdict"]["verdict"] != "not_run"]
     definitions = sorted({r["definition"] for r in measured})
     correct = sum(1 for r in measured if r["verdict"]["verdict"] == "passed")
-    print(f"Planned and not measured (the session's deadline): {len(base) - len(measured)} of {len(base)} baseline runs, "
-          f"{sum(1 for k in pr_keys if all(r['verdict']['verdict'] == 'not_run' for r in sol_runs[k]))} of {len(pr_keys)} PR 221 solutions.\n")
-    print("Counting: `definitions` = definitions whose baseline ran in this session; `baselines_correct` = baseline runs (definition × workload) passed / recorded; "
-          "`pr221_run` = PR 221 solutions (unique sources) run; `pr221_passed` = those that passed on every workload; "
-          "`negative_controls_refused` = the four SOL-ExecBench controls refused as suspected reward hacks.\n")
-    print(f"summary: definitions={len(definitions)} baselines_correct={correct}/{len(measured)} pr221_run={pr_run} "
-          f"pr221_passed={pr_passed} negative_controls_refused={refused_controls}/4")
+    print(
+        f"Planned and not measured (the session's deadline): {len(base) - len(measured)} of {len(base)} baseline runs, "
+        f"{sum(1 for k in pr_keys if all(r['verdict']['verdict'] == 'not_run' for r in sol_runs[k]))} of {len(pr_keys)} PR 221 solutions.\n"
+    )
+    print(
+        "Counting: `definitions` = definitions whose baseline ran in this session; `baselines_correct` = baseline runs (definition × workload) passed / recorded; "
+        "`pr221_run` = PR 221 solutions (unique sources) run; `pr221_passed` = those that passed on every workload; "
+        "`negative_controls_refused` = the four SOL-ExecBench controls refused as suspected reward hacks.\n"
+    )
+    print(
+        f"summary: definitions={len(definitions)} baselines_correct={correct}/{len(measured)} pr221_run={pr_run} "
+        f"pr221_passed={pr_passed} negative_controls_refused={refused_controls}/4"
+    )
 
 
 if __name__ == "__main__":

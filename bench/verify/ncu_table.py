@@ -11,9 +11,25 @@ import csv
 import json
 import sys
 
-SCALE = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9,
-         "cycle": 1.0, "cycle/second": 1.0, "cycle/nsecond": 1e9, "cycle/usecond": 1e6, "cycle/msecond": 1e3,
-         "Ghz": 1e9, "Mhz": 1e6, "Khz": 1e3, "hz": 1.0}
+SCALE = {
+    "nsecond": 1.0,
+    "ns": 1.0,
+    "usecond": 1e3,
+    "us": 1e3,
+    "msecond": 1e6,
+    "ms": 1e6,
+    "second": 1e9,
+    "s": 1e9,
+    "cycle": 1.0,
+    "cycle/second": 1.0,
+    "cycle/nsecond": 1e9,
+    "cycle/usecond": 1e6,
+    "cycle/msecond": 1e3,
+    "Ghz": 1e9,
+    "Mhz": 1e6,
+    "Khz": 1e3,
+    "hz": 1.0,
+}
 
 
 def kernels(csv_path):
@@ -41,11 +57,9 @@ def main():
         calls = order["calls"]
         row = {"ns_per_call": sum(m["gpu__time_duration.sum"] for m in group) / calls, "kernels": len(group) / calls}
         if group and all("sm__cycles_active.max" in m and m.get("sm__cycles_elapsed.avg.per_second") for m in group):
-            row["sm_active_ns_per_call"] = sum(m["sm__cycles_active.max"] / m["sm__cycles_elapsed.avg.per_second"] * 1e9
-                                        for m in group) / calls
+            row["sm_active_ns_per_call"] = sum(m["sm__cycles_active.max"] / m["sm__cycles_elapsed.avg.per_second"] * 1e9 for m in group) / calls
         if group and all("gpc__cycles_elapsed.max" in m and m.get("gpc__cycles_elapsed.avg.per_second") for m in group):
-            row["gpc_elapsed_ns_per_call"] = sum(m["gpc__cycles_elapsed.max"] / m["gpc__cycles_elapsed.avg.per_second"] * 1e9
-                                          for m in group) / calls
+            row["gpc_elapsed_ns_per_call"] = sum(m["gpc__cycles_elapsed.max"] / m["gpc__cycles_elapsed.avg.per_second"] * 1e9 for m in group) / calls
         out[name] = row
     print(json.dumps(out, indent=1))
 

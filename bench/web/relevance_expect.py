@@ -72,8 +72,7 @@ def axes_of(workload, op):
 
 
 def eligible(run):
-    return (run["status"] == "passed" and run.get("primaryValue") is not None and not run.get("retractedAt")
-            and run["id"] not in SUPERSEDED)
+    return run["status"] == "passed" and run.get("primaryValue") is not None and not run.get("retractedAt") and run["id"] not in SUPERSEDED
 
 
 def verified(run):
@@ -88,8 +87,7 @@ def answer(names, gpu=None, axes=None, model=None, project=None, trust=None):
     axes = axes or {}
 
     def passes(run):
-        return ((gpu is None or run["hardwareModel"] == gpu)
-                and (project is None or project.lower() in project_name(run).lower()))
+        return (gpu is None or run["hardwareModel"] == gpu) and (project is None or project.lower() in project_name(run).lower())
 
     candidates = []
     for op in OPS.values():
@@ -99,8 +97,7 @@ def answer(names, gpu=None, axes=None, model=None, project=None, trust=None):
             continue
         if not any(passes(r) for r in RUNS_OF_OP[op["id"]]):
             continue
-        if axes and not any(all(axes_of(WORKLOADS[r["workloadId"]], op).get(k) == v for k, v in axes.items())
-                            for r in RUNS_OF_OP[op["id"]]):
+        if axes and not any(all(axes_of(WORKLOADS[r["workloadId"]], op).get(k) == v for k, v in axes.items()) for r in RUNS_OF_OP[op["id"]]):
             continue
         candidates.append(op)
     if not candidates:
@@ -117,8 +114,7 @@ def answer(names, gpu=None, axes=None, model=None, project=None, trust=None):
         groups[r["comparisonKey"]].append(r)
     if not groups:
         return (op["name"], "", "")
-    key = min(groups, key=lambda k: (not any(verified(r) for r in groups[k]), -len(groups[k]),
-                                     groups[k][0]["hardwareModel"], k))
+    key = min(groups, key=lambda k: (not any(verified(r) for r in groups[k]), -len(groups[k]), groups[k][0]["hardwareModel"], k))
     group = groups[key]
     pool = [r for r in group if verified(r)] or group
     best = min(pool, key=lambda r: r["primaryValue"])
@@ -137,9 +133,11 @@ def answer(names, gpu=None, axes=None, model=None, project=None, trust=None):
 
 def named(*words):
     """Operations whose name, slug, family or tags hold one of the words."""
+
     def test(op):
         text = " ".join([op["name"], op["slug"], op.get("family") or ""] + list(op.get("tags") or [])).lower()
         return any(w in text for w in words)
+
     return test
 
 

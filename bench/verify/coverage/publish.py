@@ -67,8 +67,10 @@ def main():
         call = os.path.basename(folder.rstrip("/"))
         for needed in ("catalog-rows.jsonl.zst", "records.tgz"):
             if not os.path.exists(os.path.join(folder, needed)):
-                sys.exit(f"{folder}: no {needed}, so not a coverage call's folder as publish.py reads it "
-                         "(a published call's records.tgz is in git history: bench/verify/coverage/README.md)")
+                sys.exit(
+                    f"{folder}: no {needed}, so not a coverage call's folder as publish.py reads it "
+                    "(a published call's records.tgz is in git history: bench/verify/coverage/README.md)"
+                )
         records[call] = tarfile.open(os.path.join(folder, "records.tgz"))
         for line in read_rows(os.path.join(folder, "catalog-rows.jsonl.zst")):
             table, row = line["table"], line["row"]
@@ -91,11 +93,13 @@ def main():
     # judge share the card), not through the implementation: a harness fault is never published as
     # the implementation's failure.
     # (A runtime error, or since the typed-protocol runner a harness error: incomplete evidence.)
-    out_of_memory = {k for k, (_, row) in runs.items()
-                     if row["status"] in ("runtime_error", "incomplete_evidence") and is_out_of_memory(row)}
+    out_of_memory = {k for k, (_, row) in runs.items() if row["status"] in ("runtime_error", "incomplete_evidence") and is_out_of_memory(row)}
     held_back += [
-        {"run": runs[k][1]["id"], "implementation": runs[k][1]["implementationId"],
-         "reason": "the card ran out of memory under the harness (a harness fault)"}
+        {
+            "run": runs[k][1]["id"],
+            "implementation": runs[k][1]["implementationId"],
+            "reason": "the card ran out of memory under the harness (a harness fault)",
+        }
         for k in sorted(out_of_memory)
     ]
     runs = {k: cr for k, cr in runs.items() if k not in out_of_memory}
@@ -103,9 +107,12 @@ def main():
     workloads.update({id: row for (table, id), (_, row) in others.items() if table == "workloads"})
     degenerate = {k for k, (_, row) in runs.items() if kv_short_of_queries(workloads[row["workloadId"]])}
     held_back += [
-        {"run": runs[k][1]["id"], "implementation": runs[k][1]["implementationId"],
-         "reason": "a causal prefill workload with fewer KV tokens than queries: the harness gave some sequences "
-                   "queries and no KV, where only the reference's convention answers (a harness fault)"}
+        {
+            "run": runs[k][1]["id"],
+            "implementation": runs[k][1]["implementationId"],
+            "reason": "a causal prefill workload with fewer KV tokens than queries: the harness gave some sequences "
+            "queries and no KV, where only the reference's convention answers (a harness fault)",
+        }
         for k in sorted(degenerate)
     ]
     runs = {k: cr for k, cr in runs.items() if k not in degenerate}

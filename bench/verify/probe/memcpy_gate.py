@@ -87,10 +87,10 @@ def floor_probe(calls=200):
         for _ in range(calls):
             one.add_(1)
             torch.cuda.synchronize()
-    d = [e.duration_ns() for e in prof.profiler.kineto_results.events()
-         if e.device_type() == ki_timing._DeviceType.CUDA and "elementwise" in e.name()]
-    print(f"\none-element add_ kernel, CUPTI duration: median {statistics.median(d)} ns over {len(d)} "
-          f"(min {min(d)}, max {max(d)})")
+    d = [
+        e.duration_ns() for e in prof.profiler.kineto_results.events() if e.device_type() == ki_timing._DeviceType.CUDA and "elementwise" in e.name()
+    ]
+    print(f"\none-element add_ kernel, CUPTI duration: median {statistics.median(d)} ns over {len(d)} (min {min(d)}, max {max(d)})")
 
 
 if len(sys.argv) > 1 and sys.argv[1] == "ncu":
@@ -102,8 +102,12 @@ if len(sys.argv) > 1 and sys.argv[1] == "ncu":
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
 else:
-    for name, call in [("kernel on the legacy stream", kernel_on_legacy), ("cudaMemcpy DtoH pageable 16 B", memcpy_pageable_16),
-                       ("cudaMemcpy DtoH pageable 4 MiB", memcpy_pageable_4m), ("cudaMemcpy DtoH pinned 16 B", memcpy_pinned_16),
-                       ("kernel then cudaMemcpy DtoH pageable 16 B", kernel_then_memcpy)]:
+    for name, call in [
+        ("kernel on the legacy stream", kernel_on_legacy),
+        ("cudaMemcpy DtoH pageable 16 B", memcpy_pageable_16),
+        ("cudaMemcpy DtoH pageable 4 MiB", memcpy_pageable_4m),
+        ("cudaMemcpy DtoH pinned 16 B", memcpy_pinned_16),
+        ("kernel then cudaMemcpy DtoH pageable 16 B", kernel_then_memcpy),
+    ]:
         gate_probe(name, call)
     floor_probe()

@@ -51,8 +51,7 @@ async def main():
     params = StdioServerParameters(command=command[0], args=command[1:])
     results = {}
     async with Client(params, mode=args.mode, read_timeout_seconds=300) as client:
-        check(client.protocol_version == args.expect_version,
-              f"negotiated {client.protocol_version}, expected {args.expect_version}")
+        check(client.protocol_version == args.expect_version, f"negotiated {client.protocol_version}, expected {args.expect_version}")
         check(client.server_info is not None and client.server_info.name == "ki", f"server info {client.server_info}")
         check(client.server_capabilities.tools is not None, "the tools capability is declared")
 
@@ -72,8 +71,7 @@ async def main():
             text = result.content[0].text if result.content else ""
             check(not result.is_error, f"{name}({arguments}) failed: {text}")
             check(result.structured_content is not None, f"{name} returns structured content")
-            errors = sorted(jsonschema.Draft202012Validator(output_schemas[name]).iter_errors(result.structured_content),
-                            key=lambda e: list(e.path))
+            errors = sorted(jsonschema.Draft202012Validator(output_schemas[name]).iter_errors(result.structured_content), key=lambda e: list(e.path))
             check(not errors, f"{name}: structured content against its output schema: {[e.message for e in errors[:3]]}")
             check(json.loads(text) == result.structured_content, f"{name}: the text block is the same JSON")
             results[name] = result.structured_content
@@ -88,8 +86,10 @@ async def main():
         fastest = one["responses"][0]["cohorts"][0]["fastest"]
         unmeasured = {"operation": GQA, "axes": {"num_kv_indices": 5000}}
         batch = await call("resolve", {"requests": [SEED_CASE, unmeasured, {"operation": "no_such_op"}]})
-        check([r["mode"] for r in batch["responses"]] == ["chooser", "browse", "none"],
-              f"a batch answers in order: {[r['mode'] for r in batch['responses']]}")
+        check(
+            [r["mode"] for r in batch["responses"]] == ["chooser", "browse", "none"],
+            f"a batch answers in order: {[r['mode'] for r in batch['responses']]}",
+        )
         results["resolve"] = one
         dossier = await call("show_run", {"run": fastest[0]["runId"]})
         check(dossier["id"] == fastest[0]["runId"] and dossier["primary"]["rank"] == 1, "show_run: the #1 run")
@@ -99,8 +99,7 @@ async def main():
         check(since["records"] and all(r["at"] >= "2026-08-01" for r in since["records"]), "records_since: only later")
         runs = await call("list_runs", {"operation": GQA, "hardware": "NVIDIA H200", "limit": 5})
         check(len(runs["runs"]) == 5 and runs["total"] > 5 and runs["nextCursor"], "list_runs: a first page of 5")
-        more = await call("list_runs", {"operation": GQA, "hardware": "NVIDIA H200", "limit": 5,
-                                        "cursor": runs["nextCursor"]})
+        more = await call("list_runs", {"operation": GQA, "hardware": "NVIDIA H200", "limit": 5, "cursor": runs["nextCursor"]})
         check(more["runs"][0]["id"] > runs["runs"][-1]["id"], "list_runs: the next page follows the first")
         if args.job:  # a job the catalog holds
             status = await call("verification_status", {"job": args.job})
