@@ -28,7 +28,10 @@ timeout 60 ncu --clock-control none --nvtx --nvtx-include ki/ --metrics gpu__tim
   > $OUT/smoke-ncu-order.txt 2> $OUT/smoke-ncu.err
 python3 bench/verify/ncu_table.py $OUT/smoke-ncu-order.txt $OUT/smoke-ncu.csv > $OUT/smoke-ncu.json
 echo "smoke with ncu in $(( $(date +%s) - start )) s"
-python3 - "$OUT" <<'PY'
+# The runner's Python tests, here with torch and a GPU (CI skips those that need them).
+timeout 120 python3 -m unittest discover -v -s crates/runner/python/tests > $OUT/smoke-pytests.txt 2>&1
+PYTESTS=$?
+python3 - "$OUT" "$PYTESTS" <<'PY'
 import json, sys
 expected = json.load(open("bench/verify/smoke-expected.json"))
 ncu = json.load(open(sys.argv[1] + "/smoke-ncu.json"))
@@ -51,6 +54,13 @@ for name, want in expected.items():
     ratio = f"{us / ncu_us:.3f}" if us and ncu_us else "-"
     rows.append(f"| {name} | {verdict} | {'-' if us is None else f'{us:.2f}'} | {'-' if ncu_us is None else f'{ncu_us:.2f}'} | "
                 f"{ratio} | {r.get('method') if r else '-'} | {'/'.join(want['verdicts'])} | {'ok' if good else 'FAILED'} | {reason} |")
+tests = open(sys.argv[1] + "/smoke-pytests.txt").read()
+ran = [line for line in tests.splitlines() if line.endswith(("... ok", "... skipped", "... FAIL", "... ERROR")) or " ... skipped " in line]
+skipped = sum(" ... skipped" in line for line in ran)
+tests_ok = sys.argv[2] == "0" and skipped == 0
+ok &= tests_ok
+rows.append(f"| runner Python tests | {len(ran) - skipped} ran, {skipped} skipped | - | - | - | - | all ran and passed | {'ok' if tests_ok else 'FAILED'} | "
+            f"{tests.strip().splitlines()[-1][:90] if tests.strip() else 'no output'} |")
 head = "| solution | verdict | µs | ncu µs | ratio | method | expected | | reason |\n|---|---|---|---|---|---|---|---|---|"
 print(head)
 print("\n".join(rows))

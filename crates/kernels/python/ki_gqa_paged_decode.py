@@ -45,8 +45,10 @@ CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 class KernelArgs(ctypes.Structure):
     """`struct Args` of the .cu file, passed by value."""
 
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "q", "k_cache", "v_cache", "kv_indptr", "kv_indices", "kv_last_page_len", "out", "lse", "partial", "counters")] + [
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in ("q", "k_cache", "v_cache", "kv_indptr", "kv_indices", "kv_last_page_len", "out", "lse", "partial", "counters")
+    ] + [
         ("scale_log2", ctypes.c_float),
         ("batch", ctypes.c_int32),
         ("num_entries", ctypes.c_int32),
@@ -105,15 +107,24 @@ class GqaPagedDecode:
         self.variants = {}
         with cupy.cuda.Device(self.device.index):
             for warps, stages in (SMALL, DEEP, FIVE):
-                options = ("-std=c++17", f"-DHEAD_DIM={head_dim}", f"-DPAGE_SIZE={page_size}", f"-DGROUP={self.group}",
-                           f"-DNUM_KV_HEADS={num_kv_heads}", f"-DNSTAGE={stages}", f"-DWARPS={warps}", "-DCLUSTER_MERGE=0")
+                options = (
+                    "-std=c++17",
+                    f"-DHEAD_DIM={head_dim}",
+                    f"-DPAGE_SIZE={page_size}",
+                    f"-DGROUP={self.group}",
+                    f"-DNUM_KV_HEADS={num_kv_heads}",
+                    f"-DNSTAGE={stages}",
+                    f"-DWARPS={warps}",
+                    "-DCLUSTER_MERGE=0",
+                )
                 kernel = cupy.RawModule(code=source, options=options, backend="nvrtc").get_function(KERNEL_NAME)
                 # get_function gives a RawKernel; the driver calls take its CUfunction (a
                 # cupy.cuda.Function's `ptr`), and the module must outlive it (kept in variants).
                 function = kernel.kernel
                 shared = warp_shared_bytes(head_dim, stages) * warps
-                cupy.cuda.driver.funcSetAttribute(function.ptr, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                  min(shared + IDX_CACHE_ENTRIES * 4, MAX_SMEM_PER_CTA))
+                cupy.cuda.driver.funcSetAttribute(
+                    function.ptr, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, min(shared + IDX_CACHE_ENTRIES * 4, MAX_SMEM_PER_CTA)
+                )
                 ctas = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, 32 * warps, shared)
                 self.variants[(warps, stages)] = (function, max(ctas, 1), kernel)
         self.workspaces = {}
@@ -126,8 +137,11 @@ class GqaPagedDecode:
             return SMALL
         if 2 * rows <= self.sm_count and 384 <= average <= 2048:
             return DEEP
-        if average > 256 * SMALL[0] and average > 256 * FIVE[0] and self.last_wave_fill(FIVE, batch, num_kv_indices) > self.last_wave_fill(
-                SMALL, batch, num_kv_indices) + 0.1:
+        if (
+            average > 256 * SMALL[0]
+            and average > 256 * FIVE[0]
+            and self.last_wave_fill(FIVE, batch, num_kv_indices) > self.last_wave_fill(SMALL, batch, num_kv_indices) + 0.1
+        ):
             return FIVE
         return SMALL
 
@@ -167,19 +181,23 @@ class GqaPagedDecode:
         stream = torch.cuda.current_stream(self.device).cuda_stream
         have = self.workspaces.get(stream)
         if have is None or have[0].numel() < partial or have[1].numel() < counters:
-            have = (torch.empty(max(partial, 1), dtype=torch.float32, device=self.device),
-                    torch.zeros(max(counters, 1), dtype=torch.int32, device=self.device))
+            have = (
+                torch.empty(max(partial, 1), dtype=torch.float32, device=self.device),
+                torch.zeros(max(counters, 1), dtype=torch.int32, device=self.device),
+            )
             self.workspaces[stream] = have
         return have
 
     def __call__(self, q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale, kv_last_page_len=None, out=None, lse=None):
         torch = self.torch
         batch = q.shape[0]
-        expect = [(q, torch.bfloat16, (batch, self.num_qo_heads, self.head_dim)),
-                  (k_cache, torch.bfloat16, (k_cache.shape[0], self.page_size, self.num_kv_heads, self.head_dim)),
-                  (v_cache, torch.bfloat16, tuple(k_cache.shape)),
-                  (kv_indptr, torch.int32, (batch + 1,)),
-                  (kv_indices, torch.int32, (kv_indices.shape[0],))]
+        expect = [
+            (q, torch.bfloat16, (batch, self.num_qo_heads, self.head_dim)),
+            (k_cache, torch.bfloat16, (k_cache.shape[0], self.page_size, self.num_kv_heads, self.head_dim)),
+            (v_cache, torch.bfloat16, tuple(k_cache.shape)),
+            (kv_indptr, torch.int32, (batch + 1,)),
+            (kv_indices, torch.int32, (kv_indices.shape[0],)),
+        ]
         if self.page_size > 1:
             if kv_last_page_len is None:
                 raise ValueError("page_size > 1 needs kv_last_page_len")
@@ -196,14 +214,28 @@ class GqaPagedDecode:
         num_kv_indices, num_pages = kv_indices.shape[0], k_cache.shape[0]
         tuning, chunk, ctas, shared, cache, partial, counters = self.plan(batch, num_kv_indices)
         partial_buffer, counter_buffer = self.workspace(partial, counters)
-        args = KernelArgs(q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), kv_indptr.data_ptr(), kv_indices.data_ptr(),
-                          kv_last_page_len.data_ptr() if kv_last_page_len is not None else 0, out.data_ptr(), lse.data_ptr(),
-                          partial_buffer.data_ptr(), counter_buffer.data_ptr(), sm_scale * math.log2(math.e), batch,
-                          num_kv_indices, num_pages, chunk, 0, int(cache and kv_indices.data_ptr() % 16 == 0))
+        args = KernelArgs(
+            q.data_ptr(),
+            k_cache.data_ptr(),
+            v_cache.data_ptr(),
+            kv_indptr.data_ptr(),
+            kv_indices.data_ptr(),
+            kv_last_page_len.data_ptr() if kv_last_page_len is not None else 0,
+            out.data_ptr(),
+            lse.data_ptr(),
+            partial_buffer.data_ptr(),
+            counter_buffer.data_ptr(),
+            sm_scale * math.log2(math.e),
+            batch,
+            num_kv_indices,
+            num_pages,
+            chunk,
+            0,
+            int(cache and kv_indices.data_ptr() % 16 == 0),
+        )
         params = (ctypes.c_void_p * 1)(ctypes.addressof(args))
         function, _, _ = self.variants[tuning]
         stream = torch.cuda.current_stream(self.device).cuda_stream
         with self.cupy.cuda.Device(self.device.index):
-            self.cupy.cuda.driver.launchKernel(function.ptr, ctas, 1, 1, 32 * tuning[0], 1, 1, shared, stream,
-                                               ctypes.addressof(params), 0)
+            self.cupy.cuda.driver.launchKernel(function.ptr, ctas, 1, 1, 32 * tuning[0], 1, 1, shared, stream, ctypes.addressof(params), 0)
         return out, lse

@@ -110,12 +110,27 @@ def gqa_paged(definition):
             if last is None:
                 last = torch.ones(batch, dtype=torch.int32, device=q.device)
             wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-                _workspace(q.device), "NHD", use_cuda_graph=True, use_tensor_cores=True,
+                _workspace(q.device),
+                "NHD",
+                use_cuda_graph=True,
+                use_tensor_cores=True,
                 paged_kv_indptr_buffer=torch.empty_like(kv_indptr),
                 paged_kv_indices_buffer=torch.empty(max(kv_indices.numel(), 1), dtype=torch.int32, device=q.device),
-                paged_kv_last_page_len_buffer=torch.empty_like(last))
-            wrapper.plan(kv_indptr, kv_indices, last, hq, hkv, d, ps, pos_encoding_mode="NONE",
-                         q_data_type=q.dtype, kv_data_type=inp["k_cache"].dtype, sm_scale=float(inp["sm_scale"]))
+                paged_kv_last_page_len_buffer=torch.empty_like(last),
+            )
+            wrapper.plan(
+                kv_indptr,
+                kv_indices,
+                last,
+                hq,
+                hkv,
+                d,
+                ps,
+                pos_encoding_mode="NONE",
+                q_data_type=q.dtype,
+                kv_data_type=inp["k_cache"].dtype,
+                sm_scale=float(inp["sm_scale"]),
+            )
             kv = (inp["k_cache"], inp["v_cache"])
             return lambda: tuple(wrapper.run(q, kv, return_lse=True))
 
@@ -126,8 +141,9 @@ def gqa_paged(definition):
         batch = qo.numel() - 1
         last = torch.ones(batch, dtype=torch.int32, device=q.device)
         wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(_workspace(q.device), "NHD", backend="fa2")
-        wrapper.plan(qo, kvp, kvi, last, hq, hkv, d, ps, causal=True, sm_scale=float(inp["sm_scale"]),
-                     q_data_type=q.dtype, kv_data_type=inp["k_cache"].dtype)
+        wrapper.plan(
+            qo, kvp, kvi, last, hq, hkv, d, ps, causal=True, sm_scale=float(inp["sm_scale"]), q_data_type=q.dtype, kv_data_type=inp["k_cache"].dtype
+        )
         kv = (inp["k_cache"], inp["v_cache"])
         return lambda: tuple(wrapper.run(q, kv, return_lse=True))
 
@@ -142,8 +158,9 @@ def gqa_ragged(definition):
     def make(inp):
         q, k, v = inp["q"], inp["k"], inp["v"]
         wrapper = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(_workspace(q.device), "NHD", backend="fa2")
-        wrapper.plan(inp["qo_indptr"], inp["kv_indptr"], hq, hkv, d, causal=True, sm_scale=float(inp["sm_scale"]),
-                     q_data_type=q.dtype, kv_data_type=k.dtype)
+        wrapper.plan(
+            inp["qo_indptr"], inp["kv_indptr"], hq, hkv, d, causal=True, sm_scale=float(inp["sm_scale"]), q_data_type=q.dtype, kv_data_type=k.dtype
+        )
         return lambda: tuple(wrapper.run(q, k, v, return_lse=True))
 
     return "flashinfer-batch-prefill-ragged", "flashinfer.BatchPrefillWithRaggedKVCacheWrapper (NHD, fa2, causal)", make
@@ -163,8 +180,7 @@ def mla_paged(definition):
         qo = inp["qo_indptr"] if prefill else torch.arange(batch + 1, dtype=torch.int32, device=q_nope.device)
         kv_len = (kvp[1:] - kvp[:-1]).to(torch.int32)
         wrapper = flashinfer.mla.BatchMLAPagedAttentionWrapper(_workspace(q_nope.device), backend="fa2")
-        wrapper.plan(qo, kvp, kvi, kv_len, heads, ckv, kpe, ps, prefill, float(inp["sm_scale"]),
-                     q_nope.dtype, inp["ckv_cache"].dtype)
+        wrapper.plan(qo, kvp, kvi, kv_len, heads, ckv, kpe, ps, prefill, float(inp["sm_scale"]), q_nope.dtype, inp["ckv_cache"].dtype)
         c, p = inp["ckv_cache"], inp["kpe_cache"]
         return lambda: tuple(wrapper.run(q_nope, q_pe, c, p, return_lse=True))
 

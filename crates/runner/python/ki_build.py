@@ -42,9 +42,9 @@ def build_pch(pch_dir):
     cflags = ""
     for line in ninja.splitlines():
         if line.startswith("cflags = "):
-            cflags = line[len("cflags = "):]
+            cflags = line[len("cflags = ") :]
         if line.startswith("cxx = "):
-            cxx = line[len("cxx = "):]
+            cxx = line[len("cxx = ") :]
     flags = [f for f in cflags.split() if not f.startswith("-DTORCH_EXTENSION_NAME")]
     gch = header + ".gch"
     result = subprocess.run([cxx, *flags, "-x", "c++-header", header, "-o", gch + ".partial"], capture_output=True, text=True)

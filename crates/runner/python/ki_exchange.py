@@ -59,7 +59,7 @@ def digest(region):
     the exchange when the judge reads what the worker wrote (a change or a shift of any byte moves it)."""
     total = torch.zeros((), dtype=torch.int64, device=region.device)
     for start in range(0, region.numel(), _DIGEST_CHUNK):
-        chunk = region[start:start + _DIGEST_CHUNK].to(torch.int64)
+        chunk = region[start : start + _DIGEST_CHUNK].to(torch.int64)
         weights = torch.arange(start, start + chunk.numel(), dtype=torch.int64, device=region.device)
         total += (chunk * weights.remainder_(_DIGEST_MODULUS).add_(1)).sum()
     return int(total.item())

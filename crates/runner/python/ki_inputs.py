@@ -129,12 +129,11 @@ class Slot:
 
     def refill(self):
         for index, t in enumerate(self.random):
-            fill_(t, self.seed_tensor[index:index + 1])
+            fill_(t, self.seed_tensor[index : index + 1])
 
     def fill(self, call_seed):
         self.set_seed(call_seed)
         self.refill()
-
 
 
 def plan_nbytes(plan):

@@ -3,17 +3,13 @@
 It runs the definition's own PyTorch `reference` on the GPU for every (workload, trial) plan the
 runner sends, keeps the reference outputs in its own memory, maps the exchange buffers the solution
 workers export (ki_exchange) and compares what they copied there with the references, element by
-element, under the runner's comparators (the rules of crates/runner/src/compare.rs):
-`flashinfer_bench_eval` (an element fails when abs_err > atol and rel_err > rtol, rel_err = abs_err /
-(|ref| + 1e-8)), `sol_execbench_eval` (passes when |out - ref| <= atol + rtol |ref|), relative L2;
-a NaN or infinity fails unless the reference holds the same infinity there.
+element, under the runner's comparators (ki_compare).
 
 Protocol: one JSON job per line on stdin, one JSON reply per line on stdout (library prints go to
 stderr). Jobs: hello, definition, reference, open, close, compare, drop.
 """
 
 import json
-import math
 import os
 import sys
 import time
@@ -28,6 +24,7 @@ from safetensors.torch import save_file  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ki_exchange  # noqa: E402
+from ki_compare import compare  # noqa: E402
 import ki_inputs  # noqa: E402
 
 STATE = {"reference": None, "definition": None, "refs": {}, "plans": {}, "exchanges": {}}
@@ -122,41 +119,6 @@ def release_cache():
     torch.cuda.empty_cache()
 
 
-def compare(out, ref, atol, rtol):
-    """One output against its reference: the statistics of compare.rs::OutputComparison."""
-    o = out.reshape(-1).to(torch.float32)
-    r = ref.reshape(-1).to(torch.float32)
-    n = o.numel()
-    finite = torch.isfinite(o) & torch.isfinite(r)
-    same_inf = torch.isinf(o) & (o == r)
-    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
-    rel = diff / (r.abs() + 1e-8)
-    fib_ok = torch.where(finite, ~((diff > atol) & (rel > rtol)), same_inf)
-    sol_ok = torch.where(finite, diff <= atol + rtol * r.abs(), same_inf)
-    non_finite = int((~finite & ~same_inf).sum().item())
-    diff2 = float((diff * diff).sum(dtype=torch.float64).item())
-    norm2 = float(torch.where(finite, r * r, torch.zeros_like(r)).sum(dtype=torch.float64).item())
-    if diff2 == 0.0:
-        l2 = 0.0
-    elif norm2 == 0.0:
-        l2 = math.inf
-    else:
-        l2 = math.sqrt(diff2 / norm2)
-    fib = int(fib_ok.sum().item())
-    sol = int(sol_ok.sum().item())
-    return {
-        "elements": n,
-        "maxAbsError": float(diff.max().item()) if n else 0.0,
-        "maxRelError": float(torch.where(finite, rel, torch.zeros_like(rel)).max().item()) if n else 0.0,
-        "relativeL2Error": l2,
-        "matchedRatio": fib / n if n else 1.0,
-        "flashinferBenchPass": fib == n,
-        "solExecbenchMatchedRatio": sol / n if n else 1.0,
-        "solExecbenchPass": sol == n,
-        "nonFiniteMismatches": non_finite,
-    }
-
-
 def run_compare(job):
     key = (job["workload"], job["trial"])
     plan = STATE["plans"][key]
@@ -172,17 +134,22 @@ def run_compare(job):
             ref = refs[name]
             dtype = ki_inputs.DTYPES[spec["dtype"]]
             if dtype != ref.dtype or list(spec["shape"]) != list(ref.shape):
-                results.append({"name": name, "mismatch": f"{spec['dtype']} {spec['shape']}, the reference is "
-                                f"{str(ref.dtype).replace('torch.', '')} {list(ref.shape)}",
-                                "kind": "dtype" if dtype != ref.dtype else "shape"})
+                results.append(
+                    {
+                        "name": name,
+                        "mismatch": f"{spec['dtype']} {spec['shape']}, the reference is {str(ref.dtype).replace('torch.', '')} {list(ref.shape)}",
+                        "kind": "dtype" if dtype != ref.dtype else "shape",
+                    }
+                )
                 continue
             start, nbytes = int(spec["offset"]), int(spec["nbytes"])
             if start < 0 or start + nbytes > exchange.nbytes or nbytes != ref.numel() * ref.element_size():
                 raise ValueError(f"output {name}: bytes {start}..{start + nbytes} do not fit the exchange")
-            region = exchange.tensor[start:start + nbytes]
+            region = exchange.tensor[start : start + nbytes]
             if "digest" not in spec or ki_exchange.digest(region) != int(spec["digest"]):
-                raise TransportError(f"output {name} ({call['label']}): the bytes mapped from the exchange are not "
-                                     "the ones the worker copied there (digest differs)")
+                raise TransportError(
+                    f"output {name} ({call['label']}): the bytes mapped from the exchange are not the ones the worker copied there (digest differs)"
+                )
             out = region.view(dtype).view(ref.shape)
             stats = compare(out, ref, atol, rtol)
             stats["name"] = name

@@ -46,6 +46,7 @@ sys.stdout = sys.stderr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
+
 # torch._dynamo rebinds torch.manual_seed when first imported: imported here, before the integrity
 # snapshot, so a later lazy import does not read as a monkey patch (seen on the H200, 2026-12-01).
 import torch._dynamo  # noqa: E402, F401
@@ -108,13 +109,30 @@ def _watched():
     import torch.profiler as profiler
 
     return {
-        "torch": torch, "torch.cuda": torch.cuda, "torch.cuda.graphs": graphs, "torch.profiler": profiler,
-        "torch.autograd.profiler": autograd_profiler, "torch.autograd.profiler_util": profiler_util,
-        "torch.Tensor": torch.Tensor, "torch.cuda.Event": torch.cuda.Event, "torch.cuda.CUDAGraph": torch.cuda.CUDAGraph,
-        "torch.cuda.Stream": torch.cuda.Stream, "torch.profiler.profile": profiler.profile,
-        "time": time, "threading": threading, "json": json, "os": os, "sys": sys, "ctypes": ctypes,
-        "ki_timing": ki_timing, "ki_inputs": ki_inputs, "ki_windows": ki_windows,
-        "ki_windows.SeedLedger": ki_windows.SeedLedger, "ki_inputs.Slot": ki_inputs.Slot, "ki_exchange": ki_exchange, "ki_solution": sys.modules[__name__],
+        "torch": torch,
+        "torch.cuda": torch.cuda,
+        "torch.cuda.graphs": graphs,
+        "torch.profiler": profiler,
+        "torch.autograd.profiler": autograd_profiler,
+        "torch.autograd.profiler_util": profiler_util,
+        "torch.Tensor": torch.Tensor,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.CUDAGraph": torch.cuda.CUDAGraph,
+        "torch.cuda.Stream": torch.cuda.Stream,
+        "torch.profiler.profile": profiler.profile,
+        "time": time,
+        "threading": threading,
+        "json": json,
+        "os": os,
+        "sys": sys,
+        "ctypes": ctypes,
+        "ki_timing": ki_timing,
+        "ki_inputs": ki_inputs,
+        "ki_windows": ki_windows,
+        "ki_windows.SeedLedger": ki_windows.SeedLedger,
+        "ki_inputs.Slot": ki_inputs.Slot,
+        "ki_exchange": ki_exchange,
+        "ki_solution": sys.modules[__name__],
     }
 
 
@@ -276,7 +294,10 @@ def decide_dps(declared, fn, n_inputs, n_outputs, is_extension):
     if total is None or total >= n_inputs + n_outputs:
         return True, "destination_passing_style absent: the schema's default (true)"
     if required <= n_inputs <= total:
-        return False, f"destination_passing_style absent and the entry point takes {total} positional parameters, the {n_inputs} inputs only: called value-returning"
+        return (
+            False,
+            f"destination_passing_style absent and the entry point takes {total} positional parameters, the {n_inputs} inputs only: called value-returning",
+        )
     return True, "destination_passing_style absent: the schema's default (true)"
 
 
@@ -366,8 +387,7 @@ class Caller:
         else:
             self.args = [[slot.values[n] for n in self.names] for slot in slots]
             if self.dps:
-                self.dest = [[torch.empty(o["shape"], dtype=ki_inputs.DTYPES[o["dtype"]], device="cuda") for o in self.outs]
-                             for _ in slots]
+                self.dest = [[torch.empty(o["shape"], dtype=ki_inputs.DTYPES[o["dtype"]], device="cuda") for o in self.outs] for _ in slots]
 
     def __call__(self, i):
         k = i % self.k
@@ -451,8 +471,10 @@ class Caller:
         left = int(self.unwritten.item())
         self.unwritten.zero_()
         if left:
-            raise Failed("incorrect_numerical", f"{left} output element(s) still held the poison after calls of the {phase} "
-                         "timing (outputs left unwritten on some calls)")
+            raise Failed(
+                "incorrect_numerical",
+                f"{left} output element(s) still held the poison after calls of the {phase} timing (outputs left unwritten on some calls)",
+            )
 
 
 class Exchange:
@@ -500,17 +522,35 @@ def check(caller, slots, plan, label, probe=False):
         specs = []
         for spec, t in zip(caller.outs, outs):
             n = t.numel() * t.element_size()
-            region = EXCHANGE.buffer.tensor[offset:offset + n]
+            region = EXCHANGE.buffer.tensor[offset : offset + n]
             region.view(t.dtype).view(t.shape).copy_(t)
-            specs.append({"name": spec["name"], "offset": offset, "nbytes": n, "shape": list(t.shape), "dtype": spec["dtype"],
-                          "digest": ki_exchange.digest(region)})
+            specs.append(
+                {
+                    "name": spec["name"],
+                    "offset": offset,
+                    "nbytes": n,
+                    "shape": list(t.shape),
+                    "dtype": spec["dtype"],
+                    "digest": ki_exchange.digest(region),
+                }
+            )
             offset += (n + 255) // 256 * 256
         seed = caller.slots[k].seed
         caller.ledger.check(seed)
         calls.append({"label": f"{label}:{k}", "seed": seed, "outputs": specs})
     _synchronize()
-    send({"check": {"workload": plan["workload"], "trial": plan["trial"], "exchange": announce, "serial": EXCHANGE.serial,
-                    "calls": calls, "probe": probe}})
+    send(
+        {
+            "check": {
+                "workload": plan["workload"],
+                "trial": plan["trial"],
+                "exchange": announce,
+                "serial": EXCHANGE.serial,
+                "calls": calls,
+                "probe": probe,
+            }
+        }
+    )
     answer = receive()
     if answer.get("harness_error"):
         raise HarnessError(answer.get("reason", "the judge failed"))
@@ -558,8 +598,7 @@ def guarded(caller, i, snap, watch_pending):
     pending = pending_device_work_ns() if watch_pending else 0
     _synchronize()
     if watch_pending and pending > 500_000:
-        raise Refused("side_stream", f"device work was still running {pending / 1e6:.2f} ms after the call returned "
-                      "(work left on another stream)")
+        raise Refused("side_stream", f"device work was still running {pending / 1e6:.2f} ms after the call returned (work left on another stream)")
     state.after()
     integrity(snap)
 
@@ -622,8 +661,9 @@ def run_trial(plan, protocol, flush, snap, ledger):
 
     threads = State()
     record["sync_probe_ns"] = []
-    record["eager_ns"] = ki_timing.eager_samples(counted, flush, 1, eager_n, first_index=2, prepare=caller.prepare,
-                                                 after=caller.count_unwritten, sync_probes=record["sync_probe_ns"])
+    record["eager_ns"] = ki_timing.eager_samples(
+        counted, flush, 1, eager_n, first_index=2, prepare=caller.prepare, after=caller.count_unwritten, sync_probes=record["sync_probe_ns"]
+    )
     threads.after()
     integrity(snap)
     caller.assert_written("eager")
@@ -649,8 +689,9 @@ def run_trial(plan, protocol, flush, snap, ledger):
         try:
             for i in range(n):
                 caller.prepare(i)
-            graph = ki_timing.InGraph(caller, flush, n, refill=lambda i: caller.slots[i % caller.k].refill(),
-                                      before_capture=lambda: [caller.poison(i) for i in range(n)])
+            graph = ki_timing.InGraph(
+                caller, flush, n, refill=lambda i: caller.slots[i % caller.k].refill(), before_capture=lambda: [caller.poison(i) for i in range(n)]
+            )
             # What one captured call left in its outputs while capturing (poisoned just before): only
             # work that escaped the capture (ran at once, on the legacy default stream say) writes there.
             k0 = pick(range(n), 1)[0]
@@ -688,11 +729,13 @@ def run_trial(plan, protocol, flush, snap, ledger):
             try:
                 check(caller, [k0], plan, "while-capturing")
             except Failed:
-                raise Refused("graph_divergence", f"the captured calls, replayed on new inputs, gave wrong outputs after the "
-                              f"eager calls were right, and no work ran outside the capture: {error}") from error
+                raise Refused(
+                    "graph_divergence",
+                    f"the captured calls, replayed on new inputs, gave wrong outputs after the "
+                    f"eager calls were right, and no work ran outside the capture: {error}",
+                ) from error
             record["checks"] += 1
-            record["graph_error"] = (f"the call's work ran while capturing instead of being captured ({error}): "
-                                     "not capturable, timed by CUPTI")[:500]
+            record["graph_error"] = (f"the call's work ran while capturing instead of being captured ({error}): not capturable, timed by CUPTI")[:500]
             graph = None
     if graph is not None:
         checked = set(pick(range(replays - 1), 2)) | {replays - 1}
@@ -720,8 +763,9 @@ def run_trial(plan, protocol, flush, snap, ledger):
     state["next"] = 0
     threads = State()
     try:
-        samples, kernels = ki_timing.cupti_samples(counted, flush, eager_n, first_index=0, prepare=caller.prepare,
-                                                   after=caller.count_unwritten, gate_ns=gate_ns(t_call))
+        samples, kernels = ki_timing.cupti_samples(
+            counted, flush, eager_n, first_index=0, prepare=caller.prepare, after=caller.count_unwritten, gate_ns=gate_ns(t_call)
+        )
     except ki_windows.WindowError as error:
         raise HarnessError(f"the CUPTI record could not be cut into calls: {error}") from error
     except ki_windows.UnorderedWork as error:
@@ -744,8 +788,7 @@ def run_workload(job, flush, snap):
     ledger = ki_windows.SeedLedger()
 
     def answer(**fields):
-        return {"final": True, "trials": trials, "seeds": ledger.report(), "launch_overhead_ns": LAUNCH_OVERHEAD_NS,
-                **fields}
+        return {"final": True, "trials": trials, "seeds": ledger.report(), "launch_overhead_ns": LAUNCH_OVERHEAD_NS, **fields}
 
     try:
         for plan in job["trials"]:
@@ -768,10 +811,15 @@ def run_workload(job, flush, snap):
 def warm(flush):
     """Every path the worker uses, once, before any code under test: lazy attributes settle."""
     global LAUNCH_OVERHEAD_NS
-    plan = {"seed": 1, "tensors": [{"name": "x", "source": "random", "dtype": "float32", "shape": [1024]},
-                                   {"name": "h", "source": "random", "dtype": "float8_e4m3fn", "shape": [64]},
-                                   {"name": "i", "source": "random", "dtype": "int32", "shape": [64]},
-                                   {"name": "b", "source": "random", "dtype": "bool", "shape": [64]}]}
+    plan = {
+        "seed": 1,
+        "tensors": [
+            {"name": "x", "source": "random", "dtype": "float32", "shape": [1024]},
+            {"name": "h", "source": "random", "dtype": "float8_e4m3fn", "shape": [64]},
+            {"name": "i", "source": "random", "dtype": "int32", "shape": [64]},
+            {"name": "b", "source": "random", "dtype": "bool", "shape": [64]},
+        ],
+    }
     slot = ki_inputs.Slot(plan)
     slot.fill(2)
     x = slot.values["x"]
@@ -834,8 +882,15 @@ def main():
         except SystemExit:
             raise
         except Exception as error:
-            send({"final": True, "ok": False, "verdict": "runtime_error", "reason": f"{type(error).__name__}: {error}"[:1500],
-                  "traceback": traceback.format_exc()[-3000:]})
+            send(
+                {
+                    "final": True,
+                    "ok": False,
+                    "verdict": "runtime_error",
+                    "reason": f"{type(error).__name__}: {error}"[:1500],
+                    "traceback": traceback.format_exc()[-3000:],
+                }
+            )
 
 
 if __name__ == "__main__":

@@ -92,14 +92,18 @@ def call_windows(activities, calls, marker=MARKER_NAME, gate=GATE_NAME):
         # on Hopper) may begin as the gate's block exits. Only work on other streams must wait.
         early = [a for a in work if a[1] < held_until and not _same_stream(a, gates[0])]
         if early:
-            raise UnorderedWork(f"call {k}: {early[0][0][:80]} started {(held_until - early[0][1]) / 1e3:.1f} µs before the "
-                                f"gate ended, while the caller's stream was held before the call{_streams(early[0], gates[0])} "
-                                "(device work on a stream that does not wait for the caller's stream)")
+            raise UnorderedWork(
+                f"call {k}: {early[0][0][:80]} started {(held_until - early[0][1]) / 1e3:.1f} µs before the "
+                f"gate ended, while the caller's stream was held before the call{_streams(early[0], gates[0])} "
+                "(device work on a stream that does not wait for the caller's stream)"
+            )
         late = [a for a in work if a[2] > closing[1]]
         if late:
-            raise UnorderedWork(f"call {k}: {late[0][0][:80]} was still running {(late[0][2] - closing[1]) / 1e3:.1f} µs after "
-                                f"the caller's stream went on past the call{_streams(late[0], gates[0])} (device work left "
-                                "on another stream, never joined back to the caller's)")
+            raise UnorderedWork(
+                f"call {k}: {late[0][0][:80]} was still running {(late[0][2] - closing[1]) / 1e3:.1f} µs after "
+                f"the caller's stream went on past the call{_streams(late[0], gates[0])} (device work left "
+                "on another stream, never joined back to the caller's)"
+            )
         busy = union_ns([(a[1], a[2]) for a in work])
         span = (max(a[2] for a in work) - min(a[1] for a in work)) if work else 0
         out.append((busy, len(work), span))

@@ -146,7 +146,7 @@ def run_job(job):
         if implementation == "flashinfer":
             call = FlashInferDecode(job["definition"], inputs, job.get("options", {}))
         elif implementation.startswith("python:"):
-            call = PythonFile(implementation[len("python:"):], job["definition"], inputs, job["input_names"])
+            call = PythonFile(implementation[len("python:") :], job["definition"], inputs, job["input_names"])
         else:
             raise ValueError(f"unknown implementation {implementation!r}")
         # First call on fresh inputs: these outputs are the ones the Rust side checks.

@@ -28,7 +28,7 @@ def reference(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len, sm_s
     out = torch.zeros_like(q)
     lse = torch.full((batch, num_qo_heads), float("-inf"), dtype=torch.float32, device=q.device)
     for b in range(batch):
-        pages = kv_indices[kv_indptr[b]:kv_indptr[b + 1]].long()
+        pages = kv_indices[kv_indptr[b] : kv_indptr[b + 1]].long()
         if pages.numel() == 0:
             continue
         k = k_cache[pages].reshape(-1, num_kv_heads, head_dim)
@@ -59,7 +59,7 @@ class LauncherMatchesTheReference(unittest.TestCase):
         k_cache = torch.randn(shape, generator=generator, device="cuda").to(torch.bfloat16)
         v_cache = torch.randn(shape, generator=generator, device="cuda").to(torch.bfloat16)
         q = torch.randn((len(lengths), decode.num_qo_heads, decode.head_dim), generator=generator, device="cuda").to(torch.bfloat16)
-        sm_scale = decode.head_dim ** -0.5
+        sm_scale = decode.head_dim**-0.5
         last_arg = kv_last_page_len if page_size > 1 else None
         out, lse = decode(q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale, kv_last_page_len=last_arg)
         # Twice: the arrival counters must be back at zero after a launch.

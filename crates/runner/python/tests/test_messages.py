@@ -15,7 +15,8 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The functions whose dict literals are lines (or parts of lines) a worker writes, per file.
 WRITERS = {
-    "ki_judge.py": {"environment", "run_reference", "compare", "run_compare", "main"},
+    "ki_judge.py": {"environment", "run_reference", "run_compare", "main"},
+    "ki_compare.py": {"compare"},
     "ki_solution.py": {"check", "Exchange.ensure", "load", "run_trial", "run_workload", "main"},
     "ki_build.py": None,  # every dict literal: the build worker writes nothing else
     "ki_windows.py": {"SeedLedger.report"},
@@ -64,13 +65,18 @@ def written_keys(node):
             keys.update(k.value for k in sub.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
         elif isinstance(sub, ast.Assign):
             for target in sub.targets:
-                if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in ("record", "env")
-                        and isinstance(target.slice, ast.Constant)):
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in ("record", "env")
+                    and isinstance(target.slice, ast.Constant)
+                ):
                     keys.add(target.slice.value)
         elif isinstance(sub, ast.Call) and sub.keywords:
             func = sub.func
-            named = (isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name)
-                     and func.value.id == "record") or (isinstance(func, ast.Name) and func.id == "answer")
+            named = (
+                isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name) and func.value.id == "record"
+            ) or (isinstance(func, ast.Name) and func.id == "answer")
             if named:
                 keys.update(k.arg for k in sub.keywords if k.arg)
     return keys
@@ -100,8 +106,12 @@ class SchemaTest(unittest.TestCase):
     def test_every_key_a_worker_writes_is_declared(self):
         declared, _ = declared_and_required(schema())
         undeclared = {k: sorted(v) for k, v in worker_keys().items() if k not in declared and k not in NOT_LINES}
-        self.assertEqual(undeclared, {}, "keys the workers write that messages.schema.json does not declare "
-                         "(declare them in crates/runner/src/verify/messages.rs and regenerate the schema)")
+        self.assertEqual(
+            undeclared,
+            {},
+            "keys the workers write that messages.schema.json does not declare "
+            "(declare them in crates/runner/src/verify/messages.rs and regenerate the schema)",
+        )
 
     def test_every_required_key_is_written_by_a_worker(self):
         _, required = declared_and_required(schema())

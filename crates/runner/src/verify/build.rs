@@ -219,24 +219,12 @@ pub(super) fn warm_baseline(
     };
     crate::worker::register(worker.pid());
     let load = json!({"op": "load", "kind": "baseline", "definition": definition});
-    match worker.request(&load, timeout) {
-        Reply::Line(v) if Status::of(&v).ok => {}
-        other => {
-            return Built::Failed {
-                verdict: Verdict::RuntimeError { reason: format!("loading the baseline: {other:?}") },
-                log: log_tail(log, 2000),
-            };
+    let answered = expect_ok(worker.request(&load, timeout), "loading the baseline")
+        .and_then(|_| expect_ok(worker.request(&json!({"op": "warm", "plan": plan}), timeout), "warming the baseline"));
+    match answered {
+        Ok(_) => Built::Ready { so_path: None },
+        Err(error) => {
+            Built::Failed { verdict: Verdict::RuntimeError { reason: format!("{error:#}") }, log: log_tail(log, 2000) }
         }
-    }
-    match worker.request(&json!({"op": "warm", "plan": plan}), timeout) {
-        Reply::Line(v) if Status::of(&v).ok => Built::Ready { so_path: None },
-        Reply::Line(v) => Built::Failed {
-            verdict: Verdict::RuntimeError { reason: format!("warming the baseline: {}", Status::of(&v).why()) },
-            log: log_tail(log, 2000),
-        },
-        other => Built::Failed {
-            verdict: Verdict::RuntimeError { reason: format!("warming the baseline: {other:?}") },
-            log: log_tail(log, 2000),
-        },
     }
 }

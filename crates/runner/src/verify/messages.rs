@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::compare::OutputComparison;
+use crate::verdict::Verdict;
 
 // Every key a worker writes is declared here, so that the schema is the whole protocol; the runner
 // reads most of them, and the rest (a traceback, a pid, an exchange's serial) are declared for the
@@ -38,10 +39,17 @@ pub struct Status {
 impl Status {
     /// The status of any worker line; a line that is not the protocol's is a failure that says so.
     pub fn of(line: &Value) -> Status {
-        Status::deserialize(line).unwrap_or_else(|error| Status {
-            error: Some(format!("the worker's line is not the protocol's ({error})")),
-            ..Status::default()
-        })
+        decode(line, "its status")
+            .unwrap_or_else(|error| Status { error: Some(format!("{error:#}")), ..Status::default() })
+    }
+
+    /// The verdict a solution worker gave a failed job (a runtime error when it named none).
+    pub fn verdict(&self) -> Verdict {
+        Verdict::from_worker(
+            self.verdict.as_deref().unwrap_or("runtime_error"),
+            self.reason.as_deref().unwrap_or(""),
+            self.check.as_deref(),
+        )
     }
 
     /// Why a job failed, in the worker's own words.
@@ -182,9 +190,8 @@ pub struct CheckRequest {
     /// A new (larger) exchange buffer to map first.
     pub exchange: Option<ExchangeAnnouncement>,
     pub serial: u64,
-    /// Each call's outputs: relayed to the judge as they are.
-    #[cfg_attr(test, schemars(with = "Vec<CheckedCall>"))]
-    pub calls: Vec<Value>,
+    /// Each call's outputs, relayed to the judge.
+    pub calls: Vec<CheckedCall>,
     /// A failure here is the worker's to interpret (is the work captured at all?).
     #[serde(default)]
     pub probe: bool,
@@ -200,32 +207,31 @@ pub struct ExchangeAnnouncement {
     pub bytes: u64,
 }
 
-/// One call of a check, as the judge reads it (`calls` is relayed as it came).
-#[cfg(test)]
-#[derive(schemars::JsonSchema)]
-#[allow(dead_code)]
-struct CheckedCall {
-    label: String,
-    seed: u64,
-    outputs: Vec<CheckedOutput>,
+/// One call of a check: where the worker copied each output in the exchange, as the judge reads it.
+#[derive(Debug, Deserialize, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct CheckedCall {
+    pub label: String,
+    pub seed: u64,
+    pub outputs: Vec<CheckedOutput>,
 }
 
-#[cfg(test)]
-#[derive(schemars::JsonSchema)]
-#[allow(dead_code)]
-struct CheckedOutput {
-    name: String,
-    offset: u64,
-    nbytes: u64,
-    shape: Vec<u64>,
-    dtype: String,
-    digest: u64,
+#[derive(Debug, Deserialize, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct CheckedOutput {
+    pub name: String,
+    pub offset: u64,
+    pub nbytes: u64,
+    pub shape: Vec<u64>,
+    pub dtype: String,
+    /// ki_exchange.digest of the bytes copied (the judge recomputes it on what it maps).
+    pub digest: u64,
 }
 
 impl CheckRequest {
     /// The seeds of the calls this check asks about (the runner's side of the seed ledger).
     pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
-        self.calls.iter().filter_map(|call| call.get("seed").and_then(Value::as_u64))
+        self.calls.iter().map(|call| call.seed)
     }
 }
 

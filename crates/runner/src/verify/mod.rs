@@ -54,6 +54,7 @@ pub const PY_FILES: &[(&str, &str)] = &[
     ("ki_inputs.py", include_str!("../../python/ki_inputs.py")),
     ("ki_exchange.py", include_str!("../../python/ki_exchange.py")),
     ("ki_judge.py", include_str!("../../python/ki_judge.py")),
+    ("ki_compare.py", include_str!("../../python/ki_compare.py")),
     ("ki_solution.py", include_str!("../../python/ki_solution.py")),
     ("ki_build.py", include_str!("../../python/ki_build.py")),
     ("ki_baselines.py", include_str!("../../python/ki_baselines.py")),

@@ -360,11 +360,7 @@ impl Session {
                             None
                         }
                         (status, Ok(_)) => Some((
-                            Verdict::from_worker(
-                                status.verdict.as_deref().unwrap_or("runtime_error"),
-                                status.reason.as_deref().unwrap_or(""),
-                                status.check.as_deref(),
-                            ),
+                            status.verdict(),
                             dps_note.clone(),
                             log_tail(&current.log, 2000),
                         )),
@@ -410,16 +406,11 @@ impl Session {
             }
             let (v, finished, keep) = match outcome {
                 WorkloadOutcome::Final(finished) => {
-                    let status = &finished.answer.status;
-                    let mut v = Verdict::from_worker(
-                        status.verdict.as_deref().unwrap_or("runtime_error"),
-                        status.reason.as_deref().unwrap_or(""),
-                        status.check.as_deref(),
-                    );
+                    let mut v = finished.answer.status.verdict();
                     if let Verdict::Incorrect { output, .. } = &mut v {
                         output.clone_from(&finished.answer.output);
                     }
-                    let keep = !status.fatal;
+                    let keep = !finished.answer.status.fatal;
                     (v, Some(finished), keep)
                 }
                 WorkloadOutcome::Unreadable(error) => (Verdict::HarnessError { reason: error }, None, false),
