@@ -359,11 +359,7 @@ impl Session {
                             }
                             None
                         }
-                        (status, Ok(_)) => Some((
-                            status.verdict(),
-                            dps_note.clone(),
-                            log_tail(&current.log, 2000),
-                        )),
+                        (status, Ok(_)) => Some((status.verdict(), dps_note.clone(), log_tail(&current.log, 2000))),
                         (_, Err(error)) => Some((
                             Verdict::HarnessError { reason: format!("{error:#}") },
                             None,
