@@ -254,12 +254,13 @@ impl Index {
     }
 }
 
-/// The manifests of operations, workloads, implementations and runs as compact JSON text,
+/// The manifests of projects, operations, workloads, implementations and runs as compact JSON text,
 /// parsed when one is asked for. They are most of a catalog's bytes, and as parsed values
 /// several times that; the index needs them only while it is built, so once built the typed
 /// rows' `manifest` fields are emptied (`Value::Null`) and these are the only copy.
 #[derive(Debug, Default)]
 pub(crate) struct ManifestText {
+    projects: Vec<Box<str>>,
     operations: Vec<Box<str>>,
     workloads: Vec<Box<str>>,
     implementations: Vec<Box<str>>,
@@ -500,7 +501,7 @@ impl Index {
     /// As [`Index::from_rows`], taking the rows (no copy of the manifests).
     pub fn from_owned_rows(rows: CatalogRows) -> Result<Index, RowError> {
         let (sources, source_origins): (Vec<SourceRow>, _) = rows.sources.finish()?;
-        let (projects, project_origins): (Vec<ProjectRow>, _) = rows.projects.finish()?;
+        let (mut projects, project_origins): (Vec<ProjectRow>, _) = rows.projects.finish()?;
         let (mut operations, operation_origins): (Vec<OperationRow>, _) = rows.operations.finish()?;
         let (operation_aliases, alias_origins): (Vec<OperationAliasRow>, _) = rows.operation_aliases.finish()?;
         let (mut workloads, workload_origins): (Vec<WorkloadRow>, _) = rows.workloads.finish()?;
@@ -845,6 +846,7 @@ impl Index {
         let run_external_id = TextColumn::build(run_parts.iter().map(|parts| parts.external_id.as_deref()));
         drop(run_parts);
         let manifests = ManifestText {
+            projects: ManifestText::take(projects.iter_mut().map(|r| &mut r.manifest)),
             operations: ManifestText::take(operations.iter_mut().map(|r| &mut r.manifest)),
             workloads: ManifestText::take(workloads.iter_mut().map(|r| &mut r.manifest)),
             implementations: ManifestText::take(implementations.iter_mut().map(|r| &mut r.manifest)),
@@ -901,8 +903,13 @@ impl Index {
         })
     }
 
-    /// The operation's manifest (parsed from the index's compact copy; the typed row's
+    /// The project's manifest (parsed from the index's compact copy; the typed row's
     /// `manifest` field is empty once the index is built).
+    pub fn project_manifest(&self, project: usize) -> Value {
+        ManifestText::parse(self.manifests.projects.get(project).map(|t| &**t))
+    }
+
+    /// The operation's manifest (as [`Index::project_manifest`]).
     pub fn operation_manifest(&self, operation: usize) -> Value {
         ManifestText::parse(self.manifests.operations.get(operation).map(|t| &**t))
     }
@@ -954,6 +961,21 @@ impl Index {
     /// The implementation a run measured.
     pub fn run_implementation(&self, run: usize) -> usize {
         self.run_implementation[run] as usize
+    }
+
+    /// The project an implementation belongs to (a place in [`Index::projects`]).
+    pub fn implementation_project(&self, implementation: usize) -> usize {
+        self.implementation_project[implementation]
+    }
+
+    /// A source by its id, as its place in [`Index::sources`].
+    pub fn source_index(&self, id: &str) -> Option<usize> {
+        self.source_by_id.get(id).copied()
+    }
+
+    /// An artifact by its content digest, as its place in [`Index::artifacts`].
+    pub fn artifact_index(&self, digest: &str) -> Option<usize> {
+        self.artifact_by_digest.get(digest).copied()
     }
 
     /// The operation a workload is a case of.
@@ -1013,7 +1035,7 @@ impl Index {
 
     /// The run's project as its place in [`Index::projects`].
     pub fn project_index_of(&self, run: usize) -> usize {
-        self.implementation_project[self.run_implementation(run)]
+        self.implementation_project(self.run_implementation(run))
     }
 
     pub fn workload_of(&self, run: usize) -> &WorkloadRow {
@@ -1025,7 +1047,7 @@ impl Index {
     }
 
     pub fn source_of(&self, run: usize) -> Option<&SourceRow> {
-        self.runs[run].source_id.as_deref().and_then(|id| self.source_by_id.get(id)).map(|&s| &self.sources[s])
+        self.runs[run].source_id.as_deref().and_then(|id| self.source_index(id)).map(|s| &self.sources[s])
     }
 
     /// Looks up an operation by name, slug or alias; exact first, then case-insensitive.

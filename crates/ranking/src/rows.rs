@@ -965,6 +965,9 @@ pub struct SourceRow {
     pub name: String,
     #[serde(default)]
     pub kind: Option<String>,
+    /// The source's terms (`license`, `terms`), as the pages state them.
+    #[serde(default)]
+    pub policy: Value,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
@@ -977,6 +980,9 @@ pub struct ProjectRow {
     pub canonical_url: Option<String>,
     #[serde(default)]
     pub license_expression: Option<String>,
+    /// Emptied once the index is built, as an operation's ([`crate::Index::project_manifest`]).
+    #[serde(default)]
+    pub manifest: Value,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
@@ -988,6 +994,9 @@ pub struct OperationRow {
     #[serde(default)]
     pub family: Option<String>,
     pub semantic_digest: String,
+    /// `model:<name>` tags name the models the operation serves.
+    #[serde(default)]
+    pub tags: Vec<String>,
     #[serde(default)]
     pub manifest: Value,
 }
@@ -1042,6 +1051,11 @@ pub struct ImplementationRow {
     /// `baseline` marks the implementation speedups are measured against (migration 0017).
     #[serde(default)]
     pub role: Option<String>,
+    /// The revision this one replaces, and when it was made: a revision's lineage.
+    #[serde(default)]
+    pub supersedes_id: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
     #[serde(default)]
     pub manifest: Value,
 }

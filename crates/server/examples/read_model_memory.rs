@@ -167,39 +167,17 @@ fn main() -> anyhow::Result<()> {
         rss()
     );
     jemalloc_stats();
-    let ki_server::model::ReadModel { tables, judgement } = model;
+    let (judgement, parts) = model.into_named_parts();
     for (name, part) in judgement.into_named_parts() {
         let before = LIVE.load(Relaxed);
         drop(part);
         println!("  index: {name:<31}{}", mib(before - LIVE.load(Relaxed)));
     }
-    let mut tables = tables;
-    let mut part = |name: &str, take: &mut dyn FnMut(&mut ki_server::model::Tables)| {
+    for (name, part) in parts {
         let before = LIVE.load(Relaxed);
-        take(&mut tables);
-        println!("  tables: {name:<22}{}", mib(before - LIVE.load(Relaxed)));
-    };
-    part("runs by key", &mut |t| {
-        drop(std::mem::take(&mut t.runs_by_external_id));
-        drop(std::mem::take(&mut t.runs_by_implementation));
-        drop(std::mem::take(&mut t.runs_by_gpu));
-    });
-    part("workload labels", &mut |t| drop(std::mem::take(&mut t.workload_labels)));
-    part("implementations", &mut |t| drop(std::mem::take(&mut t.implementations)));
-    part("record events", &mut |t| drop(std::mem::take(&mut t.records)));
-    part("artifacts", &mut |t| drop(std::mem::take(&mut t.artifacts)));
-    part("operations", &mut |t| drop(std::mem::take(&mut t.operations)));
-    part("serving", &mut |t| {
-        drop(std::mem::take(&mut t.serving_runs));
-        drop(std::mem::take(&mut t.serving_measurements_by_run));
-        drop(std::mem::take(&mut t.serving_configurations));
-    });
-    part("search", &mut |t| {
-        drop(std::mem::take(&mut t.search));
-    });
-    let before = LIVE.load(Relaxed);
-    drop(tables);
-    println!("  tables: the rest              {}", mib(before - LIVE.load(Relaxed)));
+        drop(part);
+        println!("  model: {name:<31}{}", mib(before - LIVE.load(Relaxed)));
+    }
     Ok(())
 }
 

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::{
-    Field, Link, ReadModel, Row, RunDetail, RunRow, RunSummary, code_of, gpu_href, opt_text, percent_encode, pointer,
-    primary_display, scalar, short_id, source_reference, text,
+    Field, Link, OperationAxis, ReadModel, RunDetail, RunRow, RunSummary, code_of, gpu_href, percent_encode, pointer,
+    primary_display, scalar, short_id,
 };
 use crate::problem::Problem;
 use ki_catalog::Attestation;
@@ -235,26 +235,20 @@ impl ReadModel {
         let digest = row.run_digest.to_string();
         let run_spec = pointer(&manifest, &["run", "spec"]).cloned().unwrap_or(Value::Null);
         let facts = &self.judgement.facts[run];
-        let implementation = self.implementations.get(&row.implementation_id);
-        let implementation = implementation.as_ref();
-        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
-        // The workload section shows the whole manifest (tensors); the tables keep only its axes.
-        let workload_row = Some(self.full_workload_row(self.judgement.run_workload(run)));
-        let workload = workload_row.as_ref();
-        let operation = self.run_operation(run);
-        let source = row.source_id.as_deref().and_then(|s| self.sources.get(s));
+        let implementation = self.judgement.implementation_of(run);
+        // Parsed once: the identity's source code field and the artifacts read it.
+        let implementation_manifest = self.judgement.implementation_manifest(self.judgement.run_implementation(run));
+        let project = self.judgement.project_of(run);
+        let workload = self.judgement.run_workload(run);
+        let operation = self.judgement.workload_operation(workload);
+        let source = self.judgement.source_of(run);
 
-        let implementation_link = Link {
-            label: implementation.map(|i| text(i, "slug")).unwrap_or("unknown").into(),
-            href: implementation.map(|i| format!("/implementations/{}", text(i, "slug"))).unwrap_or_default(),
-        };
-        let project_link = Link {
-            label: project.map(|p| text(p, "name")).unwrap_or("unknown").into(),
-            href: project.map(|p| format!("/projects/{}", text(p, "slug"))).unwrap_or_default(),
-        };
-        let operation_link = operation.map(|op| Link {
-            label: self.operation_title(op).into(),
-            href: format!("/operations/{}", text(&self.operations.rows[op], "slug")),
+        let implementation_link =
+            Link { label: implementation.slug.clone(), href: format!("/implementations/{}", implementation.slug) };
+        let project_link = Link { label: project.name.clone(), href: format!("/projects/{}", project.slug) };
+        let operation_link = Some(Link {
+            label: self.operation_title(operation).into(),
+            href: format!("/operations/{}", self.judgement.operations[operation].slug),
         });
 
         RunDossier {
@@ -269,15 +263,20 @@ impl ReadModel {
             },
             banners: self.banners(run),
             primary: self.primary(run, &manifest),
-            identity: self.identity(run, &manifest, &implementation_link, &project_link),
+            identity: self.identity(run, &manifest, &implementation_manifest, &implementation_link, &project_link),
             correctness: correctness_fields(row, &manifest),
-            workload: workload_section(workload, operation.map(|op| &self.operations.rows[op])),
+            // The whole manifest: the section shows its tensors.
+            workload: workload_section(
+                &self.judgement.workloads[workload].workload_digest,
+                &self.judgement.workload_manifest(workload),
+                &self.operation_axes[operation],
+            ),
             measurements: measurement_list(&measurements, &manifest),
             statistics: statistics(&run_spec),
             samples: self.samples(row, &run_spec),
             protocol: protocol_fields(&manifest),
             environment: environment_fields(&manifest),
-            artifacts: self.artifacts_of(&run_spec, implementation),
+            artifacts: self.artifacts_of(&run_spec, &implementation_manifest),
             attestation_count: attestations.total,
             attestation_page: attestations.page,
             attestation_pages: attestations.pages,
@@ -288,13 +287,8 @@ impl ReadModel {
                 percent_encode(&format!("Run {id}: "))
             ),
             published_at: row.published_at.get().map(|t| ki_model::utc::date_of(&t.text()).to_string()),
-            source: source
-                .map(|s| Link { label: text(s, "name").into(), href: format!("/docs#source-{}", text(s, "slug")) }),
-            licence: source
-                .and_then(|s| s.get("policy"))
-                .and_then(|p| p.get("license"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            source: source.map(|s| Link { label: s.name.clone(), href: format!("/docs#source-{}", s.slug) }),
+            licence: source.and_then(|s| s.policy.get("license")).and_then(Value::as_str).map(str::to_string),
             operation: operation_link,
             implementation: implementation_link,
             project: project_link,
@@ -321,11 +315,9 @@ impl ReadModel {
         for reason in self.judgement.facts[run].ineligibility() {
             if let ki_ranking::rank::Ineligibility::Superseded { by } = reason {
                 let message = match self.supersessions.get(&*row.id.text()) {
-                    Some(entry) => format!(
-                        "on {} by a newer published run: {}",
-                        ki_model::utc::date_of(text(entry, "at")),
-                        text(entry, "reason")
-                    ),
+                    Some(entry) => {
+                        format!("on {} by a newer published run: {}", ki_model::utc::date_of(&entry.at), entry.reason)
+                    }
                     None => "by a newer published run.".into(),
                 };
                 banners.push(Banner {
@@ -393,21 +385,27 @@ impl ReadModel {
         }
     }
 
-    fn identity(&self, run: usize, manifest: &Value, implementation: &Link, project: &Link) -> Vec<Field> {
+    fn identity(
+        &self,
+        run: usize,
+        manifest: &Value,
+        implementation_manifest: &Value,
+        implementation: &Link,
+        project: &Link,
+    ) -> Vec<Field> {
         let row = self.run(run);
-        let implementation_row = self.implementations.get(&row.implementation_id);
-        let implementation_row = implementation_row.as_ref();
         let mut fields = vec![
             Field::new("implementation", &implementation.label).link(&implementation.href),
             Field::new("project", &project.label).link(&project.href),
         ];
-        if let Some(revision) = implementation_row.and_then(|i| opt_text(i, "sourceRevision")) {
+        let revision = self.judgement.implementation_of(run).source_revision.as_deref();
+        if let Some(revision) = revision.filter(|r| !r.is_empty()) {
             fields.push(Field::new("revision", revision).code());
         }
         fields.push(Field::new("workload", self.run_workload_label(run)));
         fields.push(Field::new("comparison key", &*row.comparison_key).code());
-        if let Some(source) = row.source_id.as_deref().and_then(|s| self.sources.get(s)) {
-            fields.push(Field::new("source", text(source, "name")));
+        if let Some(source) = self.judgement.source_of(run) {
+            fields.push(Field::new("source", &source.name));
         }
         if let Some(external) =
             pointer(manifest, &["run", "spec", "sourceNative", "externalId"]).and_then(Value::as_str)
@@ -419,7 +417,7 @@ impl ReadModel {
         {
             fields.push(Field::new("source benchmark", benchmark));
         }
-        fields.push(self.source_code(row.source_available, implementation_row));
+        fields.push(self.source_code(row.source_available, implementation_manifest));
         let hardware = Field::new("hardware", hardware_label(row));
         fields.push(match row.hardware_model.as_deref().filter(|m| !m.is_empty()) {
             Some(model) => hardware.link(gpu_href(model)),
@@ -431,9 +429,9 @@ impl ReadModel {
 
     /// Where an implementation's source is: its repository, the file the index holds a digest of
     /// (linked where its artifact row has an https address), or a plain statement that the index
-    /// has neither.
-    pub fn source_code(&self, available: bool, implementation: Option<&Row>) -> Field {
-        let spec = implementation.and_then(|i| i.get("manifest")).and_then(|m| m.get("spec"));
+    /// has neither. `implementation_manifest` is the implementation's manifest.
+    pub fn source_code(&self, available: bool, implementation_manifest: &Value) -> Field {
+        let spec = implementation_manifest.get("spec");
         let repository = spec
             .and_then(|s| pointer(s, &["projectRevision", "repository"]))
             .and_then(Value::as_str)
@@ -469,27 +467,28 @@ impl ReadModel {
     /// One evidence reference (`{uri, digest}`) as an artifact, with the catalog's row for its
     /// digest when there is one.
     fn artifact_view(&self, name: &str, digest: &str, uri: Option<&str>) -> ArtifactView {
-        let row = self.artifact_by_digest.get(digest).map(|&a| &self.artifacts.rows[a]);
-        let uri = row.and_then(|a| opt_text(a, "uri")).or(uri).map(str::to_string);
-        let size_bytes = row.and_then(|a| a.get("sizeBytes")).and_then(Value::as_i64);
+        let row = self.judgement.artifact_index(digest).map(|a| &self.judgement.artifacts[a]);
+        let present = |text: &Option<String>| text.as_deref().filter(|t| !t.is_empty()).map(str::to_string);
+        let uri = row.and_then(|a| present(&a.uri)).or(uri.map(str::to_string));
+        let size_bytes = row.and_then(|a| a.size_bytes);
         ArtifactView {
             name: name.into(),
-            kind: row.map(|a| text(a, "kind").to_string()).unwrap_or_else(|| name.into()),
+            kind: row.map(|a| a.kind.clone()).unwrap_or_else(|| name.into()),
             digest: digest.into(),
-            media_type: row.map(|a| text(a, "mediaType").to_string()).unwrap_or_default(),
+            media_type: row.and_then(|a| a.media_type.clone()).unwrap_or_default(),
             size_display: size_bytes.and_then(|s| u64::try_from(s).ok()).map(ki_model::units::bytes),
             size_bytes,
             href: uri.clone().filter(|u| u.starts_with("https://")),
             uri,
-            storage: row.and_then(|a| opt_text(a, "storage")).map(str::to_string),
-            license: row.and_then(|a| opt_text(a, "license")).map(str::to_string),
+            storage: row.and_then(|a| present(&a.storage)),
+            license: row.and_then(|a| present(&a.license)),
             described_in_catalog: row.is_some(),
         }
     }
 
     /// The run's evidence (raw samples, logs: `run.spec.evidence` and `run.spec.timing.rawSamples`)
     /// and its implementation's source, each once.
-    fn artifacts_of(&self, run_spec: &Value, implementation: Option<&Row>) -> Vec<ArtifactView> {
+    fn artifacts_of(&self, run_spec: &Value, implementation_manifest: &Value) -> Vec<ArtifactView> {
         let mut out: Vec<ArtifactView> = Vec::new();
         let mut push = |view: ArtifactView| {
             if !out.iter().any(|a| a.digest == view.digest && a.name == view.name) {
@@ -511,9 +510,7 @@ impl ReadModel {
                 push(self.artifact_view(&name, &digest, uri));
             }
         }
-        if let Some(source) =
-            implementation.and_then(|i| i.get("manifest")).and_then(|m| pointer(m, &["spec", "source"]))
-        {
+        if let Some(source) = pointer(implementation_manifest, &["spec", "source"]) {
             let mut digests = Vec::new();
             collect_digests(source, &mut digests);
             let file = source.get("fileName").and_then(Value::as_str);
@@ -819,25 +816,21 @@ fn correctness_fields(row: &RunRow, manifest: &Value) -> Vec<Field> {
     fields
 }
 
-fn workload_section(workload: Option<&Row>, operation: Option<&Row>) -> WorkloadSection {
+/// A workload (its digest and manifest) beside the axes its operation declares.
+fn workload_section(digest: &str, manifest: &Value, operation_axes: &[OperationAxis]) -> WorkloadSection {
     let mut section = WorkloadSection {
         axes: Vec::new(),
         constants: Vec::new(),
         tensors: Vec::new(),
         definition_comparator: None,
-        digest: String::new(),
+        digest: digest.into(),
     };
-    let Some(workload) = workload else { return section };
-    section.digest = text(workload, "workloadDigest").into();
-    let Some(spec) = workload.get("manifest").and_then(|m| m.get("spec")) else { return section };
+    let Some(spec) = manifest.get("spec") else { return section };
     if let Some(axes) = spec.get("axes").and_then(Value::as_object) {
         for (name, value) in axes {
-            let role = operation
-                .and_then(|op| op.get("manifest"))
-                .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
-                .and_then(Value::as_str);
+            let constant = operation_axes.iter().any(|axis| axis.name == *name && axis.constant);
             let field = Field::new(name.clone(), scalar(value));
-            if role == Some("constant") { section.constants.push(field) } else { section.axes.push(field) }
+            if constant { section.constants.push(field) } else { section.axes.push(field) }
         }
     }
     if let Some(tensors) = spec.get("tensors").and_then(Value::as_object) {
@@ -1051,8 +1044,7 @@ pub async fn held_contents(
     run: usize,
     d: &mut RunDossier,
 ) -> Result<(), ki_catalog::CatalogError> {
-    if let Some(i) = model.implementations.index_of(&model.run(run).implementation_id)
-        && let Some((digest, _)) = source_reference(&model.implementations.row(i))
+    if let Some((digest, _)) = model.implementation_source(model.judgement.run_implementation(run))
         && !catalog.contents_held(&[&digest]).await?.is_empty()
     {
         d.source_href = Some(format!("{}#source", d.implementation.href));

@@ -2,7 +2,7 @@
 //! in-memory read model of the catalog.
 //!
 //! Reads never touch the database: the catalog's rows are loaded once into a
-//! [`model::ReadModel`] (tables plus the ranking's judgement), shared behind an
+//! [`model::ReadModel`] (the ranking's judgement plus look-ups beside it), shared behind an
 //! `Arc` that a rebuild swaps. The web's own writes (keys, attestations, submissions) are
 //! catalog rows ([`ki_catalog::Catalog::add_attestation`] and its neighbours), read on each
 //! request, so every replica of `ki serve` on one catalog agrees on them at once.
@@ -47,7 +47,7 @@
 //! ## Code map
 //!
 //! `server` (`ki_server`) — `AppState` (the read model behind an `Arc` swapped on reload, and
-//! the `Catalog`), `model::ReadModel` (`tables` + the ranking's `judgement`). `model_from_catalog`
+//! the `Catalog`), `model::ReadModel` (the ranking's `judgement` and the look-ups beside it). `model_from_catalog`
 //! builds it as the catalog's rows stream in (`model::ModelBuilder`, on a thread of its own fed by
 //! a short queue, so that jemalloc's arena of the model is not the one the rows are parsed and
 //! freed in; sharing one kept 171 MiB of free slots resident at 1M runs; the builder thread takes
@@ -59,20 +59,24 @@
 //! (`ReadModel::run_detail` → `RunDetail`); the CLI's reader builds the same model from a catalog;
 //! a model built from export rows (`ReadModel::build`: tests, `ki serve --export`, `--export`
 //! readers) holds them. The records ledger reads the index's typed record events in a newest-first
-//! order computed once (`Tables::records`, `RecordRef`).
-//! The index holds operation, workload and implementation manifests as compact JSON text, and the
-//! tables keep only the parts lists and search read, `model::list_parts`; implementations, the
-//! largest such table, are held as compact JSON rows parsed when read (`model::TextTable`); workloads are the
-//! index's alone (typed rows, axes, runs by workload), the tables keep only each one's label
-//! (`Tables::workload_labels`); the tables and the index hold the same operations, workloads and
-//! implementations in the same order, checked at build. `watch_catalog` rebuilds on a thread of its own at nice 19, with its own connection
+//! order computed once (`ReadModel::records`, `RecordRef`).
+//! The rows the index holds (sources, projects, operations and aliases, workloads, implementations,
+//! runs, measurements, record events, artifacts) are read from its typed rows, one copy
+//! (`model.judgement.operations[op].slug`); their manifests are the index's compact JSON text, parsed
+//! per page about one record (`Index::implementation_manifest` and its neighbours), and what lists,
+//! labels and search read of them for many rows is read once at build into small columns
+//! (`ReadModel::operation_titles`, `operation_axes`, `workload_labels`, `implementation_names`). The
+//! tables the index does not hold (model revisions, serving) are `ki_model::rows` typed rows in a
+//! `model::Table` (rows + id index); supersessions are `model::Supersession`s. Rows arrive as JSON
+//! maps (`ModelBuilder::push`) and are parsed there; a bad one is `ModelError::BadRow` (or the
+//! ranking's error). `watch_catalog` rebuilds on a thread of its own at nice 19, with its own connection
 //! (`CatalogWatch::database_url`), and swaps the new model in; `pages::<page>` (view model + template + handlers per
 //! page; `pages::search::search_answer` is the one search, behind `/`, `/api/v1/search`,
 //! `ki search` and the MCP tool: the catalog's index finds each word, once per read model
 //! (`model::WordMatches`, bounded; a query takes the entries all its words found), the
 //! read model's `SearchEntry`s — looked up by `search_by_key` — carry the run classes the filters
 //! test (`ReadModel::run_classes`: runs every run filter treats alike, one run of each tested once
-//! per query; only an implementation filter reads an entry's runs, `Tables::entry_runs`),
+//! per query; only an implementation filter reads an entry's runs, `ReadModel::entry_runs`),
 //! and are scored and ranked there; `ki search --export` indexes the export in a scratch catalog once), `routes` (route table → router and OpenAPI), `http` (ids, security headers),
 //! `problem::Problem` (RFC 9457), `connections` (`Limits`, `Tracker`, `serve`). The run dossier
 //! (`dossier::RunDossier`, built in `dossier.rs`, rendered by `pages::run`) shows every statistic a

@@ -1,6 +1,7 @@
-//! The server's in-memory read model: every catalog row in export format, indexed for
-//! the lookups the pages make. Built once at start (and after writes) so that a request
-//! only does hash lookups and rendering, never a database query.
+//! The server's in-memory read model: the ranking's index (the typed rows of every table it
+//! ranks, their manifests as compact text) and, beside it, the tables the index does not hold
+//! (serving, supersessions) and the look-ups the pages make. Built once at start (and after
+//! writes) so that a request only does hash lookups and rendering, never a database query.
 //!
 //! It also holds what the run dossier ([`crate::dossier`]) and the pages share: links, fields,
 //! run summaries and the sizes of a page's lists.
@@ -8,13 +9,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use ki_ranking::understand::Lexicon;
-
+use ki_model::rows::{
+    ModelRevisionRow, ServingConfigurationRow, ServingMeasurementRow, ServingRunRow, ServingStackRevisionRow,
+    ServingWorkloadRow,
+};
 use ki_model::search_text::{self, SearchKind};
-use serde::Serialize;
+use ki_ranking::understand::Lexicon;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-pub type Row = Map<String, Value>;
 
 /// A benchmark run as the ranking's index holds it (typed; its manifest is not kept here).
 pub type RunRow = ki_ranking::rows::BenchmarkRunRow;
@@ -23,100 +25,57 @@ pub type RunRow = ki_ranking::rows::BenchmarkRunRow;
 #[derive(Debug, Clone)]
 pub struct CatalogRow {
     pub table: String,
-    pub row: Row,
+    pub row: Map<String, Value>,
 }
 
-/// Text of a string column, or "" when absent or null.
-pub fn text<'a>(row: &'a Row, column: &str) -> &'a str {
-    row.get(column).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Text of a string column, or None when absent, null or empty.
-pub fn opt_text<'a>(row: &'a Row, column: &str) -> Option<&'a str> {
-    row.get(column).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
-
-pub fn number(row: &Row, column: &str) -> Option<f64> {
-    row.get(column).and_then(Value::as_f64)
-}
-
-pub fn flag(row: &Row, column: &str) -> bool {
-    row.get(column).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// Follows a path of object keys inside a JSON value.
+/// Follows a path of object keys inside a JSON document (a manifest).
 pub fn pointer<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(value, |at, key| at.get(*key))
 }
 
-/// Rows held as compact JSON text with an id index, each parsed when it is read: for a table
-/// of many rows that pages read a few at a time (implementations: as JSON maps about 5 KB a
-/// row, as text a fifth of that).
-#[derive(Debug, Default)]
-pub struct TextTable {
-    rows: Vec<Box<str>>,
+/// A row with an id, held in a [`Table`].
+pub trait Identified {
+    fn id(&self) -> &str;
+}
+
+macro_rules! identified {
+    ($($row:ty),*) => {
+        $(impl Identified for $row {
+            fn id(&self) -> &str {
+                &self.id
+            }
+        })*
+    };
+}
+
+identified!(ModelRevisionRow, ServingStackRevisionRow, ServingConfigurationRow, ServingWorkloadRow, ServingRunRow);
+
+/// The typed rows of a table the ranking's index does not hold, with an id index.
+#[derive(Debug)]
+pub struct Table<T> {
+    pub rows: Vec<T>,
     by_id: HashMap<String, usize>,
 }
 
-impl TextTable {
-    fn push(&mut self, row: &Row) -> usize {
-        let index = self.rows.len();
-        if let Some(id) = row.get("id").and_then(Value::as_str) {
-            self.by_id.insert(id.to_string(), index);
-        }
-        self.rows.push(serde_json::to_string(row).unwrap_or_default().into_boxed_str());
-        index
-    }
-
-    /// Row `index` (written by `push` from a row, so it parses back to that row).
-    pub fn row(&self, index: usize) -> Row {
-        serde_json::from_str(&self.rows[index]).unwrap_or_default()
-    }
-
-    pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
-    }
-
-    pub fn get(&self, id: &str) -> Option<Row> {
-        self.index_of(id).map(|i| self.row(i))
-    }
-
-    /// Every row, parsed in turn.
-    pub fn iter(&self) -> impl Iterator<Item = Row> + '_ {
-        (0..self.rows.len()).map(|i| self.row(i))
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Table { rows: Vec::new(), by_id: HashMap::new() }
     }
 }
 
-/// One table's rows with an id index.
-#[derive(Debug, Default)]
-pub struct Table {
-    pub rows: Vec<Row>,
-    by_id: HashMap<String, usize>,
-}
-
-impl Table {
-    fn push(&mut self, row: Row) -> usize {
-        let index = self.rows.len();
-        if let Some(id) = row.get("id").and_then(Value::as_str) {
-            self.by_id.insert(id.to_string(), index);
-        }
+impl<T: Identified> Table<T> {
+    fn push(&mut self, row: T) {
+        self.by_id.insert(row.id().to_string(), self.rows.len());
         self.rows.push(row);
-        index
     }
+}
 
+impl<T> Table<T> {
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
     }
 
-    pub fn get(&self, id: &str) -> Option<&Row> {
+    pub fn get(&self, id: &str) -> Option<&T> {
         self.index_of(id).map(|i| &self.rows[i])
     }
 
@@ -127,6 +86,34 @@ impl Table {
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
+}
+
+/// The audit entry of a run's supersession, as the run page states it.
+#[derive(Debug, Clone)]
+pub struct Supersession {
+    pub at: String,
+    pub reason: String,
+}
+
+/// A row of the corrections' audit trail ([`crate::rows_from_catalog`] streams them in as a
+/// `corrections` table): what the model reads of it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CorrectionRow {
+    action: String,
+    run_id: String,
+    at: String,
+    reason: String,
+}
+
+/// An axis an operation's manifest declares (`spec.axes.<name>`), in the manifest's order.
+#[derive(Debug, Clone)]
+pub struct OperationAxis {
+    pub name: String,
+    /// Its role is `constant`.
+    pub constant: bool,
+    /// The value it declares, when it declares one.
+    pub value: Option<Value>,
 }
 
 /// What the search box can find (`pages::search` scores and filters them).
@@ -159,7 +146,7 @@ pub struct SearchEntry {
     /// The run classes ([`ReadModel::run_classes`]) of the runs behind the entry, ascending.
     #[serde(skip)]
     pub classes: Vec<u32>,
-    /// `gpus` as places in [`Tables::runs_by_gpu`].
+    /// `gpus` as places in [`ReadModel::runs_by_gpu`].
     #[serde(skip)]
     pub gpu_ids: Vec<u32>,
     /// The projects of the runs behind the entry, as places in the ranking's projects, ascending.
@@ -181,8 +168,9 @@ pub struct SearchEntry {
 }
 
 /// What the `gpu:`, `source:`, `project:`, `language:` and `dtype:` filters read of a run class,
-/// as places (in `runs_by_gpu`, the sources table, the ranking's projects,
-/// [`Tables::class_languages`] and [`Tables::class_dtype_sets`]), so a search compares integers.
+/// as places (in `runs_by_gpu`, the ranking's sources and projects,
+/// [`ReadModel::class_languages`] and [`ReadModel::class_dtype_sets`]), so a search compares
+/// integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassPlaces {
     pub gpu: u32,
@@ -203,44 +191,55 @@ pub struct RecordRef {
     pub holder: Option<u32>,
 }
 
-/// Every row, indexed for display lookups.
-#[derive(Debug, Default)]
-pub struct Tables {
-    pub sources: Table,
-    pub projects: Table,
-    pub operations: Table,
-    /// Each workload's label (its variable axes and dtypes), in the ranking index's workload
-    /// order; the rest of a workload is the index's (typed row, axes, manifest).
+/// The ranking's index and what the pages look up beside it. The rows the index holds
+/// (sources, projects, operations, aliases, workloads, implementations, runs, measurements,
+/// record events, artifacts) are read from it (`m.judgement.operations[op].slug`), never
+/// copied; the positions below (`usize`, `u32`) are places in its row vectors.
+#[derive(Debug)]
+pub struct ReadModel {
+    pub judgement: ki_ranking::Index,
+
+    // What lists, labels and search read of the manifests for many rows at once, read from
+    // each manifest once at build rather than parsed per row per request.
+    /// Each operation's title (its manifest's `metadata.title`, else its name).
+    pub operation_titles: Vec<Box<str>>,
+    /// Each operation's declared axes (`spec.axes`).
+    pub operation_axes: Vec<Vec<OperationAxis>>,
+    /// Each workload's label (its variable axes and dtypes).
     pub workload_labels: Vec<Box<str>>,
-    pub implementations: TextTable,
-    pub artifacts: Table,
+    /// Each implementation's manifest name (`metadata.name`: a revision's lineage).
+    pub implementation_names: Vec<Option<Box<str>>>,
+
     /// The ranking index's record events newest first (ties by id), each with its new holder's
     /// run, so that the ledger pages neither sort nor look runs up per request.
     pub records: Vec<RecordRef>,
-    pub model_revisions: Table,
-    pub serving_stacks: Table,
-    pub serving_configurations: Table,
-    pub serving_workloads: Table,
-    pub serving_runs: Table,
+
+    // Tables the index does not hold.
+    pub model_revisions: Table<ModelRevisionRow>,
+    pub serving_stacks: Table<ServingStackRevisionRow>,
+    pub serving_configurations: Table<ServingConfigurationRow>,
+    pub serving_workloads: Table<ServingWorkloadRow>,
+    pub serving_runs: Table<ServingRunRow>,
+    pub serving_measurements_by_run: HashMap<usize, Vec<ServingMeasurementRow>>,
     /// Superseded run id → the audit entry of its supersession (only from a catalog; an
     /// export carries no audit trail).
-    pub supersessions: HashMap<String, Row>,
+    pub supersessions: HashMap<String, Supersession>,
 
+    pub operation_by_id: HashMap<String, usize>,
     pub operation_by_slug: HashMap<String, usize>,
     /// Lower-cased name, slug and every alias → operation.
     pub operation_by_name: HashMap<String, usize>,
     pub aliases_by_operation: HashMap<usize, Vec<String>>,
     pub project_by_slug: HashMap<String, usize>,
+    pub implementation_by_id: HashMap<String, usize>,
     pub implementation_by_slug: HashMap<String, usize>,
     /// The source's own id of a run (`submission/555004`), lower-cased.
     pub runs_by_external_id: HashMap<String, Vec<u32>>,
-    pub artifact_by_digest: HashMap<String, usize>,
     pub serving_run_by_digest: HashMap<String, usize>,
 
     pub implementations_by_operation: HashMap<usize, Vec<usize>>,
     pub implementations_by_project: HashMap<usize, Vec<usize>>,
     pub runs_by_implementation: HashMap<usize, Vec<u32>>,
-    pub serving_measurements_by_run: HashMap<usize, Vec<Row>>,
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<u32>)>,
     pub search: Vec<SearchEntry>,
@@ -265,21 +264,6 @@ pub struct Tables {
     pub search_matches: WordMatches,
 }
 
-/// The tables plus the ranking's judgement on them. Run indexes agree between the two:
-/// both hold benchmark runs in the order the rows came.
-#[derive(Debug)]
-pub struct ReadModel {
-    pub tables: Tables,
-    pub judgement: ki_ranking::Index,
-}
-
-impl std::ops::Deref for ReadModel {
-    type Target = Tables;
-    fn deref(&self) -> &Tables {
-        &self.tables
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("row {index} of {table}: {message}")]
@@ -290,9 +274,8 @@ pub enum ModelError {
 
 impl ReadModel {
     /// One pass over the rows: each ranking row goes whole (moved, not copied) to the ranking's
-    /// index, which keeps the one full copy of the manifests (compact, parsed per page); the
-    /// tables keep the columns and, of the big manifests, only what lists and search read for
-    /// many rows at once ([`list_parts`]).
+    /// index, which keeps the one copy of the rows and their manifests (compact, parsed per
+    /// page); the model keeps the other tables as typed rows.
     pub fn build(rows: Vec<CatalogRow>) -> Result<ReadModel, ModelError> {
         let mut builder = ModelBuilder::new(RunDetails::Held);
         for CatalogRow { table, row } in rows {
@@ -342,30 +325,104 @@ impl ReadModel {
         &self,
         catalog: &ki_catalog::Catalog,
         run: usize,
-    ) -> Result<Row, ki_catalog::CatalogError> {
+    ) -> Result<Map<String, Value>, ki_catalog::CatalogError> {
         let mut row = match serde_json::to_value(self.run(run)) {
             Ok(Value::Object(row)) => row,
-            _ => Row::new(),
+            _ => Map::new(),
         };
         row.insert("manifest".into(), self.run_detail(catalog, run).await?.manifest);
         Ok(row)
-    }
-
-    /// A workload's typed row with its whole manifest (the dossier shows its tensors).
-    pub fn full_workload_row(&self, workload: usize) -> Row {
-        let mut row = match serde_json::to_value(&self.judgement.workloads[workload]) {
-            Ok(Value::Object(row)) => row,
-            _ => Row::new(),
-        };
-        row.insert("manifest".into(), self.judgement.workload_manifest(workload));
-        row
     }
 
     /// The label of the workload a run measured.
     pub fn run_workload_label(&self, run: usize) -> &str {
         &self.workload_labels[self.judgement.run_workload(run)]
     }
+
+    /// Every part of the model, named, in turn, the ranking's index first (for a memory probe
+    /// that drops them one at a time and counts what each held: the `read_model_memory` example).
+    #[doc(hidden)]
+    pub fn into_named_parts(self) -> (ki_ranking::Index, NamedParts) {
+        // Every field named: a new one fails to compile here until the probe counts it.
+        let ReadModel {
+            judgement,
+            operation_titles,
+            operation_axes,
+            workload_labels,
+            implementation_names,
+            records,
+            model_revisions,
+            serving_stacks,
+            serving_configurations,
+            serving_workloads,
+            serving_runs,
+            serving_measurements_by_run,
+            supersessions,
+            operation_by_id,
+            operation_by_slug,
+            operation_by_name,
+            aliases_by_operation,
+            project_by_slug,
+            implementation_by_id,
+            implementation_by_slug,
+            runs_by_external_id,
+            serving_run_by_digest,
+            implementations_by_operation,
+            implementations_by_project,
+            runs_by_implementation,
+            runs_by_gpu,
+            search,
+            run_classes,
+            class_of_run,
+            class_places,
+            class_languages,
+            class_dtype_sets,
+            search_by_key,
+            search_matches,
+        } = self;
+        let parts: NamedParts = vec![
+            ("runs by key", Box::new((runs_by_external_id, runs_by_implementation, runs_by_gpu))),
+            ("workload labels", Box::new(workload_labels)),
+            ("operation titles and axes", Box::new((operation_titles, operation_axes))),
+            ("implementation names", Box::new(implementation_names)),
+            ("record events", Box::new(records)),
+            (
+                "serving",
+                Box::new((
+                    model_revisions,
+                    serving_stacks,
+                    serving_configurations,
+                    serving_workloads,
+                    serving_runs,
+                    serving_measurements_by_run,
+                    serving_run_by_digest,
+                )),
+            ),
+            ("supersessions", Box::new(supersessions)),
+            (
+                "look-ups by id, slug and name",
+                Box::new((
+                    operation_by_id,
+                    operation_by_slug,
+                    operation_by_name,
+                    aliases_by_operation,
+                    project_by_slug,
+                    implementation_by_id,
+                    implementation_by_slug,
+                    implementations_by_operation,
+                    implementations_by_project,
+                )),
+            ),
+            ("search", Box::new((search, search_by_key, search_matches))),
+            ("run classes", Box::new((run_classes, class_of_run, class_places, class_languages, class_dtype_sets))),
+        ];
+        (judgement, parts)
+    }
 }
+
+/// Parts of a read model, each named ([`ReadModel::into_named_parts`]).
+#[doc(hidden)]
+pub type NamedParts = Vec<(&'static str, Box<dyn std::any::Any>)>;
 
 /// What a run's page reads beyond the run's typed row ([`ReadModel::run_detail`]).
 #[derive(Debug, Clone)]
@@ -385,12 +442,70 @@ pub enum RunDetails {
     InCatalog,
 }
 
+/// The tables the ranking's index does not hold, as their typed rows arrive.
+#[derive(Default)]
+struct OtherTables {
+    model_revisions: Table<ModelRevisionRow>,
+    serving_stacks: Table<ServingStackRevisionRow>,
+    serving_configurations: Table<ServingConfigurationRow>,
+    serving_workloads: Table<ServingWorkloadRow>,
+    serving_runs: Table<ServingRunRow>,
+    serving_measurements: Vec<ServingMeasurementRow>,
+    supersessions: HashMap<String, Supersession>,
+    /// Rows seen per table, to name a bad row by its place.
+    seen: HashMap<String, usize>,
+}
+
+impl OtherTables {
+    /// Parses a row of a table the index does not hold into what the model keeps of it; a table
+    /// the web does not show (source snapshots, links) is skipped.
+    fn push(&mut self, table: &str, row: Map<String, Value>) -> Result<(), String> {
+        use ki_model::rows::{Row, RowError};
+        if table == "corrections" {
+            let correction: CorrectionRow = serde_json::from_value(Value::Object(row)).map_err(|e| e.to_string())?;
+            if correction.action == "supersede" {
+                let entry = Supersession { at: correction.at, reason: correction.reason };
+                self.supersessions.insert(correction.run_id, entry);
+            }
+            return Ok(());
+        }
+        match Row::from_map(table, row) {
+            Ok(Row::ModelRevision(row)) => self.model_revisions.push(row),
+            Ok(Row::ServingStackRevision(row)) => self.serving_stacks.push(row),
+            Ok(Row::ServingConfiguration(row)) => self.serving_configurations.push(row),
+            Ok(Row::ServingWorkload(row)) => self.serving_workloads.push(row),
+            Ok(Row::ServingRun(row)) => self.serving_runs.push(*row),
+            Ok(Row::ServingMeasurement(row)) => self.serving_measurements.push(row),
+            // The ranking's tables go to its index (`ModelBuilder::push`); others are not shown.
+            Ok(_) | Err(RowError::UnknownTable(_)) => {}
+            Err(error) => return Err(error.to_string()),
+        }
+        Ok(())
+    }
+
+    /// The place of the next row of `table` among that table's rows.
+    fn next_place(&mut self, table: &str) -> usize {
+        match self.seen.get_mut(table) {
+            Some(seen) => {
+                *seen += 1;
+                *seen - 1
+            }
+            None => {
+                self.seen.insert(table.to_string(), 1);
+                0
+            }
+        }
+    }
+}
+
 /// Takes rows one at a time (as they stream from a catalog or an export) into what the model
 /// keeps, so that building never holds every row whole.
 pub struct ModelBuilder {
     run_details: RunDetails,
     ranking_rows: ki_ranking::CatalogRows,
-    table_rows: Vec<CatalogRow>,
+    others: OtherTables,
+    /// The first bad row of a table the index does not hold (the index keeps its own).
+    error: Option<ModelError>,
 }
 
 impl ModelBuilder {
@@ -399,79 +514,36 @@ impl ModelBuilder {
             RunDetails::Held => ki_ranking::CatalogRows::new(),
             RunDetails::InCatalog => ki_ranking::CatalogRows::without_run_manifests(),
         };
-        ModelBuilder { run_details, ranking_rows, table_rows: Vec::new() }
+        ModelBuilder { run_details, ranking_rows, others: OtherTables::default(), error: None }
     }
 
-    pub fn push(&mut self, table: String, row: Row) {
-        if !ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
-            self.table_rows.push(CatalogRow { table, row });
-            return;
-        }
-        // Pages read runs and measurements from the index's typed rows (`ReadModel::run`,
-        // `Index::measurements_of`).
-        if table == "measurements" {
-            if self.run_details == RunDetails::Held {
+    /// Takes one export-format row; a bad one is reported by [`ModelBuilder::finish`].
+    pub fn push(&mut self, table: String, row: Map<String, Value>) {
+        if ki_ranking::rows::RANKING_TABLES.contains(&table.as_str()) {
+            // A model whose runs' details stay in the catalog reads measurements from there.
+            if table != "measurements" || self.run_details == RunDetails::Held {
                 self.ranking_rows.push(&table, row, None);
             }
             return;
         }
-        if table == "benchmark_runs" {
-            self.ranking_rows.push(&table, row, None);
+        if self.error.is_some() {
             return;
         }
-        let parts = list_parts(&table);
-        let columns: Row = row
-            .iter()
-            .map(|(key, value)| match key.as_str() {
-                "manifest" if !parts.is_empty() => (key.clone(), pruned(value, parts)),
-                _ => (key.clone(), value.clone()),
-            })
-            .collect();
-        self.ranking_rows.push(&table, row, None);
-        self.table_rows.push(CatalogRow { table, row: columns });
+        let index = self.others.next_place(&table);
+        if let Err(message) = self.others.push(&table, row) {
+            self.error = Some(ModelError::BadRow { table, index, message });
+        }
     }
 
     pub fn finish(self) -> Result<ReadModel, ModelError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
         let judgement = ki_ranking::Index::from_owned_rows(self.ranking_rows)?;
-        let tables = Tables::build(self.table_rows, &judgement)?;
+        let model = ReadModel::new(judgement, self.others);
         release_freed_memory();
-        Ok(ReadModel { tables, judgement })
+        Ok(model)
     }
-}
-
-/// The parts of a manifest the tables keep, per table: what list pages, labels and search
-/// read for many rows at once. Pages about one record take the whole manifest from the
-/// ranking's index (`ReadModel::full_run_row` and its neighbours). Tables not named keep
-/// their manifests whole (they are small, or the index does not hold them).
-pub fn list_parts(table: &str) -> &'static [&'static [&'static str]] {
-    match table {
-        "operations" => &[&["metadata", "title"], &["spec", "axes"]],
-        "workloads" => &[&["spec", "axes"]],
-        "implementations" => {
-            &[&["metadata", "name"], &["spec", "projectRevision"], &["spec", "source"], &["spec", "callable"]]
-        }
-        _ => &[],
-    }
-}
-
-/// A copy of `value` with only the given paths (absent ones stay absent).
-fn pruned(value: &Value, paths: &[&[&str]]) -> Value {
-    let mut out = Value::Object(Map::new());
-    for path in paths {
-        let Some(found) = pointer(value, path) else { continue };
-        let mut at = &mut out;
-        for key in &path[..path.len() - 1] {
-            at = at
-                .as_object_mut()
-                .expect("pruned builds objects only")
-                .entry(key.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-        }
-        if let (Some(object), Some(last)) = (at.as_object_mut(), path.last()) {
-            object.insert(last.to_string(), found.clone());
-        }
-    }
-    out
 }
 
 /// Gives the pages the building freed back to the system: glibc keeps a process's peak
@@ -484,159 +556,178 @@ fn release_freed_memory() {
     }
 }
 
-impl Tables {
-    fn build(rows: Vec<CatalogRow>, judgement: &ki_ranking::Index) -> Result<Tables, ModelError> {
-        let mut model = Tables::default();
-        let mut aliases: Vec<Row> = Vec::new();
-        let mut serving_measurements: Vec<Row> = Vec::new();
-        let mut workloads: Vec<Row> = Vec::new();
-        for (index, CatalogRow { table, row }) in rows.into_iter().enumerate() {
-            let needs_id = !matches!(table.as_str(), "operation_aliases" | "measurements" | "serving_measurements");
-            if needs_id && row.get("id").and_then(Value::as_str).is_none() {
-                return Err(ModelError::BadRow { table, index, message: "no id".into() });
-            }
-            match table.as_str() {
-                "sources" => drop(model.sources.push(row)),
-                "projects" => drop(model.projects.push(row)),
-                "operations" => drop(model.operations.push(row)),
-                "operation_aliases" => aliases.push(row),
-                "workloads" => workloads.push(row),
-                "implementations" => drop(model.implementations.push(&row)),
-                // The ranking index holds the record events as typed rows (`Tables::records`).
-                "record_events" => {}
-                "artifacts" => drop(model.artifacts.push(row)),
-                "model_revisions" => drop(model.model_revisions.push(row)),
-                "serving_stack_revisions" => drop(model.serving_stacks.push(row)),
-                "serving_configurations" => drop(model.serving_configurations.push(row)),
-                "serving_workloads" => drop(model.serving_workloads.push(row)),
-                "serving_runs" => drop(model.serving_runs.push(row)),
-                "serving_measurements" => serving_measurements.push(row),
-                "corrections" if text(&row, "action") == "supersede" => {
-                    drop(model.supersessions.insert(text(&row, "runId").to_string(), row))
-                }
-                // Tables the web does not show (source snapshots, links) are skipped.
-                _ => {}
-            }
-        }
+/// An operation manifest's declared axes (`spec.axes`), in its order.
+fn declared_axes(manifest: &Value) -> Vec<OperationAxis> {
+    let axes = pointer(manifest, &["spec", "axes"]).and_then(Value::as_object);
+    axes.into_iter()
+        .flatten()
+        .map(|(name, axis)| OperationAxis {
+            name: name.clone(),
+            constant: axis.get("role").and_then(Value::as_str) == Some("constant"),
+            value: axis.get("value").cloned(),
+        })
+        .collect()
+}
 
-        for (i, op) in model.operations.rows.iter().enumerate() {
-            model.operation_by_slug.insert(text(op, "slug").to_string(), i);
-            model.operation_by_name.insert(text(op, "slug").to_lowercase(), i);
-            model.operation_by_name.insert(text(op, "name").to_lowercase(), i);
-        }
-        for alias in &aliases {
-            if let Some(op) = model.operations.index_of(text(alias, "operationId")) {
-                let name = text(alias, "alias").to_string();
-                model.operation_by_name.insert(name.to_lowercase(), op);
-                model.aliases_by_operation.entry(op).or_default().push(name);
-            }
-        }
-        for (i, p) in model.projects.rows.iter().enumerate() {
-            model.project_by_slug.insert(text(p, "slug").to_string(), i);
-        }
-        model.workload_labels = workloads
+impl ReadModel {
+    /// The look-ups, labels and search entries over the index's rows and the other tables.
+    fn new(judgement: ki_ranking::Index, others: OtherTables) -> ReadModel {
+        let index = &judgement;
+        // The manifests' parts lists read, each manifest parsed once.
+        let (operation_titles, operation_axes): (Vec<Box<str>>, Vec<Vec<OperationAxis>>) = index
+            .operations
             .iter()
+            .enumerate()
+            .map(|(op, row)| {
+                let manifest = index.operation_manifest(op);
+                let title = pointer(&manifest, &["metadata", "title"]).and_then(Value::as_str).unwrap_or(&row.name);
+                (title.into(), declared_axes(&manifest))
+            })
+            .unzip();
+        let workload_labels = (0..index.workloads.len())
             .map(|w| {
-                let operation = model.operations.get(text(w, "operationId"));
-                workload_label(w, operation).into_boxed_str()
+                let axes = &operation_axes[index.workload_operation(w)];
+                workload_label(&index.workload_manifest(w), &index.workloads[w].dtypes, axes).into_boxed_str()
             })
             .collect();
-        for (i, imp) in model.implementations.iter().enumerate() {
-            model.implementation_by_slug.insert(text(&imp, "slug").to_string(), i);
-            if let Some(op) = model.operations.index_of(text(&imp, "operationId")) {
-                model.implementations_by_operation.entry(op).or_default().push(i);
-            }
-            if let Some(p) = model.projects.index_of(text(&imp, "projectId")) {
-                model.implementations_by_project.entry(p).or_default().push(i);
+        let implementation_names = (0..index.implementations.len())
+            .map(|i| {
+                pointer(&index.implementation_manifest(i), &["metadata", "name"]).and_then(Value::as_str).map(Box::from)
+            })
+            .collect();
+
+        let mut operation_by_id = HashMap::new();
+        let mut operation_by_slug = HashMap::new();
+        let mut operation_by_name = HashMap::new();
+        for (i, op) in index.operations.iter().enumerate() {
+            operation_by_id.insert(op.id.clone(), i);
+            operation_by_slug.insert(op.slug.clone(), i);
+            operation_by_name.insert(op.slug.to_lowercase(), i);
+            operation_by_name.insert(op.name.to_lowercase(), i);
+        }
+        let mut aliases_by_operation: HashMap<usize, Vec<String>> = HashMap::new();
+        for alias in &index.operation_aliases {
+            if let Some(&op) = operation_by_id.get(&alias.operation_id) {
+                operation_by_name.insert(alias.alias.to_lowercase(), op);
+                aliases_by_operation.entry(op).or_default().push(alias.alias.clone());
             }
         }
+        let project_by_slug = index.projects.iter().enumerate().map(|(i, p)| (p.slug.clone(), i)).collect();
+        let mut implementation_by_id = HashMap::new();
+        let mut implementation_by_slug = HashMap::new();
+        let mut implementations_by_operation: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut implementations_by_project: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, imp) in index.implementations.iter().enumerate() {
+            implementation_by_id.insert(imp.id.clone(), i);
+            implementation_by_slug.insert(imp.slug.clone(), i);
+            if let Some(&op) = operation_by_id.get(&imp.operation_id) {
+                implementations_by_operation.entry(op).or_default().push(i);
+            }
+            implementations_by_project.entry(index.implementation_project(i)).or_default().push(i);
+        }
+
+        let mut runs_by_external_id: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut runs_by_implementation: HashMap<usize, Vec<u32>> = HashMap::new();
         let mut gpus: HashMap<String, Vec<u32>> = HashMap::new();
-        for (i, run) in judgement.runs.iter().enumerate() {
+        for (i, run) in index.runs.iter().enumerate() {
             let number = u32::try_from(i).expect("fewer than 2^32 runs");
-            if let Some(external) = judgement.run_external_id(i) {
-                model.runs_by_external_id.entry(external.to_lowercase()).or_default().push(number);
+            if let Some(external) = index.run_external_id(i) {
+                runs_by_external_id.entry(external.to_lowercase()).or_default().push(number);
             }
-            if let Some(imp) = model.implementations.index_of(&run.implementation_id) {
-                model.runs_by_implementation.entry(imp).or_default().push(number);
-            }
+            runs_by_implementation.entry(index.run_implementation(i)).or_default().push(number);
             if let Some(gpu) = run.hardware_model.as_deref().filter(|g| !g.is_empty()) {
                 gpus.entry(gpu.to_string()).or_default().push(number);
             }
         }
-        model.runs_by_gpu = gpus.into_iter().collect();
-        model.runs_by_gpu.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        let mut runs_by_gpu: Vec<(String, Vec<u32>)> = gpus.into_iter().collect();
+        runs_by_gpu.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+
+        let OtherTables {
+            model_revisions,
+            serving_stacks,
+            serving_configurations,
+            serving_workloads,
+            serving_runs,
+            serving_measurements,
+            supersessions,
+            seen: _,
+        } = others;
+        let mut serving_measurements_by_run: HashMap<usize, Vec<ServingMeasurementRow>> = HashMap::new();
         for m in serving_measurements {
-            if let Some(run) = model.serving_runs.index_of(text(&m, "runId")) {
-                model.serving_measurements_by_run.entry(run).or_default().push(m);
+            if let Some(run) = serving_runs.index_of(&m.run_id) {
+                serving_measurements_by_run.entry(run).or_default().push(m);
             }
         }
-        for (i, a) in model.artifacts.rows.iter().enumerate() {
-            model.artifact_by_digest.insert(text(a, "contentDigest").to_string(), i);
-        }
-        for (i, r) in model.serving_runs.rows.iter().enumerate() {
-            model.serving_run_by_digest.insert(text(r, "runDigest").to_string(), i);
-        }
+        let serving_run_by_digest =
+            serving_runs.rows.iter().enumerate().map(|(i, r)| (r.run_digest.clone(), i)).collect();
+
         // Newest first, ties by id, so "recent records" needs no sort per request.
-        let events = &judgement.record_events;
+        let events = &index.record_events;
         let mut newest: Vec<usize> = (0..events.len()).collect();
         newest.sort_by(|&a, &b| {
             let (a, b) = (&events[a], &events[b]);
             b.at.text().cmp(&a.at.text()).then(b.id.cmp(&a.id))
         });
-        model.records = newest
+        let records = newest
             .into_iter()
             .map(|event| RecordRef {
                 event: u32::try_from(event).expect("fewer than 2^32 record events"),
-                holder: judgement.run_of(&events[event].run_id).map(|run| run as u32),
+                holder: index.run_of(&events[event].run_id).map(|run| run as u32),
             })
             .collect();
-        model.check_aligned(&workloads, judgement)?;
-        let (class_of_run, run_classes) = run_classes(judgement);
-        model.set_class_places(judgement, &run_classes);
-        model.run_classes = run_classes;
-        model.search = model.build_search(judgement, &class_of_run, &model.class_places);
-        model.class_of_run = class_of_run;
+        let (class_of_run, run_classes) = run_classes(index);
+
+        let mut model = ReadModel {
+            judgement,
+            operation_titles,
+            operation_axes,
+            workload_labels,
+            implementation_names,
+            records,
+            model_revisions,
+            serving_stacks,
+            serving_configurations,
+            serving_workloads,
+            serving_runs,
+            serving_measurements_by_run,
+            supersessions,
+            operation_by_id,
+            operation_by_slug,
+            operation_by_name,
+            aliases_by_operation,
+            project_by_slug,
+            implementation_by_id,
+            implementation_by_slug,
+            runs_by_external_id,
+            serving_run_by_digest,
+            implementations_by_operation,
+            implementations_by_project,
+            runs_by_implementation,
+            runs_by_gpu,
+            search: Vec::new(),
+            run_classes,
+            class_of_run,
+            class_places: Vec::new(),
+            class_languages: Vec::new(),
+            class_dtype_sets: Vec::new(),
+            search_by_key: HashMap::new(),
+            search_matches: WordMatches::default(),
+        };
+        model.set_class_places();
+        model.search = model.build_search();
         model.search_by_key = model
             .search
             .iter()
             .enumerate()
             .filter_map(|(i, e)| Some(((SearchKind::parse(e.kind)?, e.key.clone()), i)))
             .collect();
-        Ok(model)
-    }
-}
-
-impl Tables {
-    /// Pages index the tables and the ranking's index by the same position (a run's facts,
-    /// its full manifest): both must hold the same rows in the same order.
-    fn check_aligned(&self, workloads: &[Row], judgement: &ki_ranking::Index) -> Result<(), ModelError> {
-        let implementations: Vec<Row> = self.implementations.iter().collect();
-        let tables: [(&str, &[Row], Vec<&str>); 3] = [
-            ("operations", &self.operations.rows, judgement.operations.iter().map(|r| r.id.as_str()).collect()),
-            ("workloads", workloads, judgement.workloads.iter().map(|r| r.id.as_str()).collect()),
-            ("implementations", &implementations, judgement.implementations.iter().map(|r| r.id.as_str()).collect()),
-        ];
-        for (table, rows, ids) in tables {
-            let held: Vec<&str> = rows.iter().map(|r| text(r, "id")).collect();
-            if held != ids {
-                return Err(ModelError::BadRow {
-                    table: table.into(),
-                    index: held.iter().zip(&ids).position(|(a, b)| a != b).unwrap_or(held.len().min(ids.len())),
-                    message: "the tables and the ranking's index disagree on the rows' order".into(),
-                });
-            }
-        }
-        Ok(())
+        model
     }
 
-    fn build_search(
-        &self,
-        judgement: &ki_ranking::Index,
-        class_of_run: &[u32],
-        class_places: &[ClassPlaces],
-    ) -> Vec<SearchEntry> {
+    fn build_search(&self) -> Vec<SearchEntry> {
+        let judgement = &self.judgement;
         let classes_of = |runs: &mut dyn Iterator<Item = u32>| {
-            let mut classes: Vec<u32> = runs.map(|r| class_of_run[r as usize]).collect();
+            let mut classes: Vec<u32> = runs.map(|r| self.class_of_run[r as usize]).collect();
             classes.sort_unstable();
             classes.dedup();
             classes
@@ -653,19 +744,20 @@ impl Tables {
             gpus.into_iter().map(|(g, _)| g.to_string()).collect::<Vec<_>>()
         };
         let mut out = Vec::new();
-        for (i, op) in self.operations.rows.iter().enumerate() {
-            let aliases = self.aliases_by_operation.get(&i).cloned().unwrap_or_default();
-            let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
-            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Operation.as_str(), i).collect();
-            let found = search_text::operation(text(op, "name"), text(op, "slug"), text(op, "family"), &aliases);
+        for (i, op) in judgement.operations.iter().enumerate() {
+            let aliases: Vec<&str> =
+                self.aliases_by_operation.get(&i).into_iter().flatten().map(String::as_str).collect();
+            let entry_run_list: Vec<u32> = self.entry_runs(SearchKind::Operation.as_str(), i).collect();
+            let family = op.family.as_deref().unwrap_or("");
+            let found = search_text::operation(&op.name, &op.slug, family, &aliases);
             out.push(SearchEntry {
                 kind: SearchKind::Operation.as_str(),
                 label: self.operation_title(i).to_string(),
-                detail: text(op, "family").to_string(),
-                href: format!("/operations/{}", text(op, "slug")),
+                detail: family.to_string(),
+                href: format!("/operations/{}", op.slug),
                 runs: entry_run_list.len(),
                 gpus: gpus_of(&entry_run_list),
-                key: text(op, "id").to_string(),
+                key: op.id.clone(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: Some(i),
@@ -679,18 +771,18 @@ impl Tables {
                 order: 0,
             });
         }
-        for (i, imp) in self.implementations.iter().enumerate() {
-            let imp = &imp;
-            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Implementation.as_str(), i).collect();
-            let found = search_text::implementation(text(imp, "slug"), text(imp, "title"));
+        for (i, imp) in judgement.implementations.iter().enumerate() {
+            let entry_run_list: Vec<u32> = self.entry_runs(SearchKind::Implementation.as_str(), i).collect();
+            let title = imp.title.as_deref().unwrap_or("");
+            let found = search_text::implementation(&imp.slug, title);
             out.push(SearchEntry {
                 kind: SearchKind::Implementation.as_str(),
-                label: text(imp, "slug").to_string(),
-                detail: text(imp, "title").to_string(),
-                href: format!("/implementations/{}", text(imp, "slug")),
+                label: imp.slug.clone(),
+                detail: title.to_string(),
+                href: format!("/implementations/{}", imp.slug),
                 runs: entry_run_list.len(),
                 gpus: gpus_of(&entry_run_list),
-                key: text(imp, "id").to_string(),
+                key: imp.id.clone(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: None,
@@ -704,17 +796,17 @@ impl Tables {
                 order: 0,
             });
         }
-        for (i, p) in self.projects.rows.iter().enumerate() {
-            let entry_run_list: Vec<u32> = self.entry_runs(judgement, SearchKind::Project.as_str(), i).collect();
-            let found = search_text::project(text(p, "name"), text(p, "slug"));
+        for (i, p) in judgement.projects.iter().enumerate() {
+            let entry_run_list: Vec<u32> = self.entry_runs(SearchKind::Project.as_str(), i).collect();
+            let found = search_text::project(&p.name, &p.slug);
             out.push(SearchEntry {
                 kind: SearchKind::Project.as_str(),
-                label: text(p, "name").to_string(),
-                detail: text(p, "slug").to_string(),
-                href: format!("/projects/{}", text(p, "slug")),
+                label: p.name.clone(),
+                detail: p.slug.clone(),
+                href: format!("/projects/{}", p.slug),
                 runs: entry_run_list.len(),
                 gpus: gpus_of(&entry_run_list),
-                key: text(p, "id").to_string(),
+                key: p.id.clone(),
                 haystack: found.haystack,
                 names: found.names,
                 operation: None,
@@ -759,7 +851,8 @@ impl Tables {
             entry.best_trust =
                 entry.classes.iter().map(|&c| judgement.facts[self.run_classes[c as usize] as usize].trust).max();
             let places_of = |place: fn(&ClassPlaces) -> u32| {
-                let mut places: Vec<u32> = entry.classes.iter().map(|&c| place(&class_places[c as usize])).collect();
+                let mut places: Vec<u32> =
+                    entry.classes.iter().map(|&c| place(&self.class_places[c as usize])).collect();
                 places.sort_unstable();
                 places.dedup();
                 places
@@ -786,14 +879,14 @@ impl Tables {
 
     /// Each class's places ([`ClassPlaces`]; `NONE` where the run names none), and the
     /// languages and dtype lists they point to.
-    fn set_class_places(&mut self, judgement: &ki_ranking::Index, representatives: &[u32]) {
+    fn set_class_places(&mut self) {
+        let judgement = &self.judgement;
         let gpus: HashMap<&str, u32> =
             self.runs_by_gpu.iter().enumerate().map(|(i, (gpu, _))| (gpu.as_str(), i as u32)).collect();
-        let sources: HashMap<&str, u32> =
-            self.sources.rows.iter().enumerate().map(|(i, row)| (text(row, "id"), i as u32)).collect();
         let mut languages: HashMap<&str, u32> = HashMap::new();
         let mut dtype_sets: HashMap<&[String], u32> = HashMap::new();
-        let places = representatives
+        let places = self
+            .run_classes
             .iter()
             .map(|&run| {
                 let next = |len: usize| u32::try_from(len).expect("fewer than 2^32 places");
@@ -808,12 +901,10 @@ impl Tables {
                 let len = next(dtype_sets.len());
                 let dtypes = *dtype_sets.entry(dtypes).or_insert(len);
                 let row = &judgement.runs[run as usize];
-                let place = |map: &HashMap<&str, u32>, key: Option<&str>| {
-                    key.and_then(|k| map.get(k).copied()).unwrap_or(ClassPlaces::NONE)
-                };
+                let source = row.source_id.as_deref().and_then(|s| judgement.source_index(s));
                 ClassPlaces {
-                    gpu: place(&gpus, row.hardware_model.as_deref()),
-                    source: place(&sources, row.source_id.as_deref()),
+                    gpu: row.hardware_model.as_deref().and_then(|g| gpus.get(g).copied()).unwrap_or(ClassPlaces::NONE),
+                    source: source.map_or(ClassPlaces::NONE, next),
                     project: u32::try_from(judgement.project_index_of(run as usize)).expect("fewer than 2^32 projects"),
                     language,
                     dtypes,
@@ -828,19 +919,14 @@ impl Tables {
     }
 
     /// The runs behind a search entry of this kind and row (`SearchEntry::of`).
-    pub fn entry_runs<'a>(
-        &'a self,
-        judgement: &'a ki_ranking::Index,
-        kind: &str,
-        of: usize,
-    ) -> Box<dyn Iterator<Item = u32> + 'a> {
+    pub fn entry_runs<'a>(&'a self, kind: &str, of: usize) -> Box<dyn Iterator<Item = u32> + 'a> {
         let implementation = |i: &usize| self.runs_by_implementation.get(i).into_iter().flatten().copied();
         if kind == SearchKind::Operation.as_str() {
             Box::new(
-                judgement
+                self.judgement
                     .operation_workloads(of)
                     .iter()
-                    .flat_map(|&w| judgement.workload_runs(w))
+                    .flat_map(|&w| self.judgement.workload_runs(w))
                     .map(|r| u32::try_from(r).expect("fewer than 2^32 runs")),
             )
         } else if kind == SearchKind::Implementation.as_str() {
@@ -867,18 +953,19 @@ impl Tables {
     pub fn find_implementation(&self, slug: &str) -> Result<usize, crate::problem::Problem> {
         self.implementation_by_slug
             .get(slug)
+            .or_else(|| self.implementation_by_id.get(slug))
             .copied()
-            .or_else(|| self.implementations.index_of(slug))
             .ok_or_else(|| crate::problem::Problem::not_found(format!("no implementation {slug:?}")))
     }
 
     /// The operation's human title (its manifest title, else its name).
     pub fn operation_title(&self, op: usize) -> &str {
-        let row = &self.operations.rows[op];
-        row.get("manifest")
-            .and_then(|m| pointer(m, &["metadata", "title"]))
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| text(row, "name"))
+        &self.operation_titles[op]
+    }
+
+    /// The digest and file name the implementation's manifest gives its source.
+    pub fn implementation_source(&self, implementation: usize) -> Option<(String, Option<String>)> {
+        source_reference(&self.judgement.implementation_manifest(implementation))
     }
 }
 
@@ -952,16 +1039,11 @@ fn by_place<K>(map: HashMap<K, u32>) -> Vec<K> {
     named.into_iter().map(|(key, _)| key).collect()
 }
 
-/// The operation's variable axes of a workload and its dtypes, "batch_size = 16 · … · bf16".
-pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
-    let axes = workload.get("manifest").and_then(|m| pointer(m, &["spec", "axes"])).and_then(Value::as_object);
-    let variable = |name: &str| {
-        operation
-            .and_then(|op| op.get("manifest"))
-            .and_then(|m| pointer(m, &["spec", "axes", name, "role"]))
-            .and_then(Value::as_str)
-            .is_none_or(|role| role != "constant")
-    };
+/// A workload's variable axes (those its operation does not declare constant) and its dtypes,
+/// "batch_size = 16 · … · bf16".
+pub fn workload_label(manifest: &Value, dtypes: &[String], operation_axes: &[OperationAxis]) -> String {
+    let axes = pointer(manifest, &["spec", "axes"]).and_then(Value::as_object);
+    let variable = |name: &str| !operation_axes.iter().any(|axis| axis.name == name && axis.constant);
     let mut parts: Vec<String> = Vec::new();
     if let Some(axes) = axes {
         for (name, value) in axes {
@@ -970,11 +1052,8 @@ pub fn workload_label(workload: &Row, operation: Option<&Row>) -> String {
             }
         }
     }
-    if let Some(dtypes) = workload.get("dtypes").and_then(Value::as_array) {
-        let names: Vec<&str> = dtypes.iter().filter_map(Value::as_str).collect();
-        if !names.is_empty() {
-            parts.push(names.join("/"));
-        }
+    if !dtypes.is_empty() {
+        parts.push(dtypes.join("/"));
     }
     parts.join(" · ")
 }
@@ -990,7 +1069,7 @@ pub fn scalar(value: &Value) -> String {
 }
 
 /// What the search keeps per read model: each query word's search entries (indexes into
-/// [`crate::model::Tables::search`], ascending) as the catalog's search index found them (a
+/// [`ReadModel::search`], ascending) as the catalog's search index found them (a
 /// word is looked up in the database once per read model, and a query takes the entries all its
 /// words found), and the [`Lexicon`] the words are read with, built on first use. A new model
 /// (after any write) starts empty, so neither outlives the entries and names it was made from.
@@ -1152,9 +1231,6 @@ pub fn primary_display(run: &RunRow) -> String {
 impl ReadModel {
     pub fn run_summary(&self, run: usize) -> RunSummary {
         let row = self.run(run);
-        let implementation = self.implementations.get(&row.implementation_id);
-        let implementation = implementation.as_ref();
-        let project = implementation.and_then(|i| self.projects.get(text(i, "projectId")));
         let facts = &self.judgement.facts[run];
         let id = row.id.to_string();
         RunSummary {
@@ -1163,8 +1239,8 @@ impl ReadModel {
             id,
             digest: row.run_digest.to_string(),
             title: self.run_title(run),
-            implementation: implementation.map(|i| text(i, "slug")).unwrap_or("").into(),
-            project: project.map(|p| text(p, "name")).unwrap_or("").into(),
+            implementation: self.judgement.implementation_of(run).slug.clone(),
+            project: self.judgement.project_of(run).name.clone(),
             hardware: row.hardware_model.as_deref().unwrap_or_default().to_string(),
             status: row.status.to_string(),
             value: row.primary_value.get(),
@@ -1212,9 +1288,9 @@ pub fn percent_encode(text: &str) -> String {
     out
 }
 
-/// The digest and file name the implementation's manifest gives its source.
-pub fn source_reference(row: &Row) -> Option<(String, Option<String>)> {
-    let source = row.get("manifest").and_then(|m| m.pointer("/spec/source"))?;
+/// The digest and file name an implementation's manifest gives its source.
+pub fn source_reference(manifest: &Value) -> Option<(String, Option<String>)> {
+    let source = manifest.pointer("/spec/source")?;
     let digest = source.get("contentDigest").and_then(Value::as_str)?.to_string();
     Some((digest, source.get("fileName").and_then(Value::as_str).map(str::to_string)))
 }
@@ -1222,6 +1298,50 @@ pub fn source_reference(row: &Row) -> Option<(String, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_row_of_a_table_the_index_does_not_hold_is_named() {
+        let mut builder = ModelBuilder::new(RunDetails::Held);
+        builder.push(
+            "corrections".into(),
+            object(
+                serde_json::json!({"action": "retract", "runId": "r", "at": "2026-01-01T00:00:00.000Z", "reason": "x"}),
+            ),
+        );
+        builder.push("serving_workloads".into(), object(serde_json::json!({"id": "w1"})));
+        match builder.finish() {
+            Err(ModelError::BadRow { table, index, message }) => {
+                assert_eq!((table.as_str(), index), ("serving_workloads", 0));
+                assert!(message.contains("workloadDigest"), "{message}");
+            }
+            other => panic!("a serving workload without its columns was taken: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn supersessions_are_kept_and_tables_the_web_does_not_show_are_skipped() {
+        let mut builder = ModelBuilder::new(RunDetails::Held);
+        let correction = |action: &str, run: &str| {
+            object(serde_json::json!({
+                "id": format!("c-{run}"), "action": action, "runId": run, "byRunId": null,
+                "reason": format!("{action} {run}"), "actor": "test", "at": "2026-03-04T05:06:07.000Z",
+            }))
+        };
+        builder.push("corrections".into(), correction("supersede", "old"));
+        builder.push("corrections".into(), correction("retract", "bad"));
+        builder.push("source_snapshots".into(), object(serde_json::json!({"anything": 1})));
+        let model = builder.finish().expect("no row is bad");
+        assert_eq!(model.supersessions.len(), 1);
+        let entry = &model.supersessions["old"];
+        assert_eq!((entry.at.as_str(), entry.reason.as_str()), ("2026-03-04T05:06:07.000Z", "supersede old"));
+    }
 
     #[test]
     fn the_word_lists_stay_within_their_bound() {

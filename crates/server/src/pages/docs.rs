@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::{Answer, SITE_CSS, SITE_JS, Shared, html_response, json_response, layout, section};
-use crate::model::{ReadModel, text};
+use crate::model::ReadModel;
 use crate::openapi::RouteDocs;
 
 // ---------- docs ----------
@@ -62,11 +62,11 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                 p { "Every page that names a fastest run names the best deployable one beside it: public source, a permissive licence and an install recipe. The native GQA paged-decode kernel's recipe builds it from this repository and calls it from PyTorch (" code { "crates/kernels/python/ki_gqa_paged_decode.py" } ", NVRTC through CuPy)." }
             }))
             (section("sources", "Sources", html! {
-                dl.fields { @for s in &model.sources.rows {
-                    div id={ "source-" (text(s, "slug")) } {
-                        dt { (text(s, "name")) }
-                        dd { (s.get("policy").and_then(|p| p.get("license")).and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
-                            " — " (s.get("policy").and_then(|p| p.get("terms")).and_then(|l| l.as_str()).unwrap_or("")) }
+                dl.fields { @for s in &model.judgement.sources {
+                    div id={ "source-" (s.slug) } {
+                        dt { (s.name) }
+                        dd { (s.policy.get("license").and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
+                            " — " (s.policy.get("terms").and_then(|l| l.as_str()).unwrap_or("")) }
                     }
                 } }
             }))

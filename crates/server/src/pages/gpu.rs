@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::{Answer, Shared, html_response, json_response, layout, section};
 use crate::model::{PAGE_LIMIT, RunSummary};
-use crate::model::{ReadModel, slugify, text};
+use crate::model::{ReadModel, slugify};
 use crate::problem::Problem;
 
 /// Which runs a "best" is chosen among.
@@ -204,7 +204,7 @@ impl ReadModel {
                 let mut groups: Vec<usize> = op_runs.iter().map(|&r| facts[r].cohort()).collect();
                 groups.sort_unstable();
                 groups.dedup();
-                let slug = text(&self.operations.rows[op], "slug").to_string();
+                let slug = self.judgement.operations[op].slug.clone();
                 let (best_verified, why_no_verified) = self.best_or_why(op_runs, Claim::Verified);
                 let (best_reported, why_no_reported) = self.best_or_why(op_runs, Claim::Reported);
                 GpuOperation {

@@ -15,7 +15,7 @@ pub fn render(model: &ReadModel, query: &str, results: Option<&super::search::Se
     let main = html! {
         h1 { "KernelIndex" }
         p { "The fastest verified kernel for your exact workload: " (model.judgement.runs.len()) " benchmark runs of "
-            (model.operations.len()) " operations on " (model.runs_by_gpu.len()) " GPUs, ranked inside comparison groups that share operation, workload, protocol, environment and correctness rule." }
+            (model.judgement.operations.len()) " operations on " (model.runs_by_gpu.len()) " GPUs, ranked inside comparison groups that share operation, workload, protocol, environment and correctness rule." }
         form role="search" action="/" method="get" {
             label for="home-q" { "Search operations, implementations, GPUs and runs" }
             div { input #home-q type="search" name="q" value=(query) maxlength="200" placeholder="gqa decode h200 batch 16"; " " button type="submit" { "Search" } }

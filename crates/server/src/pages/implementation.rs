@@ -6,8 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Answer, Shared, html_response, json_response, layout, runs_table, section};
-use crate::model::{Link, PAGE_LIMIT, RunSummary};
-use crate::model::{ReadModel, opt_text, text};
+use crate::model::{Link, PAGE_LIMIT, ReadModel, RunSummary};
 use crate::problem::Problem;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -46,50 +45,48 @@ pub struct ImplementationView {
 
 impl ReadModel {
     pub fn implementation_item(&self, i: usize) -> ImplementationItem {
-        let imp = &self.implementations.row(i);
+        let imp = &self.judgement.implementations[i];
         ImplementationItem {
-            slug: text(imp, "slug").into(),
-            title: text(imp, "title").into(),
-            project: self.projects.get(text(imp, "projectId")).map(|p| text(p, "name")).unwrap_or("").into(),
+            slug: imp.slug.clone(),
+            title: imp.title.clone().unwrap_or_default(),
+            project: self.judgement.projects[self.judgement.implementation_project(i)].name.clone(),
             runs: self.runs_by_implementation.get(&i).map_or(0, Vec::len),
-            href: format!("/implementations/{}", text(imp, "slug")),
+            href: format!("/implementations/{}", imp.slug),
         }
     }
 }
 
 impl ReadModel {
     pub fn implementation_view(&self, i: usize) -> ImplementationView {
-        let row = &self.implementations.row(i);
-        let project = self.projects.get(text(row, "projectId"));
-        let op = self.operations.index_of(text(row, "operationId"));
+        let row = &self.judgement.implementations[i];
+        let project = &self.judgement.projects[self.judgement.implementation_project(i)];
+        let op = self.operation_by_id.get(&row.operation_id).copied();
+        let manifest = self.judgement.implementation_manifest(i);
+        let present = |text: &Option<String>| text.clone().filter(|t| !t.is_empty());
         let mut runs: Vec<usize> =
             self.runs_by_implementation.get(&i).into_iter().flatten().map(|&r| r as usize).collect();
         runs.sort_by_cached_key(|&r| std::cmp::Reverse(self.run(r).observed_at.text().into_owned()));
         let runs_total = runs.len();
         runs.truncate(PAGE_LIMIT);
         ImplementationView {
-            slug: text(row, "slug").into(),
-            title: text(row, "title").into(),
-            digest: text(row, "implementationDigest").into(),
-            project: Link {
-                label: project.map(|p| text(p, "name")).unwrap_or("").into(),
-                href: project.map(|p| format!("/projects/{}", text(p, "slug"))).unwrap_or_default(),
-            },
+            slug: row.slug.clone(),
+            title: row.title.clone().unwrap_or_default(),
+            digest: row.implementation_digest.clone(),
+            project: Link { label: project.name.clone(), href: format!("/projects/{}", project.slug) },
             operation: op.map(|o| Link {
                 label: self.operation_title(o).into(),
-                href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
+                href: format!("/operations/{}", self.judgement.operations[o].slug),
             }),
-            revision: opt_text(row, "sourceRevision").map(str::to_string),
-            language: opt_text(row, "language").map(str::to_string),
-            licence: opt_text(row, "licenseExpression").map(str::to_string),
-            source_available: row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false),
-            source_code: self
-                .source_code(row.get("sourceAvailable").and_then(Value::as_bool).unwrap_or(false), Some(row)),
-            installable: row.get("installable").and_then(Value::as_bool).unwrap_or(false),
-            install_command: opt_text(row, "installCommand").map(str::to_string),
+            revision: present(&row.source_revision),
+            language: present(&row.language),
+            licence: present(&row.license_expression),
+            source_available: row.source_available,
+            source_code: self.source_code(row.source_available, &manifest),
+            installable: row.installable,
+            install_command: present(&row.install_command),
             runs: self.summaries(runs),
             runs_total,
-            manifest: self.judgement.implementation_manifest(i),
+            manifest,
             source: None,
         }
     }

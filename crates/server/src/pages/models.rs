@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::gpu::{BestRun, Claim, best_cell};
 use super::{Answer, Shared, gpu_link, html_response, json_response, layout, section};
 use crate::model::gpu_href;
-use crate::model::{ReadModel, slugify, text};
+use crate::model::{ReadModel, slugify};
 use crate::problem::Problem;
 
 /// The tag prefix naming a model an operation belongs to.
@@ -171,8 +171,8 @@ impl ReadModel {
     /// Model slug → (the name as tagged, its operations), by slug.
     pub fn models(&self) -> BTreeMap<String, (String, Vec<usize>)> {
         let mut models: BTreeMap<String, (String, Vec<usize>)> = BTreeMap::new();
-        for (op, row) in self.operations.rows.iter().enumerate() {
-            for tag in row.get("tags").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        for (op, row) in self.judgement.operations.iter().enumerate() {
+            for tag in &row.tags {
                 let Some(name) = tag.strip_prefix(MODEL_TAG) else { continue };
                 let slug = slugify(name);
                 if slug.is_empty() {
@@ -251,7 +251,7 @@ impl ReadModel {
     }
 
     fn model_operation(&self, op: usize, case: Case) -> ModelOperation {
-        let row = &self.operations.rows[op];
+        let row = &self.judgement.operations[op];
         let runs = self.operation_runs(op);
         let mut by_gpu: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for &r in &runs {
@@ -280,12 +280,12 @@ impl ReadModel {
             })
             .collect();
         gpus.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.gpu.cmp(&b.gpu)));
-        let slug = text(row, "slug").to_string();
+        let slug = row.slug.clone();
         ModelOperation {
             href: format!("/operations/{slug}"),
             slug,
             title: self.operation_title(op).into(),
-            family: text(row, "family").into(),
+            family: row.family.clone().unwrap_or_default(),
             runs: runs.len(),
             gpus,
         }

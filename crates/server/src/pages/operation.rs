@@ -22,7 +22,7 @@ use super::{
 };
 use crate::chart::{Sweep, SweepFacet, SweepPoint, SweepSeries};
 use crate::model::{PAGE_LIMIT, RunSummary, scalar};
-use crate::model::{ReadModel, RunRow, pointer, slugify, text};
+use crate::model::{ReadModel, RunRow, pointer, slugify};
 use crate::problem::Problem;
 
 /// Most series the sweep chart draws.
@@ -329,17 +329,8 @@ impl ReadModel {
     /// fewest distinct values first (a batch size before a page count), then in the definition's
     /// order; and those it calls variable that every workload holds at one value.
     fn varying_axes(&self, op: usize) -> (Vec<String>, Vec<AxisValue>) {
-        let defined: Vec<String> = self.operations.rows[op]
-            .get("manifest")
-            .and_then(|m| pointer(m, &["spec", "axes"]))
-            .and_then(Value::as_object)
-            .map(|a| {
-                a.iter()
-                    .filter(|(_, v)| v.get("role").and_then(Value::as_str) != Some("constant"))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let defined: Vec<String> =
+            self.operation_axes[op].iter().filter(|axis| !axis.constant).map(|axis| axis.name.clone()).collect();
         let workloads = self.judgement.operation_workloads(op);
         let distinct = |axis: &str| {
             let mut values: Vec<String> =
@@ -385,8 +376,8 @@ impl ReadModel {
     /// The operation page under its query. A GPU, a comparison group or a sweep facet the
     /// operation has no runs in is refused by name.
     pub fn operation_view(&self, op: usize, query: &OperationQuery) -> Result<OperationView, Problem> {
-        let row = &self.operations.rows[op];
-        let slug = text(row, "slug");
+        let row = &self.judgement.operations[op];
+        let slug = row.slug.as_str();
         let manifest = self.judgement.operation_manifest(op);
         let spec = manifest.get("spec").cloned().unwrap_or(Value::Null);
         let sort = query.sort.unwrap_or_default();
@@ -643,15 +634,15 @@ impl ReadModel {
             .unwrap_or_default();
 
         Ok(OperationView {
-            id: text(row, "id").into(),
+            id: row.id.clone(),
             slug: slug.into(),
-            name: text(row, "name").into(),
+            name: row.name.clone(),
             title: self.operation_title(op).into(),
-            family: text(row, "family").into(),
+            family: row.family.clone().unwrap_or_default(),
             description: pointer(&manifest, &["metadata", "description"]).map(scalar),
             aliases: self.aliases_by_operation.get(&op).cloned().unwrap_or_default(),
-            tags: row.get("tags").and_then(Value::as_array).map(|t| t.iter().map(scalar).collect()).unwrap_or_default(),
-            semantic_digest: text(row, "semanticDigest").into(),
+            tags: row.tags.clone(),
+            semantic_digest: row.semantic_digest.clone(),
             constant_axes,
             varying_axes: axes,
             dtypes,
@@ -719,10 +710,8 @@ impl ReadModel {
                 let r = self.run(entry.run);
                 // Only time metrics plot on a latency axis.
                 let (true, Some(ns)) = (same_setup(r), primary_ns(r)) else { continue };
-                let implementation =
-                    self.implementations.get(&r.implementation_id).map(|i| text(&i, "slug").to_string());
                 points.push((
-                    implementation.unwrap_or_default(),
+                    self.judgement.implementation_of(entry.run).slug.clone(),
                     self.axis_values(self.judgement.run_workload(entry.run), axes),
                     ns,
                     entry.run,
@@ -908,21 +897,22 @@ pub struct OperationList {
 
 impl ReadModel {
     pub fn operation_item(&self, op: usize) -> OperationItem {
-        let row = &self.operations.rows[op];
+        let row = &self.judgement.operations[op];
         let workloads = self.judgement.operation_workloads(op);
         OperationItem {
-            slug: text(row, "slug").into(),
+            slug: row.slug.clone(),
             title: self.operation_title(op).into(),
-            family: text(row, "family").into(),
+            family: row.family.clone().unwrap_or_default(),
             workloads: workloads.len(),
             runs: workloads.iter().map(|w| self.judgement.workload_runs(*w).len()).sum(),
-            href: format!("/operations/{}", text(row, "slug")),
+            href: format!("/operations/{}", row.slug),
         }
     }
 
     /// Operations with the most runs first.
     pub fn operation_list(&self, page: usize) -> OperationList {
-        let mut items: Vec<OperationItem> = (0..self.operations.len()).map(|op| self.operation_item(op)).collect();
+        let mut items: Vec<OperationItem> =
+            (0..self.judgement.operations.len()).map(|op| self.operation_item(op)).collect();
         items.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.title.cmp(&b.title)));
         let total = items.len();
         let pages = pages_for(total, PAGE_LIMIT);

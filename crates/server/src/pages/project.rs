@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use super::implementation::ImplementationItem;
 use super::{Answer, PageQuery, Shared, html_response, json_response, layout, pager, pages_for, section};
-use crate::model::PAGE_LIMIT;
-use crate::model::{ReadModel, opt_text, text};
+use crate::model::{PAGE_LIMIT, ReadModel};
 use crate::problem::Problem;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -45,18 +44,18 @@ pub struct ProjectView {
 impl ReadModel {
     pub fn project_list(&self, page: usize) -> ProjectList {
         let mut items: Vec<(usize, ProjectItem)> = self
+            .judgement
             .projects
-            .rows
             .iter()
             .enumerate()
             .map(|(i, p)| {
                 (
                     i,
                     ProjectItem {
-                        slug: text(p, "slug").into(),
-                        name: text(p, "name").into(),
+                        slug: p.slug.clone(),
+                        name: p.name.clone(),
                         implementations: self.implementations_by_project.get(&i).map_or(0, Vec::len),
-                        href: format!("/projects/{}", text(p, "slug")),
+                        href: format!("/projects/{}", p.slug),
                     },
                 )
             })
@@ -74,7 +73,7 @@ impl ReadModel {
     }
 
     pub fn project_view(&self, p: usize) -> ProjectView {
-        let row = &self.projects.rows[p];
+        let row = &self.judgement.projects[p];
         let mut implementations: Vec<ImplementationItem> = self
             .implementations_by_project
             .get(&p)
@@ -86,11 +85,11 @@ impl ReadModel {
         let implementations_total = implementations.len();
         implementations.truncate(PAGE_LIMIT);
         ProjectView {
-            slug: text(row, "slug").into(),
-            name: text(row, "name").into(),
-            canonical_url: opt_text(row, "canonicalUrl").map(str::to_string),
-            licence: opt_text(row, "licenseExpression").map(str::to_string),
-            manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
+            slug: row.slug.clone(),
+            name: row.name.clone(),
+            canonical_url: row.canonical_url.clone().filter(|u| !u.is_empty()),
+            licence: row.license_expression.clone().filter(|l| !l.is_empty()),
+            manifest: self.judgement.project_manifest(p),
             implementations,
             implementations_total,
         }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{Answer, PageQuery, Shared, html_response, json_response, layout, pager, pages_for};
 use crate::model::{Link, RunSummary};
-use crate::model::{RECORDS_PER_PAGE, ReadModel, RecordRef, text};
+use crate::model::{RECORDS_PER_PAGE, ReadModel, RecordRef};
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -146,9 +146,7 @@ impl ReadModel {
         let holder = record.holder.map(|h| h as usize);
         let previous = event.previous_run_id.as_ref().and_then(|p| self.judgement.run_of(p));
         let implementation_name = |run: usize| {
-            self.implementations
-                .get(&self.run(run).implementation_id)
-                .map(|i| text(&i, "slug").to_string())
+            Some(self.judgement.implementation_of(run).slug.clone())
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| format!("Run {}", crate::model::short_id(&self.run(run).id.text())))
         };
@@ -157,7 +155,7 @@ impl ReadModel {
             cause: event.cause.to_string(),
             operation: holder.and_then(|h| self.run_operation(h)).map(|o| Link {
                 label: self.operation_title(o).into(),
-                href: format!("/operations/{}", text(&self.operations.rows[o], "slug")),
+                href: format!("/operations/{}", self.judgement.operations[o].slug),
             }),
             workload: holder.map(|h| self.run_workload_label(h).into()),
             gpu: holder

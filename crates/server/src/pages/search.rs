@@ -24,7 +24,7 @@ use ki_ranking::{ResolveRequest, ResolveResponse, TrustLevel};
 use maud::{Markup, html};
 use serde::Serialize;
 
-use crate::model::{ReadModel, SearchEntry, TermHit, slugify, text};
+use crate::model::{ReadModel, SearchEntry, TermHit, slugify};
 
 /// What the search found.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -235,14 +235,10 @@ impl ReadModel {
                 .unwrap_or_default()
         });
         let sources = named(Filter::Source).then(|| {
-            self.sources
-                .rows
+            self.judgement
+                .sources
                 .iter()
-                .map(|src| {
-                    request
-                        .values(Filter::Source)
-                        .all(|s| contains(text(src, "slug"), s) || contains(text(src, "name"), s))
-                })
+                .map(|src| request.values(Filter::Source).all(|s| contains(&src.slug, s) || contains(&src.name, s)))
                 .collect()
         });
         let languages = named(Filter::Language).then(|| {
@@ -328,16 +324,12 @@ impl ReadModel {
         let own = |filter: Filter| request.values(filter).next().is_some();
         if own(Filter::Family) || own(Filter::Model) {
             let Some(op) = entry.operation else { return false };
-            let row = &self.operations.rows[op];
-            let family = text(row, "family");
+            let row = &self.judgement.operations[op];
+            let family = row.family.as_deref().unwrap_or("");
             if !request.values(Filter::Family).all(|f| family.to_lowercase().contains(f)) {
                 return false;
             }
-            let tags: Vec<String> = row
-                .get("tags")
-                .and_then(serde_json::Value::as_array)
-                .map(|t| t.iter().filter_map(|x| x.as_str()).map(str::to_lowercase).collect())
-                .unwrap_or_default();
+            let tags: Vec<String> = row.tags.iter().map(|t| t.to_lowercase()).collect();
             let models: Vec<String> = tags.iter().filter_map(|t| t.strip_prefix("model:")).map(slugify).collect();
             if !request.values(Filter::Model).all(|m| models.iter().any(|have| have.contains(&slugify(m)))) {
                 return false;
@@ -386,29 +378,24 @@ impl ReadModel {
         }
         // Runs of a passing class may still differ in their implementation's slug.
         request.values(Filter::Implementation).next().is_none()
-            || self
-                .entry_runs(&self.judgement, entry.kind, entry.of)
-                .any(|r| self.run_matches(r as usize, request, known))
+            || self.entry_runs(entry.kind, entry.of).any(|r| self.run_matches(r as usize, request, known))
     }
 
     /// Whether an operation has every axis of the query (as it spells it, `axis_for`) at its
     /// value: a constant axis of that value, or a variable one some workload of it was measured at.
     fn fits_axes(&self, op: usize, request: &SearchRequest) -> bool {
-        let row = &self.operations.rows[op];
-        let Some(axes) = row.get("manifest").and_then(|m| crate::model::pointer(m, &["spec", "axes"])) else {
-            return false;
-        };
+        let axes = &self.operation_axes[op];
         let same = |a: &serde_json::Value, b: &serde_json::Value| match (a.as_f64(), b.as_f64()) {
             (Some(x), Some(y)) => x == y,
             _ => a == b,
         };
-        let names: Vec<&str> = axes.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let names: Vec<&str> = axes.iter().map(|axis| axis.name.as_str()).collect();
         request.axes.iter().all(|(name, wanted)| {
             // The query's axis as this operation spells it (`batch_size` is its `batch`).
             let Some(name) = axis_for(name, &names) else { return false };
             let name = name.as_str();
-            let Some(axis) = axes.get(name) else { return false };
-            if let Some(value) = axis.get("value") {
+            let Some(axis) = axes.iter().find(|axis| axis.name == name) else { return false };
+            if let Some(value) = &axis.value {
                 return same(value, wanted);
             }
             self.judgement
@@ -588,27 +575,17 @@ impl ReadModel {
     pub fn lexicon(&self) -> &Lexicon {
         self.search_matches.lexicon.get_or_init(|| {
             let index = &self.judgement;
-            let tags: Vec<Vec<&str>> = self
+            let operations = index
                 .operations
-                .rows
-                .iter()
-                .map(|row| {
-                    let tags = row.get("tags").and_then(serde_json::Value::as_array);
-                    tags.into_iter().flatten().filter_map(|t| t.as_str()?.strip_prefix("model:")).collect()
-                })
-                .collect();
-            let operations = self
-                .operations
-                .rows
                 .iter()
                 .enumerate()
                 .map(|(op, row)| OperationNames {
-                    name: text(row, "name"),
-                    slug: text(row, "slug"),
-                    family: text(row, "family"),
+                    name: &row.name,
+                    slug: &row.slug,
+                    family: row.family.as_deref().unwrap_or(""),
                     aliases: self.aliases_by_operation.get(&op).into_iter().flatten().map(String::as_str).collect(),
-                    models: tags[op].clone(),
-                    axes: operation_axes(row).map(|axes| axes.keys().map(String::as_str).collect()).unwrap_or_default(),
+                    models: row.tags.iter().filter_map(|t| t.strip_prefix("model:")).collect(),
+                    axes: self.operation_axes[op].iter().map(|axis| axis.name.as_str()).collect(),
                 })
                 .collect();
             let languages: BTreeSet<&str> =
@@ -756,8 +733,7 @@ impl ReadModel {
         });
         let workloads = self.judgement.operation_workloads(op);
         // The operation's axes: declared, and those its workloads name.
-        let mut own: BTreeSet<&str> =
-            operation_axes(&self.operations.rows[op]).into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let mut own: BTreeSet<&str> = self.operation_axes[op].iter().map(|axis| axis.name.as_str()).collect();
         own.extend(workloads.iter().flat_map(|&w| self.judgement.workload_axes(w).keys().map(String::as_str)));
         let own: Vec<&str> = own.into_iter().collect();
         // Each of the query's axes as this operation spells it (`batch_size` is its `batch`).
@@ -784,7 +760,7 @@ impl ReadModel {
             })
             .collect();
         let resolve = ResolveRequest {
-            operation: text(&self.operations.rows[op], "name").to_string(),
+            operation: self.judgement.operations[op].name.clone(),
             axes,
             dtypes,
             hardware,
@@ -801,11 +777,6 @@ const ANSWER_GROUPS: usize = 10;
 
 fn answer_name(answer: &ResolveResponse) -> &str {
     answer.operation.as_ref().map_or("the operation", |o| o.name.as_str())
-}
-
-/// An operation row's declared axes (`manifest.spec.axes`).
-fn operation_axes(row: &crate::model::Row) -> Option<&serde_json::Map<String, serde_json::Value>> {
-    row.get("manifest").and_then(|m| crate::model::pointer(m, &["spec", "axes"])).and_then(|a| a.as_object())
 }
 
 /// The search results page (the home page with a query).
@@ -993,9 +964,8 @@ mod tests {
             for (at, entry) in model.search.iter().enumerate() {
                 // None of these queries has a family or model filter: an entry matches when some run does.
                 let by_class = model.entry_matches(entry, &request, &known);
-                let by_run = model
-                    .entry_runs(&model.judgement, entry.kind, entry.of)
-                    .any(|r| model.run_matches(r as usize, &request, &known));
+                let by_run =
+                    model.entry_runs(entry.kind, entry.of).any(|r| model.run_matches(r as usize, &request, &known));
                 assert_eq!(by_class, by_run, "{query}: {} {}", entry.kind, entry.label);
                 // The entries at the query's places, where they decide, are those that match.
                 if let Some(at_places) = &at_places {

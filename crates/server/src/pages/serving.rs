@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Answer, Shared, html_response, json_response, layout, pager, pages_for, section};
 use crate::model::{Link, PAGE_LIMIT, scalar};
-use crate::model::{ReadModel, number, pointer, text};
+use crate::model::{ReadModel, pointer};
 use crate::problem::Problem;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -56,52 +56,37 @@ pub struct ServingRunView {
 impl ReadModel {
     fn serving_item(&self, s: usize) -> ServingItem {
         let row = &self.serving_runs.rows[s];
-        let model = self.model_revisions.get(text(row, "modelRevisionId"));
-        let workload = self.serving_workloads.get(text(row, "workloadId"));
-        let configuration = self.serving_configurations.get(text(row, "configurationId"));
-        let headline = self
-            .serving_measurements_by_run
-            .get(&s)
-            .and_then(|m| m.first())
-            .map(|m| {
-                format!(
-                    "{} {}",
-                    number(m, "value").map(ki_model::units::plain_number).unwrap_or_default(),
-                    text(m, "unit").replace('_', "/")
-                )
-            })
-            .unwrap_or_default();
-        let id = text(row, "id").to_string();
+        let model = self.model_revisions.get(&row.model_revision_id);
+        let workload = self.serving_workloads.get(&row.workload_id);
+        let configuration = self.serving_configurations.get(&row.configuration_id);
+        let headline =
+            self.serving_measurements_by_run.get(&s).and_then(|m| m.first()).map(measured).unwrap_or_default();
         ServingItem {
-            title: row
-                .get("manifest")
-                .and_then(|m| pointer(m, &["metadata", "title"]))
-                .map(scalar)
-                .unwrap_or_else(|| id.clone()),
-            href: format!("/serving/runs/{id}"),
-            id,
-            model: model.map(|m| text(m, "name")).unwrap_or("").into(),
-            workload: workload.map(|w| text(w, "name")).unwrap_or("").into(),
-            scenario: text(row, "scenario").into(),
-            accelerator: text(row, "acceleratorModel").into(),
-            accelerators: row.get("totalAccelerators").and_then(Value::as_i64).unwrap_or(0),
-            system: configuration.map(|c| text(c, "summary")).unwrap_or("").into(),
-            status: text(row, "status").into(),
+            title: pointer(&row.manifest, &["metadata", "title"]).map(scalar).unwrap_or_else(|| row.id.clone()),
+            href: format!("/serving/runs/{}", row.id),
+            id: row.id.clone(),
+            model: model.map(|m| m.name.clone()).unwrap_or_default(),
+            workload: workload.map(|w| w.name.clone()).unwrap_or_default(),
+            scenario: row.scenario.clone(),
+            accelerator: row.accelerator_model.clone(),
+            accelerators: i64::try_from(row.total_accelerators).unwrap_or(0),
+            system: configuration.map(|c| c.summary.clone()).unwrap_or_default(),
+            status: row.status.clone(),
             headline,
-            observed_at: ki_model::utc::date_of(text(row, "observedAt")).into(),
+            observed_at: ki_model::utc::date_of(&row.observed_at).into(),
         }
     }
 
     pub fn serving_list(&self, page: usize, workload_slug: Option<&str>) -> ServingList {
         let workload_id = workload_slug
-            .and_then(|slug| self.serving_workloads.rows.iter().find(|w| text(w, "slug") == slug))
-            .map(|w| text(w, "id").to_string());
-        let mut runs: Vec<usize> = (0..self.serving_runs.len())
-            .filter(|&s| workload_id.as_deref().is_none_or(|w| text(&self.serving_runs.rows[s], "workloadId") == w))
-            .collect();
+            .and_then(|slug| self.serving_workloads.rows.iter().find(|w| w.slug == slug))
+            .map(|w| w.id.as_str());
+        let runs = &self.serving_runs.rows;
+        let mut runs: Vec<usize> =
+            (0..runs.len()).filter(|&s| workload_id.is_none_or(|w| runs[s].workload_id == w)).collect();
         runs.sort_by(|a, b| {
             let (ra, rb) = (&self.serving_runs.rows[*a], &self.serving_runs.rows[*b]);
-            text(rb, "observedAt").cmp(text(ra, "observedAt")).then(text(ra, "id").cmp(text(rb, "id")))
+            rb.observed_at.cmp(&ra.observed_at).then(ra.id.cmp(&rb.id))
         });
         let total = runs.len();
         let pages = pages_for(total, PAGE_LIMIT);
@@ -120,53 +105,47 @@ impl ReadModel {
                 .serving_workloads
                 .rows
                 .iter()
-                .map(|w| Link { label: text(w, "name").into(), href: format!("/serving?workload={}", text(w, "slug")) })
+                .map(|w| Link { label: w.name.clone(), href: format!("/serving?workload={}", w.slug) })
                 .collect(),
         }
     }
 
     pub fn serving_run_view(&self, s: usize) -> ServingRunView {
         let row = &self.serving_runs.rows[s];
-        let source = self.sources.get(text(row, "sourceId"));
+        let source = row.source_id.as_deref().and_then(|id| self.judgement.source_index(id));
+        let source = source.map(|s| &self.judgement.sources[s]);
         ServingRunView {
             item: self.serving_item(s),
-            digest: text(row, "runDigest").into(),
-            cohort_key: text(row, "cohortKey").into(),
-            quality_policy: text(row, "qualityPolicy").into(),
+            digest: row.run_digest.clone(),
+            cohort_key: row.cohort_key.clone(),
+            quality_policy: row.quality_policy.clone(),
             measurements: self
                 .serving_measurements_by_run
                 .get(&s)
                 .into_iter()
                 .flatten()
-                .map(|m| {
-                    (
-                        text(m, "metric").to_string(),
-                        text(m, "statistic").to_string(),
-                        format!(
-                            "{} {}",
-                            number(m, "value").map(ki_model::units::plain_number).unwrap_or_default(),
-                            text(m, "unit").replace('_', "/")
-                        ),
-                    )
-                })
+                .map(|m| (m.metric.clone(), m.statistic.clone(), measured(m)))
                 .collect(),
-            manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
+            manifest: row.manifest.clone(),
             configuration: self
                 .serving_configurations
-                .get(text(row, "configurationId"))
-                .and_then(|c| c.get("manifest"))
-                .cloned()
+                .get(&row.configuration_id)
+                .map(|c| c.manifest.clone())
                 .unwrap_or(Value::Null),
             workload_manifest: self
                 .serving_workloads
-                .get(text(row, "workloadId"))
-                .and_then(|c| c.get("manifest"))
-                .cloned()
+                .get(&row.workload_id)
+                .map(|w| w.manifest.clone())
                 .unwrap_or(Value::Null),
-            source: source.map(|s| text(s, "name").to_string()),
-            licence: source.and_then(|s| s.get("policy")).and_then(|p| p.get("license")).map(scalar),
+            source: source.map(|s| s.name.clone()),
+            licence: source.and_then(|s| s.policy.get("license")).map(scalar),
         }
     }
+}
+
+/// A measurement's value and unit ("3.2 tokens/s").
+fn measured(m: &ki_model::rows::ServingMeasurementRow) -> String {
+    format!("{} {}", ki_model::units::plain_number(m.value), m.unit.replace('_', "/"))
 }
 
 // ---------- serving ----------

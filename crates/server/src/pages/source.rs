@@ -23,8 +23,7 @@ use syntect::util::LinesWithEndings;
 
 use super::{Answer, Shared, catalog_problem, html_response, json_response, layout, section};
 use crate::AppState;
-use crate::model::Link;
-use crate::model::{ReadModel, opt_text, source_reference, text};
+use crate::model::{Link, ReadModel};
 use crate::problem::Problem;
 
 /// Files larger than this are shown unhighlighted (still escaped, still numbered).
@@ -119,11 +118,10 @@ fn syntax_for(path: &str) -> &'static SyntaxReference {
 
 /// Reads an implementation's source from the catalog's content store.
 pub async fn source_of(state: &AppState, model: &ReadModel, implementation: usize) -> Result<SourceView, Problem> {
-    let row = &model.implementations.row(implementation);
-    let slug = text(row, "slug").to_string();
+    let slug = model.judgement.implementations[implementation].slug.clone();
     let implementation_link = Link { label: slug.clone(), href: format!("/implementations/{slug}") };
     let diff_href = format!("/implementations/{slug}/diff");
-    let Some((digest, file_name)) = source_reference(row) else {
+    let Some((digest, file_name)) = model.implementation_source(implementation) else {
         return Ok(SourceView {
             implementation: implementation_link,
             digest: None,
@@ -340,32 +338,35 @@ pub const LINEAGE: &str = "An implementation's previous revision is the one it s
 impl ReadModel {
     /// The revision `implementation` follows, by [`LINEAGE`].
     pub fn previous_revision(&self, implementation: usize) -> Option<usize> {
-        let row = &self.implementations.row(implementation);
-        if let Some(previous) = opt_text(row, "supersedesId").and_then(|id| self.implementations.index_of(id)) {
+        let rows = &self.judgement.implementations;
+        let row = &rows[implementation];
+        let supersedes = row.supersedes_id.as_deref().filter(|id| !id.is_empty());
+        if let Some(&previous) = supersedes.and_then(|id| self.implementation_by_id.get(id)) {
             return Some(previous);
         }
-        let name = |r: &crate::model::Row| r.get("manifest").and_then(|m| m.pointer("/metadata/name")).cloned();
-        let project = self.projects.index_of(text(row, "projectId"));
-        let siblings = project.and_then(|p| self.implementations_by_project.get(&p)).cloned().unwrap_or_default();
-        let created = text(row, "createdAt").to_string();
+        let created = |i: usize| rows[i].created_at.as_deref().unwrap_or("");
+        let siblings = self.implementations_by_project.get(&self.judgement.implementation_project(implementation));
         siblings
             .into_iter()
-            .filter(|&j| j != implementation)
-            .map(|j| (j, self.implementations.row(j)))
-            .filter(|(j, other)| {
-                text(other, "operationId") == text(row, "operationId")
-                    && name(other) == name(row)
-                    && (text(other, "createdAt"), *j) < (created.as_str(), implementation)
+            .flatten()
+            .copied()
+            .filter(|&j| {
+                j != implementation
+                    && rows[j].operation_id == row.operation_id
+                    && self.implementation_names[j] == self.implementation_names[implementation]
+                    && (created(j), j) < (created(implementation), implementation)
             })
-            .max_by(|(a, ra), (b, rb)| (text(ra, "createdAt"), a).cmp(&(text(rb, "createdAt"), b)))
-            .map(|(j, _)| j)
+            .max_by_key(|&j| (created(j), j))
     }
 }
 
 fn link_of(model: &ReadModel, i: usize) -> Link {
-    let row = model.implementations.row(i);
-    let slug = text(&row, "slug");
+    let slug = &model.judgement.implementations[i].slug;
     Link { label: slug.into(), href: format!("/implementations/{slug}") }
+}
+
+fn source_revision(model: &ReadModel, i: usize) -> Option<String> {
+    model.judgement.implementations[i].source_revision.clone().filter(|r| !r.is_empty())
 }
 
 /// The unified diff of each file between two sources, by path: changed files first in the
@@ -401,7 +402,7 @@ pub fn file_diffs(old: &[SourceFile], new: &[SourceFile]) -> Vec<FileDiff> {
 async fn revision_diff(state: &AppState, slug: &str) -> Result<RevisionDiff, Problem> {
     let model = state.model();
     let i = model.find_implementation(slug)?;
-    let revision = opt_text(&model.implementations.row(i), "sourceRevision").map(str::to_string);
+    let revision = source_revision(&model, i);
     let mut diff = RevisionDiff {
         implementation: link_of(&model, i),
         revision,
@@ -418,7 +419,7 @@ async fn revision_diff(state: &AppState, slug: &str) -> Result<RevisionDiff, Pro
         return Ok(diff);
     };
     diff.previous = Some(link_of(&model, previous));
-    diff.previous_revision = opt_text(&model.implementations.row(previous), "sourceRevision").map(str::to_string);
+    diff.previous_revision = source_revision(&model, previous);
     let new = source_of(state, &model, i).await?;
     let old = source_of(state, &model, previous).await?;
     diff.explanation = match (old.held, new.held) {

@@ -5,8 +5,16 @@
 
 use crate::serving::{BUNDLED, Reply};
 use ki_model::units;
-use ki_server::model::{ReadModel, Row, text};
-use serde_json::Value;
+use ki_server::model::ReadModel;
+use serde_json::{Map, Value};
+
+/// A run's row in export format (`full_run_row`), or a catalog row.
+type ExportRow = Map<String, Value>;
+
+/// A text column of a row ("" when absent).
+fn text<'a>(row: &'a ExportRow, column: &str) -> &'a str {
+    row.get(column).and_then(Value::as_str).unwrap_or("")
+}
 
 fn html(path: &str) -> Reply {
     let reply = BUNDLED.server.get_with(path, &[("accept", "text/html")]);
@@ -21,7 +29,7 @@ fn json(path: &str) -> Value {
 }
 
 /// The first run whose row, with its whole manifest, satisfies `pick`.
-fn find_run(model: &ReadModel, pick: impl Fn(&Row) -> bool) -> String {
+fn find_run(model: &ReadModel, pick: impl Fn(&ExportRow) -> bool) -> String {
     (0..model.judgement.runs.len())
         .map(|run| BUNDLED.server.full_run_row(model, run))
         .find(|r| pick(r))
@@ -29,7 +37,7 @@ fn find_run(model: &ReadModel, pick: impl Fn(&Row) -> bool) -> String {
         .expect("the bundle has such a run")
 }
 
-fn spec(row: &Row) -> &Value {
+fn spec(row: &ExportRow) -> &Value {
     row["manifest"].pointer("/run/spec").unwrap()
 }
 
@@ -311,14 +319,18 @@ fn a_derived_reference_time_is_labelled_and_hostile_manifest_text_is_escaped() {
 #[test]
 fn the_source_code_is_named_where_the_index_knows_it() {
     let model = BUNDLED.server.state.model();
-    let with_file = &model
-        .implementations
+    let index = &model.judgement;
+    // Each implementation's typed row with its manifest.
+    let implementations: Vec<_> = (0..index.implementations.len())
+        .map(|i| (&index.implementations[i], index.implementation_manifest(i)))
+        .collect();
+    let (with_file, manifest) = implementations
         .iter()
-        .find(|i| i["manifest"].pointer("/spec/source/fileName").is_some() && i["sourceAvailable"] == true)
+        .find(|(i, manifest)| manifest.pointer("/spec/source/fileName").is_some() && i.source_available)
         .unwrap();
-    let file = with_file["manifest"].pointer("/spec/source/fileName").and_then(Value::as_str).unwrap();
-    let digest = with_file["manifest"].pointer("/spec/source/contentDigest").and_then(Value::as_str).unwrap();
-    let slug = text(with_file, "slug");
+    let file = manifest.pointer("/spec/source/fileName").and_then(Value::as_str).unwrap();
+    let digest = manifest.pointer("/spec/source/contentDigest").and_then(Value::as_str).unwrap();
+    let slug = &with_file.slug;
     let page = html(&format!("/implementations/{slug}")).body;
     assert!(page.contains("<dt>source code</dt>") && page.contains(&format!("{file} ({digest})")), "{slug}");
     assert!(!page.contains("source available"));
@@ -327,22 +339,20 @@ fn the_source_code_is_named_where_the_index_knows_it() {
         assert!(page.contains(&format!("<a href=\"{href}\" rel=\"nofollow noopener\">{file} ({digest})</a>")));
     }
 
-    let with_repository = &model
-        .implementations
+    let (with_repository, manifest) = implementations
         .iter()
-        .find(|i| i["manifest"].pointer("/spec/projectRevision/repository").is_some())
+        .find(|(_, manifest)| manifest.pointer("/spec/projectRevision/repository").is_some())
         .unwrap();
-    let repository =
-        with_repository["manifest"].pointer("/spec/projectRevision/repository").and_then(Value::as_str).unwrap();
-    let page = html(&format!("/implementations/{}", text(with_repository, "slug"))).body;
+    let repository = manifest.pointer("/spec/projectRevision/repository").and_then(Value::as_str).unwrap();
+    let page = html(&format!("/implementations/{}", with_repository.slug)).body;
     assert!(page.contains(&format!("<a href=\"{repository}\" rel=\"nofollow noopener\">{repository}")));
 
-    if let Some(bare) = &model.implementations.iter().find(|i| {
-        i["sourceAvailable"] == true
-            && i["manifest"].pointer("/spec/source").is_none()
-            && i["manifest"].pointer("/spec/projectRevision/repository").is_none()
+    if let Some((bare, _)) = implementations.iter().find(|(i, manifest)| {
+        i.source_available
+            && manifest.pointer("/spec/source").is_none()
+            && manifest.pointer("/spec/projectRevision/repository").is_none()
     }) {
-        let page = html(&format!("/implementations/{}", text(bare, "slug"))).body;
-        assert!(page.contains("the index holds neither a copy nor a link"), "{}", text(bare, "slug"));
+        let page = html(&format!("/implementations/{}", bare.slug)).body;
+        assert!(page.contains("the index holds neither a copy nor a link"), "{}", bare.slug);
     }
 }

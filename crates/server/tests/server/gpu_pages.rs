@@ -8,9 +8,14 @@ use std::sync::LazyLock;
 use crate::serving::{BUNDLED, Database, Live, Reply, catalog_rows, serve_rows};
 use ki_ranking::TrustLevel;
 use ki_server::connections::Limits;
-use ki_server::model::{ReadModel, text};
+use ki_server::model::ReadModel;
 use ki_server::pages::evidence_meaning;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// A text column of a catalog row ("" when absent).
+fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
+    row.get(column).and_then(Value::as_str).unwrap_or("")
+}
 
 const H200: &str = "NVIDIA H200";
 const SEED_OPERATION: &str = "gqa-paged-decode-h32-kv4-d128-ps1";
@@ -45,7 +50,7 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     let run = model.judgement.find_run(id).unwrap();
     let row = model.run(run);
     assert_eq!(row.hardware_model.as_deref(), Some(H200));
-    assert_eq!(text(&model.operations.rows[model.run_operation(run).unwrap()], "slug"), SEED_OPERATION);
+    assert_eq!(model.judgement.operations[model.run_operation(run).unwrap()].slug, SEED_OPERATION);
     assert!(row.reproduced_by_kernelindex, "a verified run comes from our runner");
     let facts = &model.judgement.facts;
     assert!(facts[run].eligible() && facts[run].trust >= TrustLevel::Verified);
@@ -54,8 +59,7 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (r, candidate) in model.judgement.runs.iter().enumerate() {
         let on_h200 = candidate.hardware_model.as_deref() == Some(H200);
-        let of_seed =
-            model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION);
+        let of_seed = model.run_operation(r).is_some_and(|op| model.judgement.operations[op].slug == SEED_OPERATION);
         if on_h200 && of_seed && facts[r].eligible() && facts[r].trust >= TrustLevel::Verified {
             groups.entry(&*candidate.comparison_key).or_default().push(r);
         }
@@ -70,7 +74,7 @@ fn the_h200_page_names_the_best_verified_run_of_the_seed_operation() {
     let verified = (0..model.judgement.runs.len())
         .filter(|&r| {
             model.run(r).hardware_model.as_deref() == Some(H200)
-                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == SEED_OPERATION)
+                && model.run_operation(r).is_some_and(|op| model.judgement.operations[op].slug == SEED_OPERATION)
                 && facts[r].trust >= TrustLevel::Verified
                 && &*model.run(r).status == "passed"
                 && model.run(r).retracted_at.is_none()
@@ -238,19 +242,19 @@ fn the_model_page_lists_its_operations_and_its_gaps() {
         let tag = format!("model:{slug}");
         // From the rows: the tagged operations, and how many runs each has.
         let tagged: BTreeMap<String, usize> = model
+            .judgement
             .operations
-            .rows
             .iter()
-            .filter(|op| op["tags"].as_array().is_some_and(|t| t.iter().any(|x| x == tag.as_str())))
+            .filter(|op| op.tags.contains(&tag))
             .map(|op| {
-                let slug = text(op, "slug").to_string();
+                let slug = op.slug.clone();
                 let runs = model
                     .judgement
                     .runs
                     .iter()
                     .enumerate()
                     .filter(|(r, _)| {
-                        model.run_operation(*r).is_some_and(|o| text(&model.operations.rows[o], "slug") == slug)
+                        model.run_operation(*r).is_some_and(|o| model.judgement.operations[o].slug == slug)
                     })
                     .count();
                 (slug, runs)
@@ -361,7 +365,7 @@ fn refused_runs_beside_passed_ones_are_not_counted_as_verified() {
     let runs: Vec<usize> = (0..model.judgement.runs.len())
         .filter(|&r| {
             model.run(r).hardware_model.as_deref() == Some(H200)
-                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == "rmsnorm-h4096")
+                && model.run_operation(r).is_some_and(|op| model.judgement.operations[op].slug == "rmsnorm-h4096")
         })
         .collect();
     let refused = runs.iter().filter(|&&r| &*model.run(r).status == "suspected_reward_hack").count();
@@ -392,7 +396,7 @@ fn refused_runs_are_never_counted_as_verified_and_the_pages_say_why_nothing_is_r
     let refused: Vec<usize> = (0..model.judgement.runs.len())
         .filter(|&r| {
             model.run(r).hardware_model.as_deref() == Some(H200)
-                && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == OPERATION)
+                && model.run_operation(r).is_some_and(|op| model.judgement.operations[op].slug == OPERATION)
         })
         .collect();
     assert_eq!(refused.len(), 4, "the bundled catalog holds four rmsnorm_h4096 runs on the H200");
@@ -432,7 +436,7 @@ fn refused_runs_are_never_counted_as_verified_and_the_pages_say_why_nothing_is_r
             .filter(|&r| {
                 let row = model.run(r);
                 row.hardware_model.as_deref() == Some(H200)
-                    && model.run_operation(r).is_some_and(|op| text(&model.operations.rows[op], "slug") == slug)
+                    && model.run_operation(r).is_some_and(|op| model.judgement.operations[op].slug == slug)
                     && model.judgement.facts[r].trust.is_verified()
                     && &*row.status == "passed"
                     && row.retracted_at.is_none()

@@ -28,12 +28,11 @@ fn seed_resolve_request() -> Value {
 /// Fills a documented path's parameters with real values from the catalog.
 fn concrete(path: &str, submission_id: &str, job_id: &str) -> String {
     let model = SERVER.state.model();
-    let text = ki_server::model::text;
-    let implementation_slug = text(&model.implementations.row(0), "slug").to_string();
+    let implementation_slug = model.judgement.implementations[0].slug.clone();
     path.replace(
         "{id}",
         if path.starts_with("/serving") || path.starts_with("/api/v1/serving") {
-            text(&model.serving_runs.rows[0], "id")
+            &model.serving_runs.rows[0].id
         } else if path.contains("submissions") {
             submission_id
         } else if path.contains("verifications") {
@@ -51,7 +50,7 @@ fn concrete(path: &str, submission_id: &str, job_id: &str) -> String {
         } else if path.contains("models") {
             "deepseek-v3"
         } else if path.contains("projects") {
-            text(&model.projects.rows[0], "slug")
+            &model.judgement.projects[0].slug
         } else {
             &implementation_slug
         },
@@ -220,7 +219,7 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
     let run = model.judgement.find_run(SEED_WORKLOAD_RUN).unwrap();
     let row = SERVER.runtime.block_on(model.full_run_row(&SERVER.state.catalog, run)).unwrap();
     let row = &row;
-    let text = |c: &str| ki_server::model::text(row, c).to_string();
+    let text = |c: &str| row.get(c).and_then(Value::as_str).unwrap_or_default().to_string();
     // Facts the seed page shows, read from the catalog row rather than typed in here.
     let facts = [
         "19.5 µs".to_string(),
@@ -242,13 +241,7 @@ fn the_run_dossier_shows_every_section_of_the_seed_page() {
         "CUDA toolkit".to_string(),
         "pytorch 2.8.0+cu128".to_string(),
         // The implementation's source artifact, which the export holds.
-        model
-            .implementations
-            .get(&text("implementationId"))
-            .and_then(|i| {
-                i["manifest"].pointer("/spec/source/contentDigest").and_then(Value::as_str).map(str::to_string)
-            })
-            .unwrap(),
+        model.implementation_source(model.judgement.run_implementation(run)).map(|(digest, _)| digest).unwrap(),
         "They never change the evidence level".to_string(),
         "Add a reproduction or note".to_string(),
         "Show manifest".to_string(),

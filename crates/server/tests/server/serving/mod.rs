@@ -175,7 +175,7 @@ pub fn serve(catalog: ki_catalog::Catalog, limits: Limits) -> Live {
 
 impl Live {
     /// A served run's row in export format with its whole manifest (read from the catalog).
-    pub fn full_run_row(&self, model: &ReadModel, run: usize) -> ki_server::model::Row {
+    pub fn full_run_row(&self, model: &ReadModel, run: usize) -> serde_json::Map<String, serde_json::Value> {
         block_on(model.full_run_row(&self.state.catalog, run)).expect("the run's row reads")
     }
 }
