@@ -136,6 +136,8 @@ pub struct Index {
     pub cohorts: Vec<Cohort>,
 
     pub(crate) source_by_id: HashMap<String, usize>,
+    pub(crate) operation_by_id: HashMap<String, usize>,
+    pub(crate) implementation_by_id: HashMap<String, usize>,
     /// Runs in id order and in digest order: exact look-ups and prefixes (a short id, a
     /// digest's start) by binary search, in 4 bytes a run.
     pub(crate) run_id_order: TextOrder,
@@ -146,6 +148,11 @@ pub struct Index {
     pub(crate) operation_by_folded_name: HashMap<String, Vec<usize>>,
     pub(crate) workload_operation: Vec<usize>,
     pub(crate) implementation_project: Vec<usize>,
+    /// Each operation's implementations, in row order (one whose operation id names no
+    /// operation is listed under none).
+    pub(crate) implementations_by_operation: Vec<Vec<usize>>,
+    /// Each project's implementations, in row order.
+    pub(crate) implementations_by_project: Vec<Vec<usize>>,
     pub(crate) run_implementation: Vec<u32>,
     pub(crate) run_workload: Vec<u32>,
     pub(crate) workloads_by_operation: Vec<Vec<usize>>,
@@ -193,6 +200,8 @@ impl Index {
             facts,
             cohorts,
             source_by_id,
+            operation_by_id,
+            implementation_by_id,
             run_id_order,
             run_digest_order,
             cohort_by_key,
@@ -200,6 +209,8 @@ impl Index {
             operation_by_folded_name,
             workload_operation,
             implementation_project,
+            implementations_by_operation,
+            implementations_by_project,
             run_implementation,
             run_workload,
             workloads_by_operation,
@@ -229,7 +240,14 @@ impl Index {
             ("artifacts", Box::new((artifacts, artifact_by_digest))),
             (
                 "look-ups by name and key",
-                Box::new((source_by_id, cohort_by_key, operation_by_name, operation_by_folded_name)),
+                Box::new((
+                    source_by_id,
+                    operation_by_id,
+                    implementation_by_id,
+                    cohort_by_key,
+                    operation_by_name,
+                    operation_by_folded_name,
+                )),
             ),
             ("run id and digest orders", Box::new((run_id_order, run_digest_order))),
             ("run implementation, workload", Box::new((run_implementation, run_workload))),
@@ -240,6 +258,8 @@ impl Index {
                     runs_by_workload,
                     workload_operation,
                     implementation_project,
+                    implementations_by_operation,
+                    implementations_by_project,
                     measurements_by_run,
                     events_by_run,
                 )),
@@ -608,8 +628,10 @@ impl Index {
         }
 
         let mut implementation_project = Vec::with_capacity(implementations.len());
+        let mut implementations_by_operation = vec![Vec::new(); operations.len()];
+        let mut implementations_by_project = vec![Vec::new(); projects.len()];
         for (index, implementation) in implementations.iter().enumerate() {
-            implementation_project.push(resolve_reference(
+            let project = resolve_reference(
                 project_by_id.get(&implementation.project_id).copied(),
                 &implementation.project_id,
                 "implementations",
@@ -617,7 +639,14 @@ impl Index {
                 &implementation_origins,
                 "/projectId",
                 "project",
-            )?);
+            )?;
+            implementation_project.push(project);
+            implementations_by_project[project].push(index);
+            // An operation id that names no operation is no error: the implementation is
+            // listed under no operation.
+            if let Some(&op) = operation_by_id.get(&implementation.operation_id) {
+                implementations_by_operation[op].push(index);
+            }
         }
 
         let mut run_implementation = Vec::with_capacity(runs.len());
@@ -871,6 +900,8 @@ impl Index {
             facts,
             cohorts,
             source_by_id,
+            operation_by_id,
+            implementation_by_id,
             run_id_order,
             run_digest_order,
             cohort_by_key,
@@ -878,6 +909,8 @@ impl Index {
             operation_by_folded_name,
             workload_operation,
             implementation_project,
+            implementations_by_operation,
+            implementations_by_project,
             run_implementation: run_implementation
                 .into_iter()
                 .map(|i| u32::try_from(i).expect("fewer than 2^32 implementations"))
@@ -966,6 +999,27 @@ impl Index {
     /// The project an implementation belongs to (a place in [`Index::projects`]).
     pub fn implementation_project(&self, implementation: usize) -> usize {
         self.implementation_project[implementation]
+    }
+
+    /// The implementations of an operation (a place in [`Index::operations`]), in row order; an
+    /// implementation whose operation id names no operation is listed under none.
+    pub fn operation_implementations(&self, operation: usize) -> &[usize] {
+        self.implementations_by_operation.get(operation).map_or(&[], Vec::as_slice)
+    }
+
+    /// The implementations of a project (a place in [`Index::projects`]), in row order.
+    pub fn project_implementations(&self, project: usize) -> &[usize] {
+        self.implementations_by_project.get(project).map_or(&[], Vec::as_slice)
+    }
+
+    /// An operation by its id, as its place in [`Index::operations`].
+    pub fn operation_index(&self, id: &str) -> Option<usize> {
+        self.operation_by_id.get(id).copied()
+    }
+
+    /// An implementation by its id, as its place in [`Index::implementations`].
+    pub fn implementation_index(&self, id: &str) -> Option<usize> {
+        self.implementation_by_id.get(id).copied()
     }
 
     /// A source by its id, as its place in [`Index::sources`].

@@ -225,20 +225,16 @@ pub struct ReadModel {
     /// export carries no audit trail).
     pub supersessions: HashMap<String, Supersession>,
 
-    pub operation_by_id: HashMap<String, usize>,
     pub operation_by_slug: HashMap<String, usize>,
     /// Lower-cased name, slug and every alias → operation.
     pub operation_by_name: HashMap<String, usize>,
     pub aliases_by_operation: HashMap<usize, Vec<String>>,
     pub project_by_slug: HashMap<String, usize>,
-    pub implementation_by_id: HashMap<String, usize>,
     pub implementation_by_slug: HashMap<String, usize>,
     /// The source's own id of a run (`submission/555004`), lower-cased.
     pub runs_by_external_id: HashMap<String, Vec<u32>>,
     pub serving_run_by_digest: HashMap<String, usize>,
 
-    pub implementations_by_operation: HashMap<usize, Vec<usize>>,
-    pub implementations_by_project: HashMap<usize, Vec<usize>>,
     pub runs_by_implementation: HashMap<usize, Vec<u32>>,
     /// Hardware model → run indexes.
     pub runs_by_gpu: Vec<(String, Vec<u32>)>,
@@ -358,17 +354,13 @@ impl ReadModel {
             serving_runs,
             serving_measurements_by_run,
             supersessions,
-            operation_by_id,
             operation_by_slug,
             operation_by_name,
             aliases_by_operation,
             project_by_slug,
-            implementation_by_id,
             implementation_by_slug,
             runs_by_external_id,
             serving_run_by_digest,
-            implementations_by_operation,
-            implementations_by_project,
             runs_by_implementation,
             runs_by_gpu,
             search,
@@ -402,15 +394,11 @@ impl ReadModel {
             (
                 "look-ups by id, slug and name",
                 Box::new((
-                    operation_by_id,
                     operation_by_slug,
                     operation_by_name,
                     aliases_by_operation,
                     project_by_slug,
-                    implementation_by_id,
                     implementation_by_slug,
-                    implementations_by_operation,
-                    implementations_by_project,
                 )),
             ),
             ("search", Box::new((search, search_by_key, search_matches))),
@@ -596,35 +584,23 @@ impl ReadModel {
             })
             .collect();
 
-        let mut operation_by_id = HashMap::new();
         let mut operation_by_slug = HashMap::new();
         let mut operation_by_name = HashMap::new();
         for (i, op) in index.operations.iter().enumerate() {
-            operation_by_id.insert(op.id.clone(), i);
             operation_by_slug.insert(op.slug.clone(), i);
             operation_by_name.insert(op.slug.to_lowercase(), i);
             operation_by_name.insert(op.name.to_lowercase(), i);
         }
         let mut aliases_by_operation: HashMap<usize, Vec<String>> = HashMap::new();
         for alias in &index.operation_aliases {
-            if let Some(&op) = operation_by_id.get(&alias.operation_id) {
+            if let Some(op) = index.operation_index(&alias.operation_id) {
                 operation_by_name.insert(alias.alias.to_lowercase(), op);
                 aliases_by_operation.entry(op).or_default().push(alias.alias.clone());
             }
         }
         let project_by_slug = index.projects.iter().enumerate().map(|(i, p)| (p.slug.clone(), i)).collect();
-        let mut implementation_by_id = HashMap::new();
-        let mut implementation_by_slug = HashMap::new();
-        let mut implementations_by_operation: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut implementations_by_project: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (i, imp) in index.implementations.iter().enumerate() {
-            implementation_by_id.insert(imp.id.clone(), i);
-            implementation_by_slug.insert(imp.slug.clone(), i);
-            if let Some(&op) = operation_by_id.get(&imp.operation_id) {
-                implementations_by_operation.entry(op).or_default().push(i);
-            }
-            implementations_by_project.entry(index.implementation_project(i)).or_default().push(i);
-        }
+        let implementation_by_slug =
+            index.implementations.iter().enumerate().map(|(i, imp)| (imp.slug.clone(), i)).collect();
 
         let mut runs_by_external_id: HashMap<String, Vec<u32>> = HashMap::new();
         let mut runs_by_implementation: HashMap<usize, Vec<u32>> = HashMap::new();
@@ -691,17 +667,13 @@ impl ReadModel {
             serving_runs,
             serving_measurements_by_run,
             supersessions,
-            operation_by_id,
             operation_by_slug,
             operation_by_name,
             aliases_by_operation,
             project_by_slug,
-            implementation_by_id,
             implementation_by_slug,
             runs_by_external_id,
             serving_run_by_digest,
-            implementations_by_operation,
-            implementations_by_project,
             runs_by_implementation,
             runs_by_gpu,
             search: Vec::new(),
@@ -932,7 +904,7 @@ impl ReadModel {
         } else if kind == SearchKind::Implementation.as_str() {
             Box::new(implementation(&of))
         } else if kind == SearchKind::Project.as_str() {
-            Box::new(self.implementations_by_project.get(&of).into_iter().flatten().flat_map(implementation))
+            Box::new(self.judgement.project_implementations(of).iter().flat_map(implementation))
         } else {
             Box::new(self.runs_by_gpu.get(of).into_iter().flat_map(|(_, runs)| runs.iter().copied()))
         }
@@ -953,8 +925,8 @@ impl ReadModel {
     pub fn find_implementation(&self, slug: &str) -> Result<usize, crate::problem::Problem> {
         self.implementation_by_slug
             .get(slug)
-            .or_else(|| self.implementation_by_id.get(slug))
             .copied()
+            .or_else(|| self.judgement.implementation_index(slug))
             .ok_or_else(|| crate::problem::Problem::not_found(format!("no implementation {slug:?}")))
     }
 

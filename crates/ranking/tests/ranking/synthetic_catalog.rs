@@ -220,6 +220,27 @@ fn deployability_names_each_missing_requirement() {
 }
 
 #[test]
+fn implementations_are_listed_by_operation_and_project_and_found_by_id() {
+    let mut rows = base_rows();
+    rows.push("projects", object(json!({"id": "other", "slug": "o", "name": "Other"})), Some(7));
+    rows.push("implementations", object(implementation("second", json!({"projectId": "other"}))), Some(8));
+    // An operation id that names no operation is no error: the implementation is listed under none.
+    rows.push("implementations", object(implementation("orphan", json!({"operationId": "gone"}))), Some(9));
+    rows.push("implementations", object(implementation("third", json!({}))), Some(10));
+    let index = Index::from_rows(&rows).expect("an unknown operation id is not refused");
+    let place = |id: &str| index.implementation_index(id).unwrap();
+    assert_eq!([place("impl"), place("second"), place("orphan"), place("third")], [0, 1, 2, 3]);
+    assert_eq!(index.implementation_index("gone"), None);
+    assert_eq!(index.operation_index("op"), Some(0));
+    assert_eq!(index.operation_index("op-slug"), None, "an id, not a slug");
+    assert_eq!(index.operation_implementations(0), [0, 1, 3]);
+    assert_eq!(index.operation_implementations(1), [] as [usize; 0], "an operation out of range has none");
+    assert_eq!(index.project_implementations(0), [0, 2, 3]);
+    assert_eq!(index.project_implementations(1), [1]);
+    assert_eq!(index.project_implementations(2), [] as [usize; 0]);
+}
+
+#[test]
 fn baseline_speedup_uses_the_marked_implementation() {
     let mut rows = base_rows();
     rows.push("implementations", object(implementation("torch", json!({"role": "baseline"}))), Some(7));

@@ -60,7 +60,7 @@ impl ReadModel {
     pub fn implementation_view(&self, i: usize) -> ImplementationView {
         let row = &self.judgement.implementations[i];
         let project = &self.judgement.projects[self.judgement.implementation_project(i)];
-        let op = self.operation_by_id.get(&row.operation_id).copied();
+        let op = self.judgement.operation_index(&row.operation_id);
         let manifest = self.judgement.implementation_manifest(i);
         let present = |text: &Option<String>| text.clone().filter(|t| !t.is_empty());
         let mut runs: Vec<usize> =

@@ -596,13 +596,8 @@ impl ReadModel {
             return Err(Problem::not_found(format!("operation {slug:?} has no sweep at {wanted:?}")));
         }
 
-        let mut implementations: Vec<ImplementationItem> = self
-            .implementations_by_operation
-            .get(&op)
-            .into_iter()
-            .flatten()
-            .map(|&i| self.implementation_item(i))
-            .collect();
+        let mut implementations: Vec<ImplementationItem> =
+            self.judgement.operation_implementations(op).iter().map(|&i| self.implementation_item(i)).collect();
         implementations.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.slug.cmp(&b.slug)));
         let implementations_total = implementations.len();
         implementations.truncate(PAGE_LIMIT);

@@ -54,7 +54,7 @@ impl ReadModel {
                     ProjectItem {
                         slug: p.slug.clone(),
                         name: p.name.clone(),
-                        implementations: self.implementations_by_project.get(&i).map_or(0, Vec::len),
+                        implementations: self.judgement.project_implementations(i).len(),
                         href: format!("/projects/{}", p.slug),
                     },
                 )
@@ -74,13 +74,8 @@ impl ReadModel {
 
     pub fn project_view(&self, p: usize) -> ProjectView {
         let row = &self.judgement.projects[p];
-        let mut implementations: Vec<ImplementationItem> = self
-            .implementations_by_project
-            .get(&p)
-            .into_iter()
-            .flatten()
-            .map(|&i| self.implementation_item(i))
-            .collect();
+        let mut implementations: Vec<ImplementationItem> =
+            self.judgement.project_implementations(p).iter().map(|&i| self.implementation_item(i)).collect();
         implementations.sort_by(|a, b| b.runs.cmp(&a.runs).then(a.slug.cmp(&b.slug)));
         let implementations_total = implementations.len();
         implementations.truncate(PAGE_LIMIT);

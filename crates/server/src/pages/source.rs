@@ -341,14 +341,13 @@ impl ReadModel {
         let rows = &self.judgement.implementations;
         let row = &rows[implementation];
         let supersedes = row.supersedes_id.as_deref().filter(|id| !id.is_empty());
-        if let Some(&previous) = supersedes.and_then(|id| self.implementation_by_id.get(id)) {
+        if let Some(previous) = supersedes.and_then(|id| self.judgement.implementation_index(id)) {
             return Some(previous);
         }
         let created = |i: usize| rows[i].created_at.as_deref().unwrap_or("");
-        let siblings = self.implementations_by_project.get(&self.judgement.implementation_project(implementation));
+        let siblings = self.judgement.project_implementations(self.judgement.implementation_project(implementation));
         siblings
-            .into_iter()
-            .flatten()
+            .iter()
             .copied()
             .filter(|&j| {
                 j != implementation
