@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call after the in-graph noise fix (2026-12-06): the smoke, then the baselines whose small
-# kernels the coverage run (bench/verify/coverage/2026-12-06-call{2,3}-h100/) could not time in a
-# graph: gemm_n2048_k4096 and gemm_n256_k7168 (small M), rmsnorm_h128, four workloads each; then
+# kernels the coverage run (bench/verify/coverage/2026-12-06-call{2,3}-h100/, in git history at commit
+# bef9f60) could not time in a graph: gemm_n2048_k4096 and gemm_n256_k7168 (small M), rmsnorm_h128,
+# four workloads each; then
 # qwen3.5's rmsnorm_h4096 r10 (it exits the process when cudaDeviceSynchronize fails under capture:
 # the runner must run it again without the graph method, timed by CUPTI).
 # Carry .carry/verify and .whl. Env: BUDGET (s the whole call may take, default 260).

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Screenshots of the site's main pages (1280 px and 400 px) and axe-core over them.
+# axe-core over the site's main pages (1280 px and 400 px), and screenshots of four of them (1280 px).
 #   bash docs/screenshots/run.sh            # builds ki (debug) first
 #   BIN=target/release/ki bash docs/screenshots/run.sh
 # Serves a fresh SQLite catalog (the bundled snapshot, imported on first start), writes
-# docs/screenshots/<page>-<width>.webp and docs/screenshots/axe.md, and exits non-zero on
+# docs/screenshots/<page>-1280.webp (shoot.mjs's PHOTOGRAPHED) and docs/screenshots/axe.md, and exits non-zero on
 # any serious or critical axe violation (or a page wider than its viewport).
 set -euo pipefail
 
