@@ -8,7 +8,8 @@
 # written inside the call. `--catalog` of every bundled row file in data/ (the public snapshot and our
 # published runs) makes the records name their operations, workloads and implementations, so that
 # they can be bundled beside them (publish.py). Carry .carry/verify and .whl. Env: DEADLINE (s, default 430);
-# BASELINES_ONLY=1 leaves the PR-221 solutions out (their builds otherwise come first and can take a short call).
+# BASELINES_ONLY=1 leaves the PR-221 solutions out (their builds otherwise come first and can take a short call);
+# with it, ONLY=<definition>[,…] runs those definitions' baselines alone.
 set -u -o pipefail
 OUT=${OUT:-/tmp/ki-out}
 C=.carry/verify
@@ -34,10 +35,11 @@ for f in data/catalog-*.jsonl.zst data/kernelindex-*.jsonl.zst; do
   case $f in *.contents.jsonl.zst) ;; *) CATALOGS+=(--catalog "$f") ;; esac
 done
 SOLUTIONS=($C/pr221-all/*.json)
-[ "${BASELINES_ONLY:-0}" = 1 ] && SOLUTIONS=()
+ONLY_FLAGS=()
+[ "${BASELINES_ONLY:-0}" = 1 ] && SOLUTIONS=() && [ -n "${ONLY:-}" ] && ONLY_FLAGS=(--only "$ONLY")
 timeout $(( ${DEADLINE:-430} + 130 )) $C/ki-runner verify "${SOLUTIONS[@]}" --definition $C/flashinfer_trace --baseline "${CATALOGS[@]}" \
   --trials 3 --timeout 60 --jobs 12 --deadline "${DEADLINE:-430}" --build-cache /tmp/ki-builds \
-  "${SKIP[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
+  "${SKIP[@]}" "${ONLY_FLAGS[@]}" --out /tmp/cov > $OUT/verify.log 2>&1
 echo "ki-runner verify rc=$? in $(( $(date +%s) - start )) s"
 for f in runs.jsonl catalog-rows.jsonl results.md session.json; do cp /tmp/cov/$f $OUT/ 2>/dev/null; done
 tar czf $OUT/records.tgz -C /tmp/cov manifests samples artifacts logs 2>/dev/null

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ki_exchange  # noqa: E402
 from ki_compare import compare  # noqa: E402
 import ki_inputs  # noqa: E402
+import ki_routing  # noqa: E402
 
 STATE = {"reference": None, "definition": None, "refs": {}, "plans": {}, "exchanges": {}}
 
@@ -94,6 +95,7 @@ def run_reference(job):
     names = list(outputs)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
+    routing = ki_routing.counts(STATE["definition"], inputs)
     STATE["plans"][key] = plan
     STATE["refs"][key] = outputs
     shapes = {n: [list(outputs[n].shape), str(outputs[n].dtype).replace("torch.", "")] for n in names}
@@ -108,7 +110,7 @@ def run_reference(job):
         save_file(tensors, job["dump"])
     del inputs
     release_cache()
-    return {"seconds": seconds, "outputs": shapes}
+    return {"seconds": seconds, "outputs": shapes, **({"routing": routing} if routing is not None else {})}
 
 
 def release_cache():

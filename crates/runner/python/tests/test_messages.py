@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRITERS = {
     "ki_judge.py": {"environment", "run_reference", "run_compare", "main"},
     "ki_compare.py": {"compare"},
+    "ki_routing.py": {"counts"},
     "ki_solution.py": {"check", "Exchange.ensure", "load", "run_trial", "run_workload", "main"},
     "ki_build.py": None,  # every dict literal: the build worker writes nothing else
     "ki_windows.py": {"SeedLedger.report"},

@@ -158,15 +158,7 @@ pub fn synthesize(
 /// The family's bound for one call on these inputs.
 pub fn bound(definition: &Definition, axes: &BTreeMap<String, usize>, synthesized: &TensorSet) -> Bound {
     let bytes_of = |specs: Result<Vec<crate::definition::TensorSpec>, String>| -> f64 {
-        specs
-            .unwrap_or_default()
-            .iter()
-            .map(|s| {
-                let n: usize =
-                    s.shape.as_deref().unwrap_or(&[]).iter().map(|a| axes.get(a).copied().unwrap_or(0)).product();
-                (n * s.dtype.size_in_bytes()) as f64
-            })
-            .sum()
+        specs.unwrap_or_default().iter().map(|s| spec_bytes(s, axes)).sum()
     };
     match definition.op_type.as_str() {
         "gemm" => dense::gemm_bound(axes),
@@ -175,6 +167,12 @@ pub fn bound(definition: &Definition, axes: &BTreeMap<String, usize>, synthesize
         // rmsnorm and the rest: every input read once, every output written once.
         _ => Bound { bytes: bytes_of(definition.input_specs()) + bytes_of(definition.output_specs()), flops: 0.0 },
     }
+}
+
+/// The bytes of one tensor of `spec` at `axes`.
+pub(crate) fn spec_bytes(spec: &crate::definition::TensorSpec, axes: &BTreeMap<String, usize>) -> f64 {
+    let n: usize = spec.shape.as_deref().unwrap_or(&[]).iter().map(|a| axes.get(a).copied().unwrap_or(0)).product();
+    (n * spec.dtype.size_in_bytes()) as f64
 }
 
 pub(crate) fn i32_tensor(values: &[i32]) -> HostTensor {

@@ -130,15 +130,28 @@ pub struct Loaded {
     pub dps: Option<bool>,
 }
 
-/// The judge's answer to `reference` (the runner reads only its status).
+/// The judge's answer to `reference`.
 #[derive(Debug, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
-#[allow(dead_code)]
 pub struct ReferenceReply {
     /// The reference's time on the GPU.
+    #[allow(dead_code)]
     pub seconds: f64,
     /// Each output's shape and dtype.
+    #[allow(dead_code)]
     pub outputs: std::collections::BTreeMap<String, (Vec<u64>, String)>,
+    /// moe: what the routing of the trial's inputs reaches (`python/ki_routing.py`).
+    #[serde(default)]
+    pub routing: Option<Routing>,
+}
+
+/// The local experts a moe call's routing reaches, and its (token, local expert) pairs.
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Routing {
+    pub local_experts: u64,
+    pub local_assignments: u64,
 }
 
 /// The build worker's one line (`python/ki_build.py`).

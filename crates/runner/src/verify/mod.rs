@@ -55,6 +55,7 @@ pub const PY_FILES: &[(&str, &str)] = &[
     ("ki_exchange.py", include_str!("../../python/ki_exchange.py")),
     ("ki_judge.py", include_str!("../../python/ki_judge.py")),
     ("ki_compare.py", include_str!("../../python/ki_compare.py")),
+    ("ki_routing.py", include_str!("../../python/ki_routing.py")),
     ("ki_solution.py", include_str!("../../python/ki_solution.py")),
     ("ki_build.py", include_str!("../../python/ki_build.py")),
     ("ki_baselines.py", include_str!("../../python/ki_baselines.py")),
@@ -162,7 +163,20 @@ type BuildBoard = Arc<(Mutex<BTreeMap<String, Built>>, Condvar)>;
 /// One (workload, trial) plan as both workers receive it, with what the runner keeps of it.
 struct TrialPlan {
     json: Value,
+    /// The family's bound from the axes and the synthesized inputs.
     bound: Bound,
+    /// moe: what each local expert the routing reaches adds to the bound.
+    expert_work: Option<families::moe::ExpertWork>,
+    /// What the judge found the trial's own inputs add to the bound (moe: the weights of the local
+    /// experts the routing reaches, and their flops), once it computed the reference.
+    routed: std::sync::OnceLock<Bound>,
+}
+
+impl TrialPlan {
+    fn bound(&self) -> Bound {
+        let routed = self.routed.get().copied().unwrap_or_default();
+        Bound { bytes: self.bound.bytes + routed.bytes, flops: self.bound.flops + routed.flops }
+    }
 }
 
 struct WorkloadPlans {

@@ -94,6 +94,8 @@ impl Session {
                 trials.push(TrialPlan {
                     json: json!({"workload": case.uuid, "trial": t, "seed": seed, "tensors": tensors, "outputs": outs}),
                     bound,
+                    expert_work: families::moe::expert_work(definition, &axes),
+                    routed: std::sync::OnceLock::new(),
                 });
                 synthesized_names = made.synthesized_names.clone();
                 drawn_random = made.drawn_random.clone();

@@ -162,7 +162,19 @@ impl Session {
                         let status = Status::of(&v);
                         if !status.ok {
                             reference_failed.insert(w.case.uuid.clone(), status.why().to_string());
-                        } else if dump {
+                            continue;
+                        }
+                        let reply = match decode::<ReferenceReply>(&v, "judge reference") {
+                            Ok(reply) => reply,
+                            Err(error) => {
+                                reference_failed.insert(w.case.uuid.clone(), error.to_string());
+                                continue;
+                            }
+                        };
+                        if let (Some(work), Some(routing)) = (t.expert_work, reply.routing) {
+                            let _ = t.routed.set(work.routed(routing.local_experts, routing.local_assignments));
+                        }
+                        if dump {
                             cross_check.submit(definition, &w.case.uuid, trial, path);
                         }
                     }

@@ -5,6 +5,7 @@ mod cli;
 mod gpu;
 mod length_rules;
 mod materialize_compare;
+mod moe_bound;
 mod records;
 mod reference;
 mod verify_intake;
