@@ -61,7 +61,8 @@ fn a_judge_that_dies_at_once_is_recorded_and_ki_verify_ends_by_itself() {
 }
 
 /// A stand-in for the Python interpreter: as the judge (`ki_judge.py`) it answers every request
-/// `ok`; as a solution's worker (`ki_solution.py`) it answers `ok` until the request named by
+/// `ok` with every field the protocol's replies require (`hello`'s environment, `reference`'s
+/// seconds and outputs); as a solution's worker (`ki_solution.py`) it answers `ok` until the request named by
 /// `KI_TEST_DIE_AT` (load, or workload: after it has loaded) and then dies, by exiting or by a
 /// signal.
 const FAKE_INTERPRETER: &str = r#"#!/usr/bin/env python3
@@ -73,7 +74,7 @@ for line in sys.stdin:
         if os.environ["KI_TEST_DEATH"] == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         sys.exit(3)
-    answer = {"ok": True, "pid": os.getpid(), "environment": json.loads(os.environ["KI_TEST_ENVIRONMENT"])}
+    answer = {"ok": True, "pid": os.getpid(), "environment": json.loads(os.environ["KI_TEST_ENVIRONMENT"]), "seconds": 0.0, "outputs": {}}
     print(json.dumps(answer), flush=True)
 "#;
 
