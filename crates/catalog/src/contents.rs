@@ -23,6 +23,7 @@ use crate::rows::{SqlValue, Storage};
 use crate::store::{Backend, Pool, Session};
 use ki_model::export::ExportLine;
 use ki_model::folder_archive::FolderArchive;
+use ki_model::rows::ArtifactRow;
 
 /// The largest content the store takes (16 MiB).
 pub const MAX_CONTENT_BYTES: usize = 16 << 20;
@@ -517,7 +518,7 @@ impl crate::Catalog {
                     .map_err(|error| CatalogError::Export(format!("reading {} failed: {error}", path.display())))??;
                 report.missing.extend(read.missing);
                 for (named, content) in read.found {
-                    if self.rows_where(&named.table, "id", &named.row_id).await?.is_empty() {
+                    if self.export_rows_where(&named.table, "id", &named.row_id).await?.is_empty() {
                         report.not_in_catalog.push(named);
                     } else {
                         report.attached.push(named);
@@ -546,22 +547,21 @@ impl crate::Catalog {
 
     /// The row that names `digest` as an artifact or as an implementation's source.
     async fn naming_row(&self, digest: &str, address: &str) -> Result<Option<NamedContent>> {
-        let named = |table: &str, row: &serde_json::Map<String, Value>, what: &str| NamedContent {
+        let named = |table: &str, row_id: &str, what: &str| NamedContent {
             digest: digest.into(),
             address: address.into(),
             what: what.into(),
             table: table.into(),
-            row_id: row.get("id").and_then(Value::as_str).unwrap_or("").into(),
+            row_id: row_id.into(),
         };
-        if let Some(row) = self.rows_where("artifacts", "contentDigest", digest).await?.first() {
-            let kind = row.get("kind").and_then(Value::as_str).unwrap_or("artifact").to_string();
-            return Ok(Some(named("artifacts", row, &kind)));
+        if let Some(row) = self.rows_where::<ArtifactRow>("contentDigest", digest).await?.first() {
+            return Ok(Some(named("artifacts", &row.id, &row.kind)));
         }
         let mut found = None;
         self.for_each_row("implementations", |row| {
             let source = row.get("manifest").and_then(|m| m.pointer("/spec/source/contentDigest"));
             if found.is_none() && source.and_then(Value::as_str) == Some(digest) {
-                found = Some(named("implementations", &row, "source"));
+                found = Some(named("implementations", row.get("id").and_then(Value::as_str).unwrap_or(""), "source"));
             }
             Ok(())
         })

@@ -72,6 +72,7 @@
 
 use std::path::Path;
 
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow, ServingRunRow, TableRow};
 use serde_json::{Map, Value};
 
 mod access;
@@ -368,12 +369,11 @@ impl Catalog {
         Ok(counts)
     }
 
-    /// Every row of `table` (unpublished runs included), in arrival order, as
-    /// export-format rows.
-    pub async fn rows(&self, table: &str) -> Result<Vec<Map<String, Value>>> {
+    /// Every row of `T`'s table (unpublished runs included), in arrival order.
+    pub async fn rows<T: TableRow>(&self) -> Result<Vec<T>> {
         let mut rows = Vec::new();
-        self.for_each_row(table, |row| {
-            rows.push(row);
+        self.for_each_row(T::TABLE, |row| {
+            rows.push(typed(row)?);
             Ok(())
         })
         .await?;
@@ -401,9 +401,15 @@ impl Catalog {
         Ok(())
     }
 
-    /// The rows of `table` whose indexed column `column` (camelCase, e.g. `runId`,
+    /// The rows of `T`'s table whose indexed column `column` (camelCase, e.g. `runId`,
     /// `comparisonKey`, `runDigest`) equals `value`, in arrival order.
-    pub async fn rows_where(&self, table: &str, column: &str, value: &str) -> Result<Vec<Map<String, Value>>> {
+    pub async fn rows_where<T: TableRow>(&self, column: &str, value: &str) -> Result<Vec<T>> {
+        self.export_rows_where(T::TABLE, column, value).await?.into_iter().map(typed).collect()
+    }
+
+    /// [`Catalog::rows_where`] of a table named at run time, as export-format rows: what a
+    /// publication reconciles its planned export rows against.
+    pub async fn export_rows_where(&self, table: &str, column: &str, value: &str) -> Result<Vec<Map<String, Value>>> {
         let spec = known_table(table)?;
         let column =
             spec.column(column).ok_or_else(|| CatalogError::Export(format!("{table} has no column {column:?}")))?;
@@ -411,34 +417,42 @@ impl Catalog {
         found.iter().map(|values| rows::to_json_row(spec, values).map_err(CatalogError::Corrupt)).collect()
     }
 
-    async fn one_where(&self, table: &str, column: &str, value: &str) -> Result<Option<Map<String, Value>>> {
-        Ok(self.rows_where(table, column, value).await?.into_iter().next())
+    async fn one_where<T: TableRow>(&self, column: &str, value: &str) -> Result<Option<T>> {
+        Ok(self.rows_where(column, value).await?.into_iter().next())
     }
 
     /// A benchmark run (published or not) by its `id`.
-    pub async fn run_by_id(&self, id: &str) -> Result<Option<Map<String, Value>>> {
-        self.one_where("benchmark_runs", "id", id).await
+    pub async fn run_by_id(&self, id: &str) -> Result<Option<BenchmarkRunRow>> {
+        self.one_where("id", id).await
     }
 
     /// A benchmark run (published or not) by its `runDigest`.
-    pub async fn run_by_digest(&self, digest: &str) -> Result<Option<Map<String, Value>>> {
-        self.one_where("benchmark_runs", "runDigest", digest).await
+    pub async fn run_by_digest(&self, digest: &str) -> Result<Option<BenchmarkRunRow>> {
+        self.one_where("runDigest", digest).await
     }
 
     /// The measurements of a benchmark run, in arrival order.
-    pub async fn measurements_of_run(&self, run_id: &str) -> Result<Vec<Map<String, Value>>> {
-        self.rows_where("measurements", "runId", run_id).await
+    pub async fn measurements_of_run(&self, run_id: &str) -> Result<Vec<MeasurementRow>> {
+        self.rows_where("runId", run_id).await
     }
 
     /// All benchmark runs sharing a comparison key.
-    pub async fn runs_by_comparison_key(&self, comparison_key: &str) -> Result<Vec<Map<String, Value>>> {
-        self.rows_where("benchmark_runs", "comparisonKey", comparison_key).await
+    pub async fn runs_by_comparison_key(&self, comparison_key: &str) -> Result<Vec<BenchmarkRunRow>> {
+        self.rows_where("comparisonKey", comparison_key).await
     }
 
     /// A serving run (published or not) by its `runDigest`.
-    pub async fn serving_run_by_digest(&self, digest: &str) -> Result<Option<Map<String, Value>>> {
-        self.one_where("serving_runs", "runDigest", digest).await
+    pub async fn serving_run_by_digest(&self, digest: &str) -> Result<Option<ServingRunRow>> {
+        self.one_where("runDigest", digest).await
     }
+}
+
+/// A stored row as its table's type; a row the type cannot read was stored by no writer of
+/// this model (an edited file), so the catalog is corrupt.
+fn typed<T: TableRow>(row: Map<String, Value>) -> Result<T> {
+    let id = row.get("id").and_then(Value::as_str).unwrap_or("(no id)").to_string();
+    serde_json::from_value(Value::Object(row))
+        .map_err(|error| CatalogError::Corrupt(format!("{} row {id}: {error}", T::TABLE)))
 }
 
 fn known_table(name: &str) -> Result<&'static Table> {

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ki_catalog::{Catalog, ExportLine, ImportOptions};
+use ki_model::rows::{RecordEventRow, SourceRow};
 use serde_json::{Map, Value};
 
 /// A file of this repository (fixtures/, data/), by its path from the root.
@@ -199,11 +200,11 @@ async fn publish_and_correct_while_serving() {
     assert!(published.status.success(), "{}", out(&published));
     assert!(out(&published).contains("published: "), "{}", out(&published));
     let run = catalog.run_by_digest(&run_digest).await.unwrap().expect("the submitted run is in the catalog");
-    assert!(!run["publishedAt"].is_null());
-    assert_eq!((run["reported"].as_bool(), run["reproducedByKernelindex"].as_bool()), (Some(true), Some(false)));
-    let source = catalog.rows_where("sources", "id", text(&run, "sourceId")).await.unwrap();
-    assert_eq!(text(&source[0], "slug"), "community");
-    let events = catalog.rows_where("record_events", "runId", text(&run, "id")).await.unwrap();
+    assert!(run.published_at.is_some());
+    assert_eq!((run.reported, run.reproduced_by_kernelindex), (true, false));
+    let source = catalog.rows_where::<SourceRow>("id", run.source_id.as_deref().unwrap_or("")).await.unwrap();
+    assert_eq!(source[0].slug, "community");
+    let events = catalog.rows_where::<RecordEventRow>("runId", &run.id).await.unwrap();
     assert_eq!(events.len(), 1, "the first run of its comparison group holds its record");
     let counts = catalog.row_counts().await.unwrap();
 

@@ -62,12 +62,12 @@ fn enqueue_job(directory: &Path, database: &str) -> String {
     let workload = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let catalog = ki_catalog::Catalog::open(database).await.unwrap();
         catalog.ensure_bundled_snapshot().await.unwrap();
-        let operations = catalog.rows("operations").await.unwrap();
-        let operation = operations.iter().find(|r| r["name"] == "gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
-        let workloads = catalog.rows("workloads").await.unwrap();
-        let workload = workloads.iter().find(|w| w["operationId"] == operation["id"]).unwrap()["id"].clone();
+        let operations = catalog.rows::<ki_model::rows::OperationRow>().await.unwrap();
+        let operation = operations.iter().find(|r| r.name == "gqa_paged_decode_h32_kv4_d128_ps1").unwrap();
+        let workloads = catalog.rows::<ki_model::rows::WorkloadRow>().await.unwrap();
+        let workload = workloads.into_iter().find(|w| w.operation_id == operation.id).unwrap().id;
         catalog.close().await;
-        workload.as_str().unwrap().to_string()
+        workload
     });
     let solution = directory.join("solution.json");
     std::fs::write(&solution, r#"{"name": "mcp-test-solution", "definition": "gqa_paged_decode_h32_kv4_d128_ps1", "spec": {"language": "python", "entry_point": "main.py::run"}, "sources": [{"path": "main.py", "content": "def run(): pass\n"}]}"#).unwrap();

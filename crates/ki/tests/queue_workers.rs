@@ -23,7 +23,8 @@ use ki_catalog::Catalog;
 use ki_catalog::queue::{
     AttemptOutcome, EnqueueRequest, JobQuery, JobSpec, JobState, Origin, Requirement, Subject, WorkloadSet,
 };
-use serde_json::{Map, Value};
+use ki_model::rows::{BenchmarkRunRow, OperationRow, RecordEventRow, WorkloadRow};
+use serde_json::Value;
 
 const OPERATION: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
 // The protocol the bundled H200 runs were measured under (data/README.md).
@@ -80,36 +81,32 @@ impl Scratch {
     }
 }
 
-fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
-    row.get(column).and_then(Value::as_str).unwrap_or("")
-}
-
 /// (implementation id, implementation digest) per workload id, for OPERATION's first
 /// `workloads` workloads.
 async fn runs_by_workload(catalog: &Catalog, workloads: usize) -> BTreeMap<String, Vec<(String, String)>> {
     let operation = catalog
-        .rows("operations")
+        .rows::<OperationRow>()
         .await
         .unwrap()
         .into_iter()
-        .find(|row| text(row, "name") == OPERATION)
-        .map(|row| text(&row, "id").to_string())
+        .find(|row| row.name == OPERATION)
+        .map(|row| row.id)
         .unwrap();
     let chosen: Vec<String> = catalog
-        .rows("workloads")
+        .rows::<WorkloadRow>()
         .await
         .unwrap()
-        .iter()
-        .filter(|row| text(row, "operationId") == operation)
+        .into_iter()
+        .filter(|row| row.operation_id == operation)
         .take(workloads)
-        .map(|row| text(row, "id").to_string())
+        .map(|row| row.id)
         .collect();
     let mut pairs: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for run in catalog.rows("benchmark_runs").await.unwrap() {
-        let workload = text(&run, "workloadId");
+    for run in catalog.rows::<BenchmarkRunRow>().await.unwrap() {
+        let workload = run.workload_id.as_str();
         if chosen.iter().any(|chosen| chosen == workload) {
-            let digest = run["manifest"]["run"]["spec"]["implementationDigest"].as_str().unwrap().to_string();
-            pairs.entry(workload.to_string()).or_default().push((text(&run, "implementationId").to_string(), digest));
+            let digest = run.manifest["run"]["spec"]["implementationDigest"].as_str().unwrap().to_string();
+            pairs.entry(workload.to_string()).or_default().push((run.implementation_id.clone(), digest));
         }
     }
     pairs
@@ -200,7 +197,7 @@ fn wait_for(what: &str, deadline: Instant, mut done: impl FnMut() -> bool) {
 async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
     let scratch = Scratch::new(backend).await;
     let catalog = scratch.catalog().await;
-    let runs_before = catalog.rows("benchmark_runs").await.unwrap().len();
+    let runs_before = catalog.rows::<BenchmarkRunRow>().await.unwrap().len();
     // 8 workloads x their 3 implementations: 24 jobs, three to a lane.
     let pairs = runs_by_workload(&catalog, 8).await;
     let mut requests = Vec::new();
@@ -273,7 +270,7 @@ async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
         let completed = detail.attempts.iter().filter(|a| a.outcome == Some(AttemptOutcome::Completed)).count();
         assert_eq!(completed, 1, "job {id}: {:#?}", detail.attempts);
     }
-    let runs = catalog.rows("benchmark_runs").await.unwrap();
+    let runs = catalog.rows::<BenchmarkRunRow>().await.unwrap();
     assert_eq!(runs.len(), runs_before + 24, "exactly one new run per job, none twice");
 
     // The victim's job was taken over after its lease expired.
@@ -292,15 +289,15 @@ async fn workers_drain_the_queue_while_one_is_killed(backend: &str) {
     assert!(parked.attempts.iter().all(|attempt| attempt.outcome == Some(AttemptOutcome::Failed)));
 
     // Every new group got its record events; the export verifies, ledger included.
-    let events = catalog.rows("record_events").await.unwrap();
+    let events = catalog.rows::<RecordEventRow>().await.unwrap();
     let new_groups: HashSet<&str> = runs
         .iter()
-        .filter(|run| published_runs.contains(text(run, "id")))
-        .map(|run| text(run, "comparisonKey"))
+        .filter(|run| published_runs.contains(run.id.as_str()))
+        .map(|run| run.comparison_key.as_str())
         .collect();
     assert_eq!(new_groups.len(), 8, "one new group per workload (the newer environment)");
     for group in &new_groups {
-        assert!(events.iter().any(|event| text(event, "comparisonKey") == *group), "group {group} has no record");
+        assert!(events.iter().any(|event| event.comparison_key == *group), "group {group} has no record");
     }
     let export = scratch.directory.path().join("export.jsonl.zst");
     let exported = ki().args(["catalog", "export", "--database", &scratch.url, "--out"]).arg(&export).output().unwrap();

@@ -558,6 +558,12 @@ pub enum Row {
     ServingMeasurement(ServingMeasurementRow),
 }
 
+/// A row type of one export table, so that a reader can ask for typed rows of it.
+pub trait TableRow: Serialize + serde::de::DeserializeOwned {
+    /// The export table's name (`benchmark_runs`, …).
+    const TABLE: &'static str;
+}
+
 /// Why an export-format map is not a row of its table.
 #[derive(Debug, thiserror::Error)]
 pub enum RowError {
@@ -596,6 +602,10 @@ macro_rules! tables {
                 }
             }
         }
+
+        $(impl TableRow for $ty {
+            const TABLE: &'static str = $name;
+        })*
 
         $(impl From<$ty> for Row {
             fn from(row: $ty) -> Row {

@@ -22,7 +22,7 @@ impl Index {
         let mut gpus: Vec<&str> = self.runs.iter().filter_map(|r| r.hardware_model.as_deref()).collect();
         gpus.sort_unstable();
         gpus.dedup();
-        let mut languages: Vec<&str> = self.implementations.iter().filter_map(|i| i.language.as_deref()).collect();
+        let mut languages: Vec<&str> = self.implementations.iter().map(|i| i.language.as_str()).collect();
         languages.sort_unstable();
         languages.dedup();
         let operations = self
@@ -32,7 +32,7 @@ impl Index {
             .map(|(op, row)| OperationNames {
                 name: &row.name,
                 slug: &row.slug,
-                family: row.family.as_deref().unwrap_or_default(),
+                family: &row.family,
                 aliases: self.aliases_of(op),
                 models: Vec::new(),
                 axes: self.operation_known_axes[op].iter().map(String::as_str).collect(),
@@ -138,7 +138,7 @@ impl Index {
         let texts: Vec<String> = (0..self.operations.len())
             .map(|op| {
                 let row = &self.operations[op];
-                let mut text = format!("{} {} {}", row.name, row.slug, row.family.as_deref().unwrap_or_default());
+                let mut text = format!("{} {} {}", row.name, row.slug, row.family);
                 for alias in self.aliases_of(op) {
                     text.push(' ');
                     text.push_str(alias);

@@ -243,7 +243,7 @@ impl Index {
             id: operation.id.clone(),
             name: operation.name.clone(),
             slug: operation.slug.clone(),
-            family: operation.family.clone(),
+            family: Some(operation.family.clone()),
             variable_axes: self.operation_variable_axes[op].clone(),
         });
         let unknown: Vec<&String> =

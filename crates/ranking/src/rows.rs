@@ -4,12 +4,23 @@
 //! `implementations.role`, `projects.kind`) and the ranking must still read older and
 //! newer rows alike. Missing required columns and wrong types are errors naming the
 //! table, the row's line (when known) and the JSON pointer of the field.
+//!
+//! Sources, projects, operations, aliases, workloads, implementations and artifacts are the
+//! record model's rows ([`ki_model::rows`]), the types every writer builds. The run tables
+//! (runs, measurements, record events) are held here in compact forms: a million runs are
+//! most of the index, and a run row of interned texts takes 296 bytes where the writer's
+//! row, its manifests inside, takes 752.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::time::Instant;
+
+/// The tables every writer and reader shares (the run tables below are the index's compact forms).
+pub use ki_model::rows::{
+    ArtifactRow, ImplementationRow, OperationAliasRow, OperationRow, ProjectRow, SourceRow, WorkloadRow,
+};
 
 /// Where a row came from, so that errors can point at it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -846,6 +857,11 @@ impl BenchmarkRunRow {
     }
 }
 
+/// A page about one run reads its measurements from the catalog in this form.
+impl ki_model::rows::TableRow for MeasurementRow {
+    const TABLE: &'static str = "measurements";
+}
+
 impl MeasurementRow {
     /// As [`BenchmarkRunRow::intern`].
     pub fn intern(&mut self, interner: &mut Interner) {
@@ -959,109 +975,6 @@ mod optional_timestamp_tests {
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SourceRow {
-    pub id: String,
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// The source's terms (`license`, `terms`), as the pages state them.
-    #[serde(default)]
-    pub policy: Value,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectRow {
-    pub id: String,
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub canonical_url: Option<String>,
-    #[serde(default)]
-    pub license_expression: Option<String>,
-    /// Emptied once the index is built, as an operation's ([`crate::Index::project_manifest`]).
-    #[serde(default)]
-    pub manifest: Value,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OperationRow {
-    pub id: String,
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub family: Option<String>,
-    pub semantic_digest: String,
-    /// `model:<name>` tags name the models the operation serves.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    #[serde(default)]
-    pub manifest: Value,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OperationAliasRow {
-    pub operation_id: String,
-    pub alias: String,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkloadRow {
-    pub id: String,
-    pub operation_id: String,
-    pub workload_digest: String,
-    #[serde(default)]
-    pub manifest: Value,
-    #[serde(default)]
-    pub shape_summary: Option<String>,
-    #[serde(default)]
-    pub dtypes: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ImplementationRow {
-    pub id: String,
-    pub project_id: String,
-    pub operation_id: String,
-    pub slug: String,
-    pub implementation_digest: String,
-    #[serde(default)]
-    pub source_revision: Option<String>,
-    #[serde(default)]
-    pub language: Option<String>,
-    #[serde(default)]
-    pub framework: Option<String>,
-    #[serde(default)]
-    pub license_expression: Option<String>,
-    #[serde(default)]
-    pub source_available: bool,
-    #[serde(default)]
-    pub installable: bool,
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub install_kind: Option<String>,
-    #[serde(default)]
-    pub install_command: Option<String>,
-    /// `baseline` marks the implementation speedups are measured against (migration 0017).
-    #[serde(default)]
-    pub role: Option<String>,
-    /// The revision this one replaces, and when it was made: a revision's lineage.
-    #[serde(default)]
-    pub supersedes_id: Option<String>,
-    #[serde(default)]
-    pub created_at: Option<String>,
-    #[serde(default)]
-    pub manifest: Value,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct BenchmarkRunRow {
     pub id: IdText,
     pub run_digest: DigestText,
@@ -1158,22 +1071,4 @@ impl RecordEventRow {
             interner.intern(text);
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactRow {
-    pub id: String,
-    pub content_digest: String,
-    pub kind: String,
-    #[serde(default)]
-    pub media_type: Option<String>,
-    #[serde(default)]
-    pub size_bytes: Option<i64>,
-    #[serde(default)]
-    pub storage: Option<String>,
-    #[serde(default)]
-    pub uri: Option<String>,
-    #[serde(default)]
-    pub license: Option<String>,
 }

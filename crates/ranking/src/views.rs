@@ -190,7 +190,7 @@ impl Index {
             eligible: facts.eligible(),
             ineligibility: facts.ineligibility().to_vec(),
             implementation: implementation.slug.clone(),
-            implementation_title: implementation.title.clone(),
+            implementation_title: Some(implementation.title.clone()),
             project: self.project_of(run).name.clone(),
             operation: self.operation_of(run).name.clone(),
             source: self.source_of(run).map(|s| s.name.clone()),

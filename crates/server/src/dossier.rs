@@ -146,7 +146,7 @@ pub struct ArtifactView {
     pub kind: String,
     pub digest: String,
     pub media_type: String,
-    pub size_bytes: Option<i64>,
+    pub size_bytes: Option<u64>,
     pub size_display: Option<String>,
     pub uri: Option<String>,
     /// A link to it, when its address is an https URL.
@@ -288,7 +288,7 @@ impl ReadModel {
             ),
             published_at: row.published_at.get().map(|t| ki_model::utc::date_of(&t.text()).to_string()),
             source: source.map(|s| Link { label: s.name.clone(), href: format!("/docs#source-{}", s.slug) }),
-            licence: source.and_then(|s| s.policy.get("license")).and_then(Value::as_str).map(str::to_string),
+            licence: source.and_then(|s| s.policy.as_ref()?.get("license")).and_then(Value::as_str).map(str::to_string),
             operation: operation_link,
             implementation: implementation_link,
             project: project_link,
@@ -398,8 +398,8 @@ impl ReadModel {
             Field::new("implementation", &implementation.label).link(&implementation.href),
             Field::new("project", &project.label).link(&project.href),
         ];
-        let revision = self.judgement.implementation_of(run).source_revision.as_deref();
-        if let Some(revision) = revision.filter(|r| !r.is_empty()) {
+        let revision = self.judgement.implementation_of(run).source_revision.as_str();
+        if !revision.is_empty() {
             fields.push(Field::new("revision", revision).code());
         }
         fields.push(Field::new("workload", self.run_workload_label(run)));
@@ -470,17 +470,17 @@ impl ReadModel {
         let row = self.judgement.artifact_index(digest).map(|a| &self.judgement.artifacts[a]);
         let present = |text: &Option<String>| text.as_deref().filter(|t| !t.is_empty()).map(str::to_string);
         let uri = row.and_then(|a| present(&a.uri)).or(uri.map(str::to_string));
-        let size_bytes = row.and_then(|a| a.size_bytes);
+        let size_bytes = row.map(|a| a.size_bytes);
         ArtifactView {
             name: name.into(),
             kind: row.map(|a| a.kind.clone()).unwrap_or_else(|| name.into()),
             digest: digest.into(),
-            media_type: row.and_then(|a| a.media_type.clone()).unwrap_or_default(),
-            size_display: size_bytes.and_then(|s| u64::try_from(s).ok()).map(ki_model::units::bytes),
+            media_type: row.map(|a| a.media_type.clone()).unwrap_or_default(),
+            size_display: size_bytes.map(ki_model::units::bytes),
             size_bytes,
             href: uri.clone().filter(|u| u.starts_with("https://")),
             uri,
-            storage: row.and_then(|a| present(&a.storage)),
+            storage: row.map(|a| a.storage.clone()).filter(|s| !s.is_empty()),
             license: row.and_then(|a| present(&a.license)),
             described_in_catalog: row.is_some(),
         }

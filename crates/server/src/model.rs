@@ -303,16 +303,8 @@ impl ReadModel {
             return Ok(detail);
         }
         let id = &*self.run(run).id.text();
-        let manifest = catalog.run_by_id(id).await?.and_then(|mut row| row.remove("manifest")).unwrap_or(Value::Null);
-        let measurements = catalog
-            .measurements_of_run(id)
-            .await?
-            .into_iter()
-            .map(|row| {
-                serde_json::from_value(Value::Object(row))
-                    .map_err(|e| ki_catalog::CatalogError::Corrupt(format!("a measurement of run {id}: {e}")))
-            })
-            .collect::<Result<_, _>>()?;
+        let manifest = catalog.run_by_id(id).await?.map_or(Value::Null, |row| row.manifest);
+        let measurements = catalog.rows_where("runId", id).await?;
         Ok(RunDetail { manifest, measurements })
     }
 
@@ -720,7 +712,7 @@ impl ReadModel {
             let aliases: Vec<&str> =
                 self.aliases_by_operation.get(&i).into_iter().flatten().map(String::as_str).collect();
             let entry_run_list: Vec<u32> = self.entry_runs(SearchKind::Operation.as_str(), i).collect();
-            let family = op.family.as_deref().unwrap_or("");
+            let family = op.family.as_str();
             let found = search_text::operation(&op.name, &op.slug, family, &aliases);
             out.push(SearchEntry {
                 kind: SearchKind::Operation.as_str(),
@@ -745,7 +737,7 @@ impl ReadModel {
         }
         for (i, imp) in judgement.implementations.iter().enumerate() {
             let entry_run_list: Vec<u32> = self.entry_runs(SearchKind::Implementation.as_str(), i).collect();
-            let title = imp.title.as_deref().unwrap_or("");
+            let title = imp.title.as_str();
             let found = search_text::implementation(&imp.slug, title);
             out.push(SearchEntry {
                 kind: SearchKind::Implementation.as_str(),
@@ -862,13 +854,9 @@ impl ReadModel {
             .iter()
             .map(|&run| {
                 let next = |len: usize| u32::try_from(len).expect("fewer than 2^32 places");
-                let language = match judgement.implementation_of(run as usize).language.as_deref() {
-                    Some(language) => {
-                        let len = next(languages.len());
-                        *languages.entry(language).or_insert(len)
-                    }
-                    None => ClassPlaces::NONE,
-                };
+                let language = judgement.implementation_of(run as usize).language.as_str();
+                let len = next(languages.len());
+                let language = *languages.entry(language).or_insert(len);
                 let dtypes = judgement.workload_of(run as usize).dtypes.as_slice();
                 let len = next(dtype_sets.len());
                 let dtypes = *dtype_sets.entry(dtypes).or_insert(len);
@@ -974,7 +962,7 @@ fn run_classes(judgement: &ki_ranking::Index) -> (Vec<u32>, Vec<u32>) {
         ki_ranking::TrustLevel,
         bool,
         &'a str,
-        Option<&'a str>,
+        &'a str,
         Option<&'a str>,
         &'a [String],
     );
@@ -991,7 +979,7 @@ fn run_classes(judgement: &ki_ranking::Index) -> (Vec<u32>, Vec<u32>) {
                 judgement.facts[run].trust,
                 row.installable,
                 judgement.project_of(run).id.as_str(),
-                implementation.language.as_deref(),
+                implementation.language.as_str(),
                 implementation.license_expression.as_deref(),
                 judgement.workload_of(run).dtypes.as_slice(),
             );

@@ -80,7 +80,7 @@ async fn find_held(
 ) -> Result<Option<Map<String, Value>>, CatalogError> {
     if let Some(column) = identity_column(table) {
         let Some(value) = row.get(column).and_then(Value::as_str) else { return Ok(None) };
-        return Ok(catalog.rows_where(table, column, value).await?.into_iter().next());
+        return Ok(catalog.export_rows_where(table, column, value).await?.into_iter().next());
     }
     // Rows without an identity of their own are known by their parent and their contents.
     let (parent, same): (&str, &[&str]) = match table {
@@ -89,7 +89,7 @@ async fn find_held(
         _ => return Ok(None),
     };
     let Some(parent_id) = row.get(parent).and_then(Value::as_str) else { return Ok(None) };
-    let siblings = catalog.rows_where(table, parent, parent_id).await?;
+    let siblings = catalog.export_rows_where(table, parent, parent_id).await?;
     Ok(siblings.into_iter().find(|held| same.iter().all(|column| held.get(*column) == row.get(*column))))
 }
 

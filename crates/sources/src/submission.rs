@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use ki_catalog::{Catalog, CatalogError};
 use ki_model::identity::{self, API_VERSION};
 use ki_model::records::Kind;
-use ki_model::rows::{BenchmarkRunRow, MeasurementRow, RunFacts, WorkloadRow};
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow, ProjectRow, RunFacts, WorkloadRow};
 use serde_json::{Map, Value, json};
 
 use crate::publish::PlannedRow;
@@ -103,7 +103,7 @@ async fn parent(
     if let Some(found) = planned.get(value) {
         return Ok(Some(found.clone()));
     }
-    Ok(catalog.rows_where(table, column, value).await?.into_iter().next().map(|row| Parent {
+    Ok(catalog.export_rows_where(table, column, value).await?.into_iter().next().map(|row| Parent {
         id: row.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
         manifest: row.get("manifest").cloned().unwrap_or(Value::Null),
         row,
@@ -359,7 +359,7 @@ async fn free_slug(
     name: &str,
     digest: &str,
 ) -> Result<String, CatalogError> {
-    let holder = catalog.rows_where(table, "slug", name).await?.into_iter().next();
+    let holder = catalog.export_rows_where(table, "slug", name).await?.into_iter().next();
     Ok(match holder {
         Some(held) if held.get(digest_column).and_then(Value::as_str) != Some(digest) => {
             format!("{name}-{}", digest.get(7..15).unwrap_or_default())
@@ -407,8 +407,8 @@ async fn plan_serving(
         let project_slug = crate::names::slug(project_name);
         let project_id = match carried {
             Some(project) => project.id.clone(),
-            None => match catalog.rows_where("projects", "slug", &project_slug).await?.into_iter().next() {
-                Some(held) => held.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+            None => match catalog.rows_where::<ProjectRow>("slug", &project_slug).await?.into_iter().next() {
+                Some(held) => held.id,
                 None => {
                     let id = row_id("projects", &project_slug);
                     if new_projects.insert(project_slug.clone(), id.clone()).is_none() {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use ki_model::rows::{BenchmarkRunRow, ImplementationRow, OperationRow, TableRow, WorkloadRow};
 use ki_ranking::reverify::EnvironmentFacts;
 use serde_json::{Map, Value, json};
 
@@ -80,8 +81,8 @@ impl RunnerExecutor {
         folder: &Path,
     ) -> Result<Vec<ExportLine>, EnvironmentFailure> {
         let spec = &job.job.spec;
-        let implementation = self.one_row("implementations", "id", implementation_id).await?;
-        let title = text(&implementation, "title").unwrap_or_default();
+        let implementation: ImplementationRow = self.one_row("id", implementation_id).await?;
+        let title = implementation.title.as_str();
         if !RUNNER_IMPLEMENTATIONS.contains(&title) {
             return Err(failure(format!(
                 "implementation {implementation_id} ({title:?}) is not one `ki run` can run again (it runs {})",
@@ -91,10 +92,10 @@ impl RunnerExecutor {
         let choice = if title == "kernelindex-native" { "native" } else { title };
         let rule = length_rule(&spec.protocol)?;
         let trials = self.trials_like(spec.basis_run_id.as_deref()).await?;
-        let operation = self.one_row("operations", "name", &spec.workloads.operation).await?;
-        let mut workloads = Vec::new();
+        let operation: OperationRow = self.one_row("name", &spec.workloads.operation).await?;
+        let mut workloads: Vec<WorkloadRow> = Vec::new();
         for id in &spec.workloads.workloads {
-            workloads.push(self.one_row("workloads", "id", id).await?);
+            workloads.push(self.one_row("id", id).await?);
         }
         // The runner names the index's own operation and workload records when it is given
         // them (so a re-run lands in the same comparison group): a two-table export.
@@ -111,13 +112,9 @@ impl RunnerExecutor {
 
         let mut lines = Vec::new();
         for (index, workload) in workloads.iter().enumerate() {
-            let axes = workload
-                .get("manifest")
-                .and_then(|manifest| manifest.pointer("/spec/axes"))
-                .and_then(Value::as_object)
-                .ok_or_else(|| {
-                    failure(format!("workload {}: its manifest has no /spec/axes", spec.workloads.workloads[index]))
-                })?;
+            let axes = workload.manifest.pointer("/spec/axes").and_then(Value::as_object).ok_or_else(|| {
+                failure(format!("workload {}: its manifest has no /spec/axes", spec.workloads.workloads[index]))
+            })?;
             let out = folder.join(format!("workload-{index}"));
             let mut args: Vec<String> = vec![
                 "run".into(),
@@ -227,18 +224,16 @@ impl RunnerExecutor {
     /// comparison group); the worker's own number for a job with no basis run.
     async fn trials_like(&self, basis_run_id: Option<&str>) -> Result<usize, EnvironmentFailure> {
         let Some(basis) = basis_run_id else { return Ok(self.trials) };
-        let run = self.one_row("benchmark_runs", "id", basis).await?;
-        let samples = run
-            .get("manifest")
-            .and_then(|manifest| manifest.pointer("/protocol/spec/measurement/samples"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as usize;
+        let run: BenchmarkRunRow = self.one_row("id", basis).await?;
+        let samples =
+            run.manifest.pointer("/protocol/spec/measurement/samples").and_then(Value::as_u64).unwrap_or(0) as usize;
         trials_for(samples, self.samples_per_trial, self.trials).map_err(|why| failure(format!("run {basis}: {why}")))
     }
 
-    async fn one_row(&self, table: &str, column: &str, value: &str) -> Result<Map<String, Value>, EnvironmentFailure> {
+    async fn one_row<T: TableRow>(&self, column: &str, value: &str) -> Result<T, EnvironmentFailure> {
+        let table = T::TABLE;
         self.catalog
-            .rows_where(table, column, value)
+            .rows_where(column, value)
             .await
             .map_err(|error| failure(format!("cannot read {table}: {error}")))?
             .into_iter()

@@ -56,7 +56,7 @@ impl Executor for FixtureExecutor {
         for workload in &spec.workloads.workloads {
             let runs = self
                 .catalog
-                .rows_where("benchmark_runs", "workloadId", workload)
+                .export_rows_where("benchmark_runs", "workloadId", workload)
                 .await
                 .map_err(|error| failure(error.to_string()))?;
             let template = runs
@@ -76,7 +76,7 @@ impl Executor for FixtureExecutor {
                 })?;
             let workload_row = self
                 .catalog
-                .rows_where("workloads", "id", workload)
+                .export_rows_where("workloads", "id", workload)
                 .await
                 .map_err(|error| failure(error.to_string()))?
                 .into_iter()
@@ -84,7 +84,7 @@ impl Executor for FixtureExecutor {
                 .ok_or_else(|| failure(format!("workload {workload} is not in the catalog")))?;
             let measurements = self
                 .catalog
-                .rows_where("measurements", "runId", text(&template, "id").unwrap_or_default())
+                .export_rows_where("measurements", "runId", text(&template, "id").unwrap_or_default())
                 .await
                 .map_err(|error| failure(error.to_string()))?;
             let factor = factor(&job.job.key, job.lease.attempt, workload);

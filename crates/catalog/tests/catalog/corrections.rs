@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::support::{TestDb, export_text, shared_lines};
 use ki_catalog::{Catalog, CatalogError, CorrectionAction, ExportLine, ImportOptions, Refusal};
+use ki_model::rows::RecordEventRow;
 use ki_ranking::{CatalogRows, Index, Ineligibility};
 use serde_json::{Map, Value};
 
@@ -127,9 +128,13 @@ fn subset(keys: &[&str]) -> Vec<ExportLine> {
 async fn judgement(catalog: &Catalog) -> Index {
     let mut rows = CatalogRows::new();
     for table in ki_ranking::rows::RANKING_TABLES {
-        for row in catalog.rows(table).await.unwrap() {
-            rows.push(table, row, None);
-        }
+        catalog
+            .for_each_row(table, |row| {
+                rows.push(table, row, None);
+                Ok(())
+            })
+            .await
+            .unwrap();
     }
     Index::from_owned_rows(rows).expect("the catalog ranks")
 }
@@ -191,9 +196,9 @@ async fn retract_the_record_holder(db: TestDb) {
     assert_eq!(event.previous_run_id.as_deref(), Some(group.holder.as_str()));
     assert_holds_the_best_value(&index, &group.key, &leader);
     assert_eq!((event.cause.as_str(), event.at.as_str()), ("retraction", report.correction.at.as_str()));
-    let stored = catalog.rows_where("record_events", "id", &event.id).await.unwrap();
-    assert_eq!(text(&stored[0], "runId"), leader);
-    assert_eq!(text(&stored[0], "previousRunId"), group.holder);
+    let stored = catalog.rows_where::<RecordEventRow>("id", &event.id).await.unwrap();
+    assert_eq!(stored[0].run_id, leader);
+    assert_eq!(stored[0].previous_run_id.as_deref(), Some(group.holder.as_str()));
 
     // The stored ledger is the recomputed one; asking again appends nothing.
     assert!(index.verify_record_events().is_clean(), "{}: {:?}", db.name, index.verify_record_events().mismatches);
@@ -245,9 +250,9 @@ async fn supersede_the_record_holder(db: TestDb) {
     assert_eq!(count(&after, "benchmark_runs"), count(&before, "benchmark_runs"), "{}: nothing deleted", db.name);
     assert_eq!(count(&after, "record_events"), count(&before, "record_events") + report.events.len() as u64);
     let old = catalog.run_by_id(&group.holder).await.unwrap().expect("the superseded run is still there");
-    assert!(old["retractedAt"].is_null());
+    assert!(old.retracted_at.is_none());
     let new = catalog.run_by_id(&successor).await.unwrap().unwrap();
-    assert_eq!(text(&new, "supersedesId"), group.holder);
+    assert_eq!(new.supersedes_id.as_deref(), Some(group.holder.as_str()));
 
     let index = judgement(&catalog).await;
     assert!(codes(&index, &group.holder).contains(&"SUPERSEDED".to_string()), "{:?}", codes(&index, &group.holder));
@@ -256,7 +261,7 @@ async fn supersede_the_record_holder(db: TestDb) {
     assert_eq!(event.previous_run_id.as_deref(), Some(group.holder.as_str()));
     assert_holds_the_best_value(&index, &group.key, &event.run_id);
     assert_eq!(event.cause, "supersession");
-    assert_eq!(event.at, text(&new, "observedAt"), "a supersession takes effect when the successor was observed");
+    assert_eq!(event.at, new.observed_at, "a supersession takes effect when the successor was observed");
     assert!(index.verify_record_events().is_clean(), "{}: {:?}", db.name, index.verify_record_events().mismatches);
     assert_eq!(catalog.append_pending_record_events(&[&group.key]).await.unwrap(), vec![]);
 

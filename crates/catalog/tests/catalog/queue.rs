@@ -19,6 +19,7 @@ use ki_catalog::queue::{
     JobState, Origin, QueueError, Requirement, ReverifyOptions, StopWhen, Subject, WorkerOptions, WorkloadSet,
 };
 use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions, KeyRefusal, Scope};
+use ki_model::rows::{BenchmarkRunRow, RecordEventRow};
 use ki_ranking::reverify::{EnvironmentFacts, Policy};
 use ki_ranking::{CatalogRows, Index};
 use serde_json::{Map, Value};
@@ -109,7 +110,7 @@ impl Fixture {
     }
 
     async fn run_count(&self) -> usize {
-        self.catalog.rows("benchmark_runs").await.unwrap().len()
+        self.catalog.rows::<BenchmarkRunRow>().await.unwrap().len()
     }
 }
 
@@ -422,13 +423,13 @@ async fn refused_records_publish_nothing_and_leave_the_job_held(db: TestDb) {
     let mut bad = good.clone();
     let run = bad.lines.iter_mut().find(|line| line.table == "benchmark_runs").unwrap();
     run.row.insert("primaryValue".into(), serde_json::json!(1));
-    let events_before = catalog.rows("record_events").await.unwrap().len();
+    let events_before = catalog.rows::<RecordEventRow>().await.unwrap().len();
     let runs = fixture.run_count().await;
     let error = catalog.complete(&held.lease, &bad).await.unwrap_err();
     assert!(matches!(error, QueueError::Publication { .. }), "{error}");
     assert!(error.to_string().contains("nothing published"), "{error}");
     assert_eq!(fixture.run_count().await, runs);
-    assert_eq!(catalog.rows("record_events").await.unwrap().len(), events_before);
+    assert_eq!(catalog.rows::<RecordEventRow>().await.unwrap().len(), events_before);
     let still = catalog.job(&job.id).await.unwrap().unwrap().job;
     assert_eq!((still.state, still.verdict), (JobState::Running, None), "the verdict was not written either");
 
@@ -437,7 +438,7 @@ async fn refused_records_publish_nothing_and_leave_the_job_held(db: TestDb) {
     // A new environment is a new comparison group: the re-run takes its record.
     assert_eq!(completion.published.record_events.len(), 1);
     assert_eq!(completion.published.record_events[0].previous_run_id, None);
-    assert_eq!(catalog.rows("record_events").await.unwrap().len(), events_before + 1);
+    assert_eq!(catalog.rows::<RecordEventRow>().await.unwrap().len(), events_before + 1);
     let done = catalog.job(&job.id).await.unwrap().unwrap().job;
     assert_eq!(done.state, JobState::Done);
     assert_eq!(done.verdict.map(|verdict| verdict.status), Some(queue::VerdictStatus::Passed));
@@ -549,9 +550,13 @@ async fn a_newer_environment_reverifies_the_leaders(db: TestDb) {
     // the newer software on an H200.
     let mut rows = CatalogRows::new();
     for table in ki_ranking::rows::RANKING_TABLES {
-        for row in catalog.rows(table).await.unwrap() {
-            rows.push(table, row, None);
-        }
+        catalog
+            .for_each_row(table, |row| {
+                rows.push(table, row, None);
+                Ok(())
+            })
+            .await
+            .unwrap();
     }
     let index = Index::from_owned_rows(rows).unwrap();
     for decision in &report.planned {
@@ -582,46 +587,44 @@ async fn a_newer_environment_reverifies_the_leaders(db: TestDb) {
     // Each job published one run in the newer environment's group of its workload.
     let jobs = catalog.jobs(&JobQuery { origin: Some(Origin::Reverification), ..JobQuery::default() }).await.unwrap();
     assert!(jobs.iter().all(|job| job.state == JobState::Done));
-    let all_runs = catalog.rows("benchmark_runs").await.unwrap();
-    let by_id: HashMap<&str, &Map<String, Value>> = all_runs.iter().map(|run| (text(run, "id"), run)).collect();
-    let mut new_groups: BTreeMap<String, Vec<&Map<String, Value>>> = BTreeMap::new();
+    let all_runs = catalog.rows::<BenchmarkRunRow>().await.unwrap();
+    let by_id: HashMap<&str, &BenchmarkRunRow> = all_runs.iter().map(|run| (run.id.as_str(), run)).collect();
+    let mut new_groups: BTreeMap<String, Vec<&BenchmarkRunRow>> = BTreeMap::new();
     for job in &jobs {
         let published = job.published.as_ref().unwrap();
         assert_eq!(published.run_ids.len(), 1);
         let run = by_id[published.run_ids[0].as_str()];
-        assert_eq!(run["manifest"]["environment"]["spec"]["software"]["driver"], "590.48.01");
+        assert_eq!(run.manifest["environment"]["spec"]["software"]["driver"], "590.48.01");
         let original = by_id[job.reverifies_run_id.as_deref().unwrap()];
-        assert_eq!(text(run, "workloadId"), text(original, "workloadId"));
-        assert_eq!(text(run, "implementationId"), text(original, "implementationId"));
-        assert_ne!(text(run, "comparisonKey"), text(original, "comparisonKey"));
-        new_groups.entry(text(run, "comparisonKey").to_string()).or_default().push(run);
+        assert_eq!(run.workload_id, original.workload_id);
+        assert_eq!(run.implementation_id, original.implementation_id);
+        assert_ne!(run.comparison_key, original.comparison_key);
+        new_groups.entry(run.comparison_key.clone()).or_default().push(run);
     }
     assert_eq!(new_groups.len(), 3);
 
     // The expected record events of each new group, from its runs in observation order.
-    let stored = catalog.rows("record_events").await.unwrap();
+    let stored = catalog.rows::<RecordEventRow>().await.unwrap();
     let published_events: usize = jobs.iter().map(|job| job.published.as_ref().unwrap().record_events.len()).sum();
     let mut expected_total = 0;
     for (key, runs) in &mut new_groups {
-        runs.sort_by(|a, b| text(a, "observedAt").cmp(text(b, "observedAt")).then(text(a, "id").cmp(text(b, "id"))));
+        runs.sort_by(|a, b| a.observed_at.cmp(&b.observed_at).then(a.id.cmp(&b.id)));
         let mut expected: Vec<(String, Option<String>)> = Vec::new();
         let mut leader: Option<(&str, f64)> = None;
         for run in runs.iter() {
-            let value = run["primaryValue"].as_f64().unwrap();
+            let value = run.primary_value.unwrap();
             if leader.is_none_or(|(_, best)| value < best) {
-                expected.push((text(run, "id").to_string(), leader.map(|(id, _)| id.to_string())));
-                leader = Some((text(run, "id"), value));
+                expected.push((run.id.clone(), leader.map(|(id, _)| id.to_string())));
+                leader = Some((&run.id, value));
             }
         }
         let got: Vec<(String, Option<String>)> = stored
             .iter()
-            .filter(|event| text(event, "comparisonKey") == key)
-            .map(|event| (text(event, "runId").to_string(), event["previousRunId"].as_str().map(str::to_string)))
+            .filter(|event| event.comparison_key == *key)
+            .map(|event| (event.run_id.clone(), event.previous_run_id.clone()))
             .collect();
         assert_eq!(got, expected, "record events of group {key}");
-        assert!(
-            stored.iter().filter(|event| text(event, "comparisonKey") == key).all(|e| text(e, "cause") == "new_run")
-        );
+        assert!(stored.iter().filter(|event| event.comparison_key == *key).all(|e| e.cause == "new_run"));
         expected_total += expected.len();
     }
     assert_eq!(published_events, expected_total, "each job's publication says which events it appended");
@@ -672,7 +675,7 @@ async fn old_runs_are_reverified_once(db: TestDb) {
         let run_id = &job.published.as_ref().unwrap().run_ids[0];
         let run = catalog.run_by_id(run_id).await.unwrap().unwrap();
         let original = catalog.run_by_id(job.reverifies_run_id.as_deref().unwrap()).await.unwrap().unwrap();
-        assert_eq!(text(&run, "comparisonKey"), text(&original, "comparisonKey"), "same environment, same group");
+        assert_eq!(run.comparison_key, original.comparison_key, "same environment, same group");
     }
     let again = catalog.enqueue_reverification(&ReverifyOptions::new(policy.clone())).await.unwrap();
     assert!(again.planned.is_empty(), "the fresh re-runs answer the age: {:#?}", again.planned);

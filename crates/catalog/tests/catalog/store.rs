@@ -6,7 +6,13 @@ use std::collections::HashMap;
 
 use crate::support::{TestDb, counts_of, export_text, lines_of, shared_export_text, shared_lines};
 use ki_catalog::{Catalog, CatalogError, ExportLine, ImportOptions};
+use ki_model::rows::{BenchmarkRunRow, MeasurementRow};
 use serde_json::Value;
+
+/// An export row as its table's type.
+fn typed<T: serde::de::DeserializeOwned>(row: &serde_json::Map<String, Value>) -> T {
+    serde_json::from_value(Value::Object(row.clone())).unwrap()
+}
 
 /// Full life of a snapshot: a partial import, the overlapping full snapshot adds only the
 /// rest, a re-import adds nothing, the export reproduces the shared file byte for byte, and
@@ -51,28 +57,27 @@ async fn import_overlap_reimport_and_round_trip(db: TestDb) {
 
     // The read API gives back the very rows that went in.
     let runs: Vec<&ExportLine> = all.iter().filter(|line| line.table == "benchmark_runs").collect();
-    let stored_runs = catalog.rows("benchmark_runs").await.unwrap();
+    let stored_runs = catalog.rows::<BenchmarkRunRow>().await.unwrap();
     assert_eq!(stored_runs.len(), runs.len());
-    assert!(stored_runs.iter().zip(&runs).all(|(stored, line)| *stored == line.row));
+    assert!(stored_runs.iter().zip(&runs).all(|(stored, line)| *stored == typed(&line.row)));
     let run = runs.iter().find(|line| line.row["primaryValue"].is_f64()).expect("a run with a fractional value");
     let id = run.row["id"].as_str().unwrap();
     let digest = run.row["runDigest"].as_str().unwrap();
-    assert_eq!(catalog.run_by_id(id).await.unwrap().as_ref(), Some(&run.row));
-    assert_eq!(catalog.run_by_digest(digest).await.unwrap().as_ref(), Some(&run.row));
+    assert_eq!(catalog.run_by_id(id).await.unwrap(), Some(typed(&run.row)));
+    assert_eq!(catalog.run_by_digest(digest).await.unwrap(), Some(typed(&run.row)));
     assert_eq!(catalog.run_by_id("not-a-uuid").await.unwrap(), None);
-    let measurements: Vec<_> = all
+    let measurements: Vec<MeasurementRow> = all
         .iter()
         .filter(|line| line.table == "measurements" && line.row["runId"] == run.row["id"])
-        .map(|line| &line.row)
+        .map(|line| typed(&line.row))
         .collect();
-    let stored_measurements = catalog.measurements_of_run(id).await.unwrap();
-    assert_eq!(stored_measurements.iter().collect::<Vec<_>>(), measurements);
+    assert_eq!(catalog.measurements_of_run(id).await.unwrap(), measurements);
     let key = run.row["comparisonKey"].as_str().unwrap();
     let peers = runs.iter().filter(|line| line.row["comparisonKey"] == key).count();
     assert_eq!(catalog.runs_by_comparison_key(key).await.unwrap().len(), peers);
     let serving = all.iter().find(|line| line.table == "serving_runs").unwrap();
     let serving_digest = serving.row["runDigest"].as_str().unwrap();
-    assert_eq!(catalog.serving_run_by_digest(serving_digest).await.unwrap().as_ref(), Some(&serving.row));
+    assert_eq!(catalog.serving_run_by_digest(serving_digest).await.unwrap(), Some(typed(&serving.row)));
 
     other.close().await;
     catalog.close().await;
@@ -429,7 +434,7 @@ async fn later_columns_round_trip(db: TestDb) {
     assert_eq!((again.inserted(), again.unchanged()), (0, snapshot.len() as u64), "{}: a re-import", db.name);
 
     let id = run_row["id"].as_str().unwrap();
-    assert_eq!(catalog.run_by_id(id).await.unwrap().as_ref(), Some(&run_row), "{}", db.name);
+    assert_eq!(catalog.run_by_id(id).await.unwrap(), Some(typed(&run_row)), "{}", db.name);
     let exported = String::from_utf8(export_text(&catalog).await).unwrap();
     let line_of = |table: &str, row: &serde_json::Map<String, Value>| {
         format!("{{\"table\":\"{table}\",\"row\":{}}}", ki_catalog::json_text::to_text(&Value::Object(row.clone())))

@@ -17,6 +17,7 @@ use ki_catalog::queue::{
     Requirement, ReverifyOptions, RunnerExecutor, StopWhen, Subject, WorkerEvent, WorkerOptions, WorkerRecord,
     WorkloadSet,
 };
+use ki_model::rows::{ImplementationRow, OperationRow};
 use ki_ranking::reverify::{EnvironmentFacts, Framework, Policy};
 
 use super::database::{DatabaseArgs, runtime};
@@ -485,22 +486,17 @@ pub fn enqueue(database: &DatabaseArgs, args: EnqueueArgs) -> anyhow::Result<Exi
             }
             (None, Some(id)) => {
                 let row = catalog
-                    .rows_where("implementations", "id", id.trim())
+                    .rows_where::<ImplementationRow>("id", id.trim())
                     .await?
                     .into_iter()
                     .next()
                     .ok_or_else(|| anyhow!("no implementation {:?} in {}", id, catalog.url()))?;
-                let text = |column: &str| row.get(column).and_then(|value| value.as_str()).unwrap_or("").to_string();
-                let operation = catalog.rows_where("operations", "id", &text("operationId")).await?;
-                let definition = operation
-                    .first()
-                    .and_then(|row| row.get("name"))
-                    .and_then(|name| name.as_str())
-                    .map(str::to_string);
+                let operation = catalog.rows_where::<OperationRow>("id", &row.operation_id).await?;
+                let definition = operation.into_iter().next().map(|operation| operation.name);
                 (
                     Subject::Implementation {
-                        implementation_id: text("id"),
-                        implementation_digest: text("implementationDigest"),
+                        implementation_id: row.id,
+                        implementation_digest: row.implementation_digest,
                     },
                     definition,
                 )

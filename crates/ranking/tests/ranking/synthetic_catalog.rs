@@ -17,16 +17,23 @@ fn object(value: Value) -> Map<String, Value> {
 /// A catalog of one operation, one workload, one project and one implementation.
 fn base_rows() -> CatalogRows {
     let mut rows = CatalogRows::new();
-    rows.push("sources", object(json!({"id": "src", "slug": "test-source", "name": "Test source"})), Some(1));
+    rows.push(
+        "sources",
+        object(
+            json!({"id": "src", "slug": "test-source", "kind": "leaderboard", "name": "Test source", "createdAt": AT}),
+        ),
+        Some(1),
+    );
     rows.push(
         "projects",
-        object(json!({"id": "proj", "slug": "p", "name": "Project", "licenseExpression": null})),
+        object(json!({"id": "proj", "slug": "p", "name": "Project", "normalizedName": "project", "licenseExpression": null, "manifest": {}, "createdAt": AT})),
         Some(2),
     );
     rows.push(
         "operations",
         object(json!({
-            "id": "op", "slug": "op-slug", "name": "scale_add", "semanticDigest": "sha256:op",
+            "id": "op", "slug": "op-slug", "family": "elementwise", "name": "scale_add", "schemaVersion": "kernelindex.dev/v1alpha1",
+            "semanticDigest": "sha256:op", "tags": [], "createdAt": AT,
             "manifest": {"spec": {"axes": {"n": {"role": "variable", "type": "integer"}, "k": {"role": "constant", "value": 4}}}}
         })),
         Some(3),
@@ -34,17 +41,25 @@ fn base_rows() -> CatalogRows {
     rows.push("operation_aliases", object(json!({"operationId": "op", "alias": "saxpy_like"})), Some(4));
     rows.push(
         "workloads",
-        object(json!({"id": "w", "operationId": "op", "workloadDigest": "sha256:w", "dtypes": ["fp32"], "manifest": {"spec": {"axes": {"n": 1024}}}})),
+        object(json!({
+            "id": "w", "operationId": "op", "workloadDigest": "sha256:w", "schemaVersion": "kernelindex.dev/v1alpha1",
+            "shapeSummary": "[1024]", "dtypes": ["fp32"], "layoutKeys": [], "createdAt": AT,
+            "manifest": {"spec": {"axes": {"n": 1024}}}
+        })),
         Some(5),
     );
     rows.push("implementations", object(implementation("impl", json!({}))), Some(6));
     rows
 }
 
+/// When the catalog's rows were made.
+const AT: &str = "2026-08-01T00:00:00.000Z";
+
 fn implementation(id: &str, overrides: Value) -> Value {
     let mut row = json!({
         "id": id, "projectId": "proj", "operationId": "op", "slug": format!("slug-{id}"),
-        "implementationDigest": format!("sha256:{id}"), "sourceAvailable": true, "installable": false,
+        "implementationDigest": format!("sha256:{id}"), "sourceRevision": "", "language": "cuda", "targetArchitectures": [],
+        "title": format!("Implementation {id}"), "createdAt": AT, "sourceAvailable": true, "installable": false,
         "licenseExpression": null, "installCommand": null, "manifest": {}
     });
     merge(&mut row, overrides);
@@ -222,7 +237,7 @@ fn deployability_names_each_missing_requirement() {
 #[test]
 fn implementations_are_listed_by_operation_and_project_and_found_by_id() {
     let mut rows = base_rows();
-    rows.push("projects", object(json!({"id": "other", "slug": "o", "name": "Other"})), Some(7));
+    rows.push("projects", object(json!({"id": "other", "slug": "o", "name": "Other", "normalizedName": "other", "manifest": {}, "createdAt": AT})), Some(7));
     rows.push("implementations", object(implementation("second", json!({"projectId": "other"}))), Some(8));
     // An operation id that names no operation is no error: the implementation is listed under none.
     rows.push("implementations", object(implementation("orphan", json!({"operationId": "gone"}))), Some(9));

@@ -65,8 +65,8 @@ pub fn render(model: &ReadModel, routes: &[crate::openapi::RouteDoc]) -> Markup 
                 dl.fields { @for s in &model.judgement.sources {
                     div id={ "source-" (s.slug) } {
                         dt { (s.name) }
-                        dd { (s.policy.get("license").and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
-                            " — " (s.policy.get("terms").and_then(|l| l.as_str()).unwrap_or("")) }
+                        dd { (s.policy.as_ref().and_then(|p| p.get("license")).and_then(|l| l.as_str()).unwrap_or("terms not recorded"))
+                            " — " (s.policy.as_ref().and_then(|p| p.get("terms")).and_then(|l| l.as_str()).unwrap_or("")) }
                     }
                 } }
             }))

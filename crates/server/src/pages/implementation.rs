@@ -48,7 +48,7 @@ impl ReadModel {
         let imp = &self.judgement.implementations[i];
         ImplementationItem {
             slug: imp.slug.clone(),
-            title: imp.title.clone().unwrap_or_default(),
+            title: imp.title.clone(),
             project: self.judgement.projects[self.judgement.implementation_project(i)].name.clone(),
             runs: self.runs_by_implementation.get(&i).map_or(0, Vec::len),
             href: format!("/implementations/{}", imp.slug),
@@ -70,15 +70,15 @@ impl ReadModel {
         runs.truncate(PAGE_LIMIT);
         ImplementationView {
             slug: row.slug.clone(),
-            title: row.title.clone().unwrap_or_default(),
+            title: row.title.clone(),
             digest: row.implementation_digest.clone(),
             project: Link { label: project.name.clone(), href: format!("/projects/{}", project.slug) },
             operation: op.map(|o| Link {
                 label: self.operation_title(o).into(),
                 href: format!("/operations/{}", self.judgement.operations[o].slug),
             }),
-            revision: present(&row.source_revision),
-            language: present(&row.language),
+            revision: Some(row.source_revision.clone()).filter(|r| !r.is_empty()),
+            language: Some(row.language.clone()).filter(|l| !l.is_empty()),
             licence: present(&row.license_expression),
             source_available: row.source_available,
             source_code: self.source_code(row.source_available, &manifest),

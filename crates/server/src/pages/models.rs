@@ -285,7 +285,7 @@ impl ReadModel {
             href: format!("/operations/{slug}"),
             slug,
             title: self.operation_title(op).into(),
-            family: row.family.clone().unwrap_or_default(),
+            family: row.family.clone(),
             runs: runs.len(),
             gpus,
         }

@@ -633,7 +633,7 @@ impl ReadModel {
             slug: slug.into(),
             name: row.name.clone(),
             title: self.operation_title(op).into(),
-            family: row.family.clone().unwrap_or_default(),
+            family: row.family.clone(),
             description: pointer(&manifest, &["metadata", "description"]).map(scalar),
             aliases: self.aliases_by_operation.get(&op).cloned().unwrap_or_default(),
             tags: row.tags.clone(),
@@ -897,7 +897,7 @@ impl ReadModel {
         OperationItem {
             slug: row.slug.clone(),
             title: self.operation_title(op).into(),
-            family: row.family.clone().unwrap_or_default(),
+            family: row.family.clone(),
             workloads: workloads.len(),
             runs: workloads.iter().map(|w| self.judgement.workload_runs(*w).len()).sum(),
             href: format!("/operations/{}", row.slug),

@@ -325,7 +325,7 @@ impl ReadModel {
         if own(Filter::Family) || own(Filter::Model) {
             let Some(op) = entry.operation else { return false };
             let row = &self.judgement.operations[op];
-            let family = row.family.as_deref().unwrap_or("");
+            let family = row.family.as_str();
             if !request.values(Filter::Family).all(|f| family.to_lowercase().contains(f)) {
                 return false;
             }
@@ -582,14 +582,13 @@ impl ReadModel {
                 .map(|(op, row)| OperationNames {
                     name: &row.name,
                     slug: &row.slug,
-                    family: row.family.as_deref().unwrap_or(""),
+                    family: row.family.as_str(),
                     aliases: self.aliases_by_operation.get(&op).into_iter().flatten().map(String::as_str).collect(),
                     models: row.tags.iter().filter_map(|t| t.strip_prefix("model:")).collect(),
                     axes: self.operation_axes[op].iter().map(|axis| axis.name.as_str()).collect(),
                 })
                 .collect();
-            let languages: BTreeSet<&str> =
-                index.implementations.iter().filter_map(|i| i.language.as_deref()).collect();
+            let languages: BTreeSet<&str> = index.implementations.iter().map(|i| i.language.as_str()).collect();
             Lexicon::new(&LexiconParts {
                 operations,
                 gpus: self.runs_by_gpu.iter().map(|(gpu, _)| gpu.as_str()).collect(),

@@ -138,7 +138,7 @@ impl ReadModel {
                 .map(|w| w.manifest.clone())
                 .unwrap_or(Value::Null),
             source: source.map(|s| s.name.clone()),
-            licence: source.and_then(|s| s.policy.get("license")).map(scalar),
+            licence: source.and_then(|s| s.policy.as_ref()?.get("license")).map(scalar),
         }
     }
 }

@@ -344,7 +344,7 @@ impl ReadModel {
         if let Some(previous) = supersedes.and_then(|id| self.judgement.implementation_index(id)) {
             return Some(previous);
         }
-        let created = |i: usize| rows[i].created_at.as_deref().unwrap_or("");
+        let created = |i: usize| rows[i].created_at.as_str();
         let siblings = self.judgement.project_implementations(self.judgement.implementation_project(implementation));
         siblings
             .iter()
@@ -365,7 +365,7 @@ fn link_of(model: &ReadModel, i: usize) -> Link {
 }
 
 fn source_revision(model: &ReadModel, i: usize) -> Option<String> {
-    model.judgement.implementations[i].source_revision.clone().filter(|r| !r.is_empty())
+    Some(model.judgement.implementations[i].source_revision.clone()).filter(|r| !r.is_empty())
 }
 
 /// The unified diff of each file between two sources, by path: changed files first in the

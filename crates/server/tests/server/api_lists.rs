@@ -15,10 +15,10 @@ fn run_ids(page: &Value) -> Vec<String> {
 #[test]
 fn paging_the_run_list_through_the_bundled_catalog_returns_every_run_exactly_once() {
     let server = &BUNDLED.server;
-    let stored: BTreeSet<String> = block_on(server.state.catalog.rows("benchmark_runs"))
+    let stored: BTreeSet<String> = block_on(server.state.catalog.rows::<ki_model::rows::BenchmarkRunRow>())
         .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap().to_string())
+        .into_iter()
+        .map(|r| r.id)
         .collect();
     assert!(stored.len() > 8000, "the bundle holds {} runs", stored.len());
     let mut seen: Vec<String> = Vec::new();

@@ -14,7 +14,7 @@ use ki_catalog::queue::{
     EnqueueRequest, EnvironmentFailure, Executor, FixtureExecutor, JobSpec, Origin, Requirement, Subject, WorkloadSet,
 };
 use ki_ranking::reverify::EnvironmentFacts;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const OPERATION: &str = "gqa_paged_decode_h32_kv4_d128_ps1";
 const HOSTILE_NAME: &str = "<script>alert('queue')</script>";
@@ -32,12 +32,12 @@ fn h200() -> EnvironmentFacts {
 
 /// Specs re-running three of our bundled H200 runs, each on its own workload.
 fn implementation_specs(catalog: &ki_catalog::Catalog) -> Vec<JobSpec> {
-    let runs = block_on(catalog.rows("benchmark_runs")).unwrap();
-    let mut by_workload: BTreeMap<String, &serde_json::Map<String, Value>> = BTreeMap::new();
+    let runs = block_on(catalog.rows::<ki_model::rows::BenchmarkRunRow>()).unwrap();
+    let mut by_workload: BTreeMap<String, &ki_model::rows::BenchmarkRunRow> = BTreeMap::new();
     for run in &runs {
-        let protocol = run["manifest"]["protocol"]["metadata"]["name"].as_str().unwrap_or("");
-        if protocol.starts_with("kernelindex-rerun") && run["hardwareModel"] == "NVIDIA H200" {
-            by_workload.entry(run["workloadId"].as_str().unwrap().to_string()).or_insert(run);
+        let protocol = run.manifest["protocol"]["metadata"]["name"].as_str().unwrap_or("");
+        if protocol.starts_with("kernelindex-rerun") && run.hardware_model == "NVIDIA H200" {
+            by_workload.entry(run.workload_id.clone()).or_insert(run);
         }
     }
     assert!(by_workload.len() >= 3, "the bundle holds our H200 runs");
@@ -46,14 +46,14 @@ fn implementation_specs(catalog: &ki_catalog::Catalog) -> Vec<JobSpec> {
         .take(3)
         .map(|(workload, run)| JobSpec {
             subject: Subject::Implementation {
-                implementation_id: run["implementationId"].as_str().unwrap().to_string(),
-                implementation_digest: run["manifest"]["run"]["spec"]["implementationDigest"]
+                implementation_id: run.implementation_id.clone(),
+                implementation_digest: run.manifest["run"]["spec"]["implementationDigest"]
                     .as_str()
                     .unwrap()
                     .to_string(),
             },
             workloads: WorkloadSet { operation: OPERATION.into(), workloads: vec![workload] },
-            protocol: run["manifest"]["protocol"]["metadata"]["name"].as_str().unwrap().to_string(),
+            protocol: run.manifest["protocol"]["metadata"]["name"].as_str().unwrap().to_string(),
             requirement: Requirement::default(),
             basis_run_id: None,
         })

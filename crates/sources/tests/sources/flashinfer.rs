@@ -429,9 +429,13 @@ async fn published_traces_get_their_record_events() {
     assert!(!first.record_events.is_empty(), "{first:?}");
     let mut rows = ki_ranking::CatalogRows::new();
     for table in ki_ranking::rows::RANKING_TABLES {
-        for row in catalog.rows(table).await.unwrap() {
-            rows.push(table, row, None);
-        }
+        catalog
+            .for_each_row(table, |row| {
+                rows.push(table, row, None);
+                Ok(())
+            })
+            .await
+            .unwrap();
     }
     let index = ki_ranking::Index::from_owned_rows(rows).unwrap();
     assert!(index.pending_ledger_events().is_empty(), "the stored ledger is complete");

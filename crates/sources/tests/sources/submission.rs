@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use ki_catalog::{Catalog, CatalogError, ImportOptions, ImportReport};
+use ki_model::rows::{
+    BenchmarkRunRow, ImplementationRow, OperationRow, ProjectRow, ServingRunRow, ServingStackRevisionRow,
+};
 use ki_sources::publish::publish_rows;
 use ki_sources::submission::{SubmissionError, SubmittedManifest, plan};
 use serde_json::Value;
@@ -114,30 +117,26 @@ async fn the_fixture_bundle_publishes_once() {
     ] {
         assert_eq!(inserted(&first, table), 1, "{table}");
     }
-    let run = &catalog.rows("benchmark_runs").await.unwrap()[0];
-    assert_eq!(run["publishedAt"], AT);
-    assert_eq!((run["reported"].as_bool(), run["hasRawEvidence"].as_bool()), (Some(true), Some(false)));
-    assert_eq!(run["primaryValue"], 8120.0);
-    assert_eq!((run["uncertaintyLow"].as_f64(), run["uncertaintyHigh"].as_f64()), (Some(8095.0), Some(8151.0)));
+    let run = &catalog.rows::<BenchmarkRunRow>().await.unwrap()[0];
+    assert_eq!(run.published_at.as_deref(), Some(AT));
+    assert_eq!((run.reported, run.has_raw_evidence), (true, false));
+    assert_eq!(run.primary_value, Some(8120.0));
+    assert_eq!((run.uncertainty_low, run.uncertainty_high), (Some(8095.0), Some(8151.0)));
     let event = &first.record_events[0];
     assert_eq!(
         (event.run_id.as_str(), event.previous_run_id.as_deref(), event.cause.as_str()),
-        (run["id"].as_str().unwrap(), None, "new_run")
+        (run.id.as_str(), None, "new_run")
     );
     let operation = catalog
-        .rows_where(
-            "operations",
+        .rows_where::<OperationRow>(
             "semanticDigest",
             "sha256:7a3b25630f0628b21ed74b6adb588d28f7e29191f9038bed6f56ed393deefb5b",
         )
         .await
         .unwrap();
-    assert_eq!(
-        operation[0]["slug"], "rmsnorm-h4096-7a3b2563",
-        "the namesake keeps its slug; the new one is told apart"
-    );
-    let implementation = &catalog.rows("implementations").await.unwrap()[0];
-    assert_eq!(implementation["projectId"], catalog.rows("projects").await.unwrap()[0]["id"]);
+    assert_eq!(operation[0].slug, "rmsnorm-h4096-7a3b2563", "the namesake keeps its slug; the new one is told apart");
+    let implementation = &catalog.rows::<ImplementationRow>().await.unwrap()[0];
+    assert_eq!(implementation.project_id, catalog.rows::<ProjectRow>().await.unwrap()[0].id);
 
     // Again, or the run alone now that its parents are held: nothing new.
     assert_eq!(publish(&catalog, &fixture).await.unwrap().inserted(), 0);
@@ -190,22 +189,19 @@ async fn serving_records_publish_once_and_verify() {
         assert_eq!(inserted(&report, table), 1, "{table}");
     }
     assert_eq!(inserted(&report, "serving_measurements"), 2);
-    let run = &catalog.rows("serving_runs").await.unwrap()[0];
-    assert_eq!(run["status"], "valid");
-    assert_eq!(run["scenario"], "open_loop", "no source-native scenario: the workload's load generation");
-    assert_eq!(
-        (run["acceleratorModel"].as_str(), run["acceleratorCount"].as_u64(), run["totalAccelerators"].as_u64()),
-        (Some("NVIDIA B200"), Some(2), Some(2))
-    );
-    assert_eq!(run["reported"], true);
-    assert_eq!(run["protocolKey"], "example_loadgen/1.2.0/unspecified/streaming/open_loop");
-    assert!(!run["publishedAt"].is_null());
+    let run = &catalog.rows::<ServingRunRow>().await.unwrap()[0];
+    assert_eq!(run.status, "valid");
+    assert_eq!(run.scenario, "open_loop", "no source-native scenario: the workload's load generation");
+    assert_eq!((run.accelerator_model.as_str(), run.accelerator_count, run.total_accelerators), ("NVIDIA B200", 2, 2));
+    assert!(run.reported);
+    assert_eq!(run.protocol_key, "example_loadgen/1.2.0/unspecified/streaming/open_loop");
+    assert!(run.published_at.is_some());
     // The stack's project did not exist: it is made from the stack's spec.project.
-    let project = &catalog.rows("projects").await.unwrap()[0];
-    assert_eq!((project["slug"].as_str(), project["name"].as_str()), (Some("meridian-serve"), Some("meridian-serve")));
-    let stack = &catalog.rows("serving_stack_revisions").await.unwrap()[0];
-    assert_eq!(stack["projectId"], project["id"]);
-    assert_eq!(stack["version"], "0.4.1");
+    let project = &catalog.rows::<ProjectRow>().await.unwrap()[0];
+    assert_eq!((project.slug.as_str(), project.name.as_str()), ("meridian-serve", "meridian-serve"));
+    let stack = &catalog.rows::<ServingStackRevisionRow>().await.unwrap()[0];
+    assert_eq!(stack.project_id, project.id);
+    assert_eq!(stack.version, "0.4.1");
 
     // Again, or the run alone now that its parents are held: nothing new.
     assert_eq!(publish(&catalog, &all).await.unwrap().inserted(), 0);
