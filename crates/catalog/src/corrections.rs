@@ -5,11 +5,11 @@
 
 use std::collections::BTreeSet;
 
+use ki_model::rows::BenchmarkRunRow;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::error::{CatalogError, DbContext, Refusal, Result};
-use crate::ledger::{AppendedEvent, append_pending, rows_by, text_param};
+use crate::ledger::{AppendedEvent, append_pending, text_param, typed_rows_by};
 use crate::rows::{SqlValue, Storage};
 use crate::schema::Kind;
 use crate::store::{Backend, Pool, Session, placeholder};
@@ -60,14 +60,6 @@ pub struct CorrectionReport {
     pub events: Vec<AppendedEvent>,
 }
 
-fn text<'a>(row: &'a Map<String, Value>, column: &str) -> Option<&'a str> {
-    row.get(column).and_then(Value::as_str)
-}
-
-fn id_of(row: &Map<String, Value>) -> String {
-    text(row, "id").unwrap_or_default().to_string()
-}
-
 /// A reason or actor: trimmed, not empty, not huge.
 fn checked(value: &str, what: &'static str) -> Result<String> {
     let value = value.trim();
@@ -78,18 +70,18 @@ fn checked(value: &str, what: &'static str) -> Result<String> {
 }
 
 /// The run a reference names: its id, or its run digest (`sha256:` optional).
-async fn find_run(session: &mut Session, reference: &str, role: &'static str) -> Result<Map<String, Value>> {
+async fn find_run(session: &mut Session, reference: &str, role: &'static str) -> Result<BenchmarkRunRow> {
     let reference = reference.trim();
     let unknown = || CatalogError::Refused(Refusal::UnknownRun { role, given: reference.to_string() });
     let found = if uuid::Uuid::try_parse(reference).is_ok() {
-        rows_by(session, "benchmark_runs", "id", &reference.to_ascii_lowercase()).await?
+        typed_rows_by(session, "id", &reference.to_ascii_lowercase()).await?
     } else {
         let digest =
             if reference.starts_with("sha256:") { reference.to_string() } else { format!("sha256:{reference}") };
         if !crate::rows::is_digest(&digest) {
             return Err(unknown());
         }
-        rows_by(session, "benchmark_runs", "runDigest", &digest).await?
+        typed_rows_by(session, "runDigest", &digest).await?
     };
     found.into_iter().next().ok_or_else(unknown)
 }
@@ -147,17 +139,12 @@ async fn write_audit(session: &mut Session, correction: &Correction) -> Result<(
 }
 
 /// Appends the events the corrected group now needs, writes the audit entry, commits.
-async fn finish(mut session: Session, correction: Correction, run: &Map<String, Value>) -> Result<CorrectionReport> {
-    let comparison_key = text(run, "comparisonKey").unwrap_or_default().to_string();
+async fn finish(mut session: Session, correction: Correction, run: &BenchmarkRunRow) -> Result<CorrectionReport> {
+    let comparison_key = run.comparison_key.clone();
     let events = append_pending(&mut session, &BTreeSet::from([comparison_key.clone()])).await?;
     write_audit(&mut session, &correction).await?;
     session.commit().await.context(|| "cannot commit the correction".into())?;
-    Ok(CorrectionReport {
-        correction,
-        run_digest: text(run, "runDigest").unwrap_or_default().to_string(),
-        comparison_key,
-        events,
-    })
+    Ok(CorrectionReport { correction, run_digest: run.run_digest.clone(), comparison_key, events })
 }
 
 pub(crate) async fn retract(pool: &Pool, reference: &str, reason: &str, actor: &str) -> Result<CorrectionReport> {
@@ -165,10 +152,10 @@ pub(crate) async fn retract(pool: &Pool, reference: &str, reason: &str, actor: &
     let actor = checked(actor, "actor")?;
     let mut session = Session::begin(pool, true).await?;
     let run = find_run(&mut session, reference, "id or digest").await?;
-    let id = id_of(&run);
-    if let Some(at) = text(&run, "retractedAt") {
-        let previous = text(&run, "retractionReason").unwrap_or("no reason recorded").to_string();
-        return Err(CatalogError::Refused(Refusal::AlreadyRetracted { run: id, at: at.to_string(), reason: previous }));
+    let id = run.id.clone();
+    if let Some(at) = &run.retracted_at {
+        let previous = run.retraction_reason.as_deref().unwrap_or("no reason recorded").to_string();
+        return Err(CatalogError::Refused(Refusal::AlreadyRetracted { run: id, at: at.clone(), reason: previous }));
     }
     let at = ki_model::utc::now_millis();
     update_run(
@@ -202,34 +189,32 @@ pub(crate) async fn supersede(
     let mut session = Session::begin(pool, true).await?;
     let old_run = find_run(&mut session, old, "id or digest (the run to supersede)").await?;
     let new_run = find_run(&mut session, new, "id or digest (the superseding run)").await?;
-    let (old_id, new_id) = (id_of(&old_run), id_of(&new_run));
+    let (old_id, new_id) = (old_run.id.clone(), new_run.id.clone());
     let refuse = |refusal| Err(CatalogError::Refused(refusal));
     if old_id == new_id {
         return refuse(Refusal::SameRun(old_id));
     }
-    let (old_key, new_key) =
-        (text(&old_run, "comparisonKey").unwrap_or_default(), text(&new_run, "comparisonKey").unwrap_or_default());
-    if old_key != new_key {
+    if old_run.comparison_key != new_run.comparison_key {
         return refuse(Refusal::DifferentComparisonKey {
             old: old_id,
             new: new_id,
-            old_key: old_key.into(),
-            new_key: new_key.into(),
+            old_key: old_run.comparison_key,
+            new_key: new_run.comparison_key,
         });
     }
-    if text(&new_run, "publishedAt").is_none() {
+    if new_run.published_at.is_none() {
         return refuse(Refusal::SuccessorUnpublished { old: old_id, new: new_id });
     }
-    if text(&new_run, "retractedAt").is_some() {
+    if new_run.retracted_at.is_some() {
         return refuse(Refusal::SuccessorRetracted { old: old_id, new: new_id });
     }
-    if let Some(by) = rows_by(&mut session, "benchmark_runs", "supersedesId", &old_id).await?.first() {
-        return refuse(Refusal::AlreadySuperseded { old: old_id, by: id_of(by) });
+    if let Some(by) = typed_rows_by::<BenchmarkRunRow>(&mut session, "supersedesId", &old_id).await?.first() {
+        return refuse(Refusal::AlreadySuperseded { old: old_id, by: by.id.clone() });
     }
-    if let Some(other) = text(&new_run, "supersedesId") {
-        return refuse(Refusal::SuccessorTaken { new: new_id, other: other.to_string() });
+    if let Some(other) = new_run.supersedes_id {
+        return refuse(Refusal::SuccessorTaken { new: new_id, other });
     }
-    if text(&old_run, "supersedesId") == Some(new_id.as_str()) {
+    if old_run.supersedes_id.as_deref() == Some(new_id.as_str()) {
         return refuse(Refusal::Cycle { old: old_id, new: new_id });
     }
     // ranking-v1 reads supersession from the successor's row: it names the run it replaces.

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use ki_model::rows::TableRow;
 use ki_ranking::{CatalogRows, Index, LedgerEvent};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -51,6 +52,11 @@ pub(crate) async fn rows_by(
         .iter()
         .map(|values| rows::to_json_row(spec, values).map_err(CatalogError::Corrupt))
         .collect()
+}
+
+/// Rows of `T`'s table whose `column` equals `value`, typed.
+pub(crate) async fn typed_rows_by<T: TableRow>(session: &mut Session, column: &str, value: &str) -> Result<Vec<T>> {
+    rows_by(session, T::TABLE, column, value).await?.into_iter().map(crate::typed).collect()
 }
 
 fn text<'a>(row: &'a Map<String, Value>, column: &str) -> Option<&'a str> {

@@ -369,6 +369,19 @@ impl Catalog {
         Ok(counts)
     }
 
+    /// The ranking's index over every run the catalog holds (unpublished runs included).
+    pub async fn ranking_index(&self) -> Result<ki_ranking::Index> {
+        let mut rows = ki_ranking::CatalogRows::new();
+        for table in ki_ranking::rows::RANKING_TABLES {
+            self.for_each_row(table, |row| {
+                rows.push(table, row, None);
+                Ok(())
+            })
+            .await?;
+        }
+        ki_ranking::Index::from_owned_rows(rows).map_err(|error| CatalogError::Corrupt(error.to_string()))
+    }
+
     /// Every row of `T`'s table (unpublished runs included), in arrival order.
     pub async fn rows<T: TableRow>(&self) -> Result<Vec<T>> {
         let mut rows = Vec::new();

@@ -1680,16 +1680,7 @@ impl Catalog {
     /// planned run at the re-verification priority, in one transaction. Planning again
     /// enqueues nothing new: the jobs exist (pending or done) or their re-runs answer them.
     pub async fn enqueue_reverification(&self, options: &ReverifyOptions) -> QueueResult<ReverificationReport> {
-        let mut rows = ki_ranking::CatalogRows::new();
-        for table in ki_ranking::rows::RANKING_TABLES {
-            self.for_each_row(table, |row| {
-                rows.push(table, row, None);
-                Ok(())
-            })
-            .await?;
-        }
-        let index = ki_ranking::Index::from_owned_rows(rows)
-            .map_err(|error| QueueError::Catalog(CatalogError::Corrupt(error.to_string())))?;
+        let index = self.ranking_index().await?;
         let seen = self.worker_environments().await?;
         let now = {
             let mut session = Session::begin(&self.pool, false).await?;

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::support::{TestDb, export_text, shared_lines};
 use ki_catalog::{Catalog, CatalogError, CorrectionAction, ExportLine, ImportOptions, Refusal};
 use ki_model::rows::RecordEventRow;
-use ki_ranking::{CatalogRows, Index, Ineligibility};
+use ki_ranking::{Index, Ineligibility};
 use serde_json::{Map, Value};
 
 fn text<'a>(row: &'a Map<String, Value>, column: &str) -> &'a str {
@@ -126,17 +126,7 @@ fn subset(keys: &[&str]) -> Vec<ExportLine> {
 
 /// ranking-v1 over everything the catalog holds.
 async fn judgement(catalog: &Catalog) -> Index {
-    let mut rows = CatalogRows::new();
-    for table in ki_ranking::rows::RANKING_TABLES {
-        catalog
-            .for_each_row(table, |row| {
-                rows.push(table, row, None);
-                Ok(())
-            })
-            .await
-            .unwrap();
-    }
-    Index::from_owned_rows(rows).expect("the catalog ranks")
+    catalog.ranking_index().await.expect("the catalog ranks")
 }
 
 fn codes(index: &Index, run: &str) -> Vec<String> {

@@ -548,17 +548,7 @@ async fn a_newer_environment_reverifies_the_leaders(db: TestDb) {
 
     // The planned runs are each group's two best (the index's ranking), and the jobs require
     // the newer software on an H200.
-    let mut rows = CatalogRows::new();
-    for table in ki_ranking::rows::RANKING_TABLES {
-        catalog
-            .for_each_row(table, |row| {
-                rows.push(table, row, None);
-                Ok(())
-            })
-            .await
-            .unwrap();
-    }
-    let index = Index::from_owned_rows(rows).unwrap();
+    let index = catalog.ranking_index().await.unwrap();
     for decision in &report.planned {
         let cohort = index.cohort(&decision.comparison_key).unwrap();
         let run = index.run_index(&decision.run_id).unwrap();

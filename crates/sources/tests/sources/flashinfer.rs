@@ -427,17 +427,7 @@ async fn published_traces_get_their_record_events() {
         ki_catalog::Catalog::open(&format!("sqlite://{}", dir.path().join("catalog.db").display())).await.unwrap();
     let first = ki_sources::flashinfer::publish(&catalog, &plan, false, "full data set").await.unwrap();
     assert!(!first.record_events.is_empty(), "{first:?}");
-    let mut rows = ki_ranking::CatalogRows::new();
-    for table in ki_ranking::rows::RANKING_TABLES {
-        catalog
-            .for_each_row(table, |row| {
-                rows.push(table, row, None);
-                Ok(())
-            })
-            .await
-            .unwrap();
-    }
-    let index = ki_ranking::Index::from_owned_rows(rows).unwrap();
+    let index = catalog.ranking_index().await.unwrap();
     assert!(index.pending_ledger_events().is_empty(), "the stored ledger is complete");
     let again = ki_sources::flashinfer::publish(
         &catalog,
